@@ -1,0 +1,1 @@
+//! Privacy attacks on GNNs.

@@ -1,0 +1,50 @@
+//! Command-line interface: one file per subcommand, each with its clap arguments and `run`.
+use crate::error::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "gnnaudit", version, about = "Train private GNNs, attack them, and audit the claimed epsilon")]
+pub struct Cli {
+    /// More log output (-v info, -vv debug).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Torch smoke check: prints the libtorch version and runs one forward/backward pass.
+    Doctor,
+}
+
+pub fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GNNAUDIT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Doctor => doctor(),
+    }
+}
+
+fn doctor() -> Result<()> {
+    let x = tch::Tensor::randn([4, 3], (tch::Kind::Float, tch::Device::Cpu)).set_requires_grad(true);
+    let y = (&x * &x).sum(tch::Kind::Float);
+    y.backward();
+    let ok = x.grad().allclose(&(&x * 2.0), 1e-6, 1e-6, false);
+    println!(
+        "libtorch: ok (cuda available: {}, threads: {}), autograd check: {}",
+        tch::Cuda::is_available(),
+        tch::get_num_threads(),
+        ok
+    );
+    Ok(())
+}

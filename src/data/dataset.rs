@@ -1,0 +1,163 @@
+//! A node-classification dataset: graph, features, labels and (optionally) a split.
+use super::graph::Graph;
+use crate::error::{Error, Result};
+use tch::{Kind, Tensor};
+
+/// Node features, kept in the layout they came in (bag-of-words files are mostly zeros).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Features {
+    /// Row-major [rows, cols].
+    Dense { rows: usize, cols: usize, data: Vec<f32> },
+    /// CSR [rows, cols] with sorted column indices per row.
+    Sparse { rows: usize, cols: usize, indptr: Vec<usize>, indices: Vec<usize>, data: Vec<f32> },
+}
+
+impl Features {
+    pub fn rows(&self) -> usize {
+        match self {
+            Features::Dense { rows, .. } | Features::Sparse { rows, .. } => *rows,
+        }
+    }
+    pub fn cols(&self) -> usize {
+        match self {
+            Features::Dense { cols, .. } | Features::Sparse { cols, .. } => *cols,
+        }
+    }
+    /// The stored values (for NaN/inf checks and statistics).
+    pub fn values(&self) -> &[f32] {
+        match self {
+            Features::Dense { data, .. } | Features::Sparse { data, .. } => data,
+        }
+    }
+    /// Dense row-major copy.
+    pub fn to_dense(&self) -> Vec<f32> {
+        match self {
+            Features::Dense { data, .. } => data.clone(),
+            Features::Sparse { rows, cols, indptr, indices, data } => {
+                let mut out = vec![0f32; rows * cols];
+                for r in 0..*rows {
+                    for k in indptr[r]..indptr[r + 1] {
+                        out[r * cols + indices[k]] = data[k];
+                    }
+                }
+                out
+            }
+        }
+    }
+    /// Dense float tensor [rows, cols].
+    pub fn to_tensor(&self) -> Tensor {
+        let t = match self {
+            Features::Dense { data, .. } => Tensor::from_slice(data),
+            Features::Sparse { .. } => Tensor::from_slice(&self.to_dense()),
+        };
+        t.reshape([self.rows() as i64, self.cols() as i64])
+    }
+    /// Keeps the given rows, in the given order.
+    pub fn select_rows(&self, keep: &[usize]) -> Features {
+        match self {
+            Features::Dense { cols, data, .. } => {
+                let mut out = Vec::with_capacity(keep.len() * cols);
+                for &r in keep {
+                    out.extend_from_slice(&data[r * cols..(r + 1) * cols]);
+                }
+                Features::Dense { rows: keep.len(), cols: *cols, data: out }
+            }
+            Features::Sparse { cols, indptr, indices, data, .. } => {
+                let (mut p, mut ix, mut d) = (vec![0usize], Vec::new(), Vec::new());
+                for &r in keep {
+                    ix.extend_from_slice(&indices[indptr[r]..indptr[r + 1]]);
+                    d.extend_from_slice(&data[indptr[r]..indptr[r + 1]]);
+                    p.push(ix.len());
+                }
+                Features::Sparse { rows: keep.len(), cols: *cols, indptr: p, indices: ix, data: d }
+            }
+        }
+    }
+}
+
+/// Which nodes train, validate and test. Disjoint; nodes in none of them are unused.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Split {
+    pub train: Vec<usize>,
+    pub val: Vec<usize>,
+    pub test: Vec<usize>,
+}
+
+impl Split {
+    /// Boolean mask tensor over `n` nodes for one index set.
+    pub fn mask(n: usize, idx: &[usize]) -> Tensor {
+        let mut m = vec![false; n];
+        for &i in idx {
+            m[i] = true;
+        }
+        Tensor::from_slice(&m)
+    }
+    pub fn index_tensor(idx: &[usize]) -> Tensor {
+        Tensor::from_slice(&idx.iter().map(|&i| i as i64).collect::<Vec<_>>())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    pub name: String,
+    pub graph: Graph,
+    pub features: Features,
+    /// Class of every node in 0..num_classes.
+    pub labels: Vec<usize>,
+    pub num_classes: usize,
+    pub split: Option<Split>,
+    pub class_names: Option<Vec<String>>,
+    pub attr_names: Option<Vec<String>>,
+}
+
+impl Dataset {
+    /// Checks the invariants every loader and transform must keep; the error names `source`.
+    pub fn validate(&self, source: &str) -> Result<()> {
+        let n = self.graph.num_nodes();
+        let bad = |m: String| Err(Error::bad_file(source, m));
+        if self.features.rows() != n {
+            return bad(format!("features have {} rows but the graph has {n} nodes", self.features.rows()));
+        }
+        if self.labels.len() != n {
+            return bad(format!("labels have {} entries but the graph has {n} nodes", self.labels.len()));
+        }
+        if let Some((i, &y)) = self.labels.iter().enumerate().find(|(_, &y)| y >= self.num_classes) {
+            return bad(format!("label {y} of node {i} is outside 0..{}", self.num_classes));
+        }
+        if let Some(pos) = self.features.values().iter().position(|x| !x.is_finite()) {
+            return bad(format!("features contain a non-finite value (stored entry {pos})"));
+        }
+        if let Some(s) = &self.split {
+            let mut seen = vec![false; n];
+            for &i in s.train.iter().chain(&s.val).chain(&s.test) {
+                if i >= n || seen[i] {
+                    return bad(format!("split index {i} is out of range or repeated"));
+                }
+                seen[i] = true;
+            }
+        }
+        Ok(())
+    }
+    pub fn num_nodes(&self) -> usize {
+        self.graph.num_nodes()
+    }
+    pub fn num_features(&self) -> usize {
+        self.features.cols()
+    }
+    pub fn label_tensor(&self) -> Tensor {
+        Tensor::from_slice(&self.labels.iter().map(|&y| y as i64).collect::<Vec<_>>()).to_kind(Kind::Int64)
+    }
+    pub fn class_counts(&self) -> Vec<usize> {
+        let mut c = vec![0; self.num_classes];
+        for &y in &self.labels {
+            c[y] += 1;
+        }
+        c
+    }
+    /// The split, or an error saying which step forgot to make one.
+    pub fn split(&self) -> Result<&Split> {
+        self.split
+            .as_ref()
+            .ok_or_else(|| Error::invalid("split", format!("dataset '{}' has no train/val/test split", self.name)))
+    }
+}

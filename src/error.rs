@@ -1,0 +1,60 @@
+//! One error type for the crate. Every variant that stems from user input maps to exit code 2, so
+//! scripts can tell bad input apart from a failed check (1) or success (0).
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read or has the wrong content; names the file and what is wrong.
+    #[error("{}: {message}", path.display())]
+    BadFile { path: PathBuf, message: String },
+    /// A parameter or config field is out of its domain; names the field.
+    #[error("invalid {field}: {message}")]
+    InvalidParam { field: String, message: String },
+    /// A named dataset that is neither embedded nor found in the data directory.
+    #[error("dataset '{name}' not found (looked in {})", searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    DatasetNotFound { name: String, searched: Vec<PathBuf> },
+    /// The accountant cannot meet a requested privacy target.
+    #[error("privacy target unreachable: {0}")]
+    Unreachable(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Torch(#[from] tch::TchError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("{0}")]
+    Other(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn bad_file(path: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {
+        Error::BadFile { path: path.into(), message: message.to_string() }
+    }
+    pub fn invalid(field: impl Into<String>, message: impl std::fmt::Display) -> Self {
+        Error::InvalidParam { field: field.into(), message: message.to_string() }
+    }
+    /// Process exit code: 2 for bad input, 1 for anything else.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::BadFile { .. }
+            | Error::InvalidParam { .. }
+            | Error::DatasetNotFound { .. }
+            | Error::Unreachable(_)
+            | Error::Json(_) => 2,
+            Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// `ensure!(cond, Error::invalid(...))`: return the error when the condition fails.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $err:expr) => {
+        if !$cond {
+            return Err($err.into());
+        }
+    };
+}

@@ -1,0 +1,2 @@
+//! Accountant, mechanisms and DP-SGD.
+pub mod accountant;
