@@ -1,4 +1,6 @@
 //! Command-line interface: one file per subcommand, each with its clap arguments and `run`.
+pub mod datasets;
+
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
@@ -16,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Torch smoke check: prints the libtorch version and runs one forward/backward pass.
     Doctor,
+    /// List the available datasets or describe one (nodes, edges, degrees, classes).
+    Datasets(datasets::DatasetsArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -32,6 +36,7 @@ pub fn init_logging(verbose: u8) {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
+        Command::Datasets(args) => datasets::run(args),
     }
 }
 
