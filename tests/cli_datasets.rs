@@ -195,7 +195,8 @@ fn bad_inputs_name_the_file_and_the_problem() {
     std::fs::write(d.join("text.npz"), "this is not an archive\n").unwrap();
     cases.push(bad(d.join("text.npz"), "not a readable .npz", true));
 
-    let npz_cases: Vec<(&str, Vec<(&'static str, Arr)>, &'static str, bool)> = vec![
+    type Case = (&'static str, Vec<(&'static str, Arr)>, &'static str, bool);
+    let npz_cases: Vec<Case> = vec![
         ("nokey.npz", with(valid_arrays(), "adj_indices", None), "missing key 'adj_indices'", true),
         ("nolabels.npz", with(valid_arrays(), "labels", None), "missing key 'labels'", false),
         ("shape.npz", with(valid_arrays(), "labels", Some(Arr::I(arr1(&[0, 1, 1])))), "shape mismatch", true),

@@ -55,7 +55,11 @@ pub enum DatasetsCommand {
         /// class filter (--min-class-count, default 1), remove self loops and isolated nodes.
         #[arg(long)]
         like_gap: bool,
-        /// Seed of the split drawn by --like-gap.
+        /// Bound every node's in- and out-degree by random neighbour sampling (node-level DP
+        /// preprocessing), after the steps above.
+        #[arg(long, value_name = "D")]
+        max_degree: Option<usize>,
+        /// Seed of the split drawn by --like-gap and of the sampling of --max-degree.
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
@@ -76,7 +80,7 @@ pub fn run(args: DatasetsArgs) -> Result<()> {
                 }
             }
         }
-        DatasetsCommand::Describe { spec, data_dir, json, min_class_count, like_gap, seed } => {
+        DatasetsCommand::Describe { spec, data_dir, json, min_class_count, like_gap, max_degree, seed } => {
             let t = std::time::Instant::now();
             let mut ds = data::load_dataset(&spec, data_dir.as_deref())?;
             tracing::info!("loaded {spec} in {:?}", t.elapsed());
@@ -84,6 +88,9 @@ pub fn run(args: DatasetsArgs) -> Result<()> {
                 ds = data::prepare_like_gap(&ds, min_class_count.unwrap_or(1), SplitRatios::default(), seed)?;
             } else if let Some(m) = min_class_count {
                 ds = data::filter_classes(&ds, m)?;
+            }
+            if let Some(d) = max_degree {
+                ds = data::bound_degree(&ds, d, seed)?;
             }
             let t = std::time::Instant::now();
             let stats = DatasetStats::of(&ds);

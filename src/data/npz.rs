@@ -102,6 +102,7 @@ impl<R: Read + Seek> Npz<R> {
     }
 
     /// Any integer (or bool) array as i64.
+    #[allow(clippy::unnecessary_cast)] // the macro casts every candidate type, i64 included
     fn ints(&mut self, key: &str) -> Result<Array<i64>> {
         self.require(key, "integer array")?;
         read_as!(self, key, |x| x as i64, [i64, i32, u32, i16, u16, i8, u8, u64]);
@@ -415,7 +416,7 @@ fn decode_unicode_npy(raw: &[u8]) -> std::result::Result<Vec<String>, String> {
     }
     let body = &raw[start + header_len..];
     let item = 4 * width;
-    if item == 0 || body.len() % item != 0 {
+    if item == 0 || !body.len().is_multiple_of(item) {
         return Err("body length is not a multiple of the item size".into());
     }
     Ok(body
