@@ -128,6 +128,20 @@ fn gap_preprocessing_reproduces_the_reference_datasets() {
         // the parts are within a few percent of the reference's.
         let s = ds.split().unwrap();
         assert_eq!(s.train.len() + s.val.len() + s.test.len(), nodes);
+        if anchor == "cornell5" {
+            // The reference's degree bound (D = 100, in-neighbour sampling over nodes 0..N-2)
+            // keeps sum_v min(deg v, 100) edges: same node order, same degrees as ours.
+            let text = std::fs::read_to_string(data_dir().join("../anchors/reference_progap.md")).unwrap();
+            let after = text.split("drops from").nth(1).expect("degree-bound anchor");
+            let want =
+                num(after.split(" to ").nth(1).unwrap().split_whitespace().next().unwrap().trim_end_matches('.'));
+            let degrees = ds.graph.in_degrees();
+            let kept: usize = degrees[..nodes - 1].iter().map(|&d| d.min(100)).sum();
+            assert_eq!(kept, want as usize, "reference in-degree sampling count");
+            let b = data::bound_degree(&ds, 100, 1).unwrap();
+            assert!(b.graph.in_degrees().iter().zip(&degrees).all(|(&a, &d)| a <= d.min(100)));
+            assert!(b.graph.out_degrees().iter().all(|&d| d <= 100));
+        }
         for (got, want) in [s.train.len(), s.val.len(), s.test.len()].into_iter().zip(split) {
             let tol = (0.03 * want as f64).max(3.0);
             assert!((got as f64 - want as f64).abs() <= tol, "{name}: split part {got} vs reference {want}");
@@ -339,6 +353,10 @@ fn tch_linear_layer_trains_through_sparse_aggregation_on_cora() {
         .iter()
         .fold(tch::Tensor::zeros([ds.num_features() as i64], tch::kind::FLOAT_CPU), |acc, &u| acc + x.get(u as i64));
     assert!(agg.get(v as i64).allclose(&manual, 1e-5, 1e-5, false));
+
+    // Sparse features multiply like the dense ones.
+    let w = tch::Tensor::randn([ds.num_features() as i64, 4], tch::kind::FLOAT_CPU);
+    assert!(ds.features.to_sparse_tensor().mm(&w).allclose(&x.mm(&w), 1e-4, 1e-4, false));
 
     tch::manual_seed(0);
     let vs = nn::VarStore::new(tch::Device::Cpu);
