@@ -51,6 +51,10 @@ impl ParamStore {
     pub fn new() -> Self {
         ParamStore { vs: VarStore::new(tch::Device::Cpu), params: Vec::new(), names: Vec::new() }
     }
+    /// VarStore path for a dotted name ("cm.base0.lin0" -> cm / base0 / lin0).
+    fn path(&self, name: &str) -> nn::Path<'_> {
+        name.split('.').fold(self.vs.root(), |p, s| p / s)
+    }
     fn register(&mut self, name: &str, t: &Tensor) -> usize {
         self.params.push(t.shallow_clone());
         self.names.push(name.to_string());
@@ -58,7 +62,7 @@ impl ParamStore {
     }
     /// A Linear layer initialised as PyTorch does (Kaiming-uniform weight, uniform bias).
     pub fn linear(&mut self, name: &str, input: i64, output: i64) -> Linear {
-        let l = nn::linear(self.vs.root() / name, input, output, Default::default());
+        let l = nn::linear(self.path(name), input, output, Default::default());
         let bs = l.bs.expect("linear layers have a bias");
         let weight = self.register(&format!("{name}.weight"), &l.ws);
         let bias = self.register(&format!("{name}.bias"), &bs);
@@ -68,7 +72,7 @@ impl ParamStore {
         match kind {
             NormKind::None => Norm::None,
             NormKind::Batch => {
-                let bn = nn::batch_norm1d(self.vs.root() / name, dim, Default::default());
+                let bn = nn::batch_norm1d(self.path(name), dim, Default::default());
                 if let Some(w) = &bn.ws {
                     self.register(&format!("{name}.weight"), w);
                 }
@@ -78,7 +82,7 @@ impl ParamStore {
                 Norm::Batch(bn)
             }
             NormKind::Group(groups) => {
-                let p = self.vs.root() / name;
+                let p = self.path(name);
                 let ws = p.ones("weight", &[dim]);
                 let bs = p.zeros("bias", &[dim]);
                 let weight = self.register(&format!("{name}.weight"), &ws);

@@ -6,4 +6,7 @@ pub mod tape;
 
 pub use engine::{steps_per_epoch, DpSgd, PoissonSampler};
 pub use optim::{Optimizer, OptimizerKind};
-pub use tape::{clip_factor, Grads, OpKind, Tape};
+pub use tape::{clip_factor, clip_materialised, Grads, OpKind, Tape};
+
+#[cfg(test)]
+mod tests;
