@@ -3,7 +3,7 @@
 //! classification module with one base MLP per hop, concatenation as COMBINE, and a head MLP
 //! (Eq. 4.10-4.12). The aggregations are computed once and cached, so inference on the training
 //! graph is free (Algorithm 7) and a new graph gets fresh PMA noise (Algorithm 8).
-use super::{row_normalize, Fwd, Linear, Mlp, MlpStyle, Norm, ParamStore};
+use super::{row_normalize, Fwd, Linear, Mlp, MlpStyle, Norm, ParamStore, Rows};
 use crate::train::fit::NodeClassifier;
 use tch::Tensor;
 
@@ -13,7 +13,7 @@ pub struct GapEncoder {
     pub norm: Norm,
     pub head: Linear,
     pub style: MlpStyle,
-    pub x: Tensor,
+    pub x: Rows,
 }
 
 impl GapEncoder {
@@ -22,7 +22,7 @@ impl GapEncoder {
         let mlp = Mlp::new(ps, "encoder", f, hidden, hidden, layers, true, style);
         let norm = ps.norm("encoder.norm", style.norm, hidden);
         let head = ps.linear("encoder.head", hidden, classes);
-        GapEncoder { mlp, norm, head, style, x }
+        GapEncoder { mlp, norm, head, style, x: Rows::new(x) }
     }
     /// X^(0) = normalize(MLP_enc(x)) (Eq. 4.5-4.6), in evaluation mode.
     pub fn embed(&self, x: &Tensor) -> Tensor {
@@ -32,12 +32,15 @@ impl GapEncoder {
 
 impl NodeClassifier for GapEncoder {
     fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor {
-        let h = row_normalize(&self.mlp.forward(&self.x.index_select(0, idx), f));
+        let h = row_normalize(&self.mlp.forward(&self.x.get(idx), f));
         let mut h = self.norm.forward(&h, f);
         if self.style.dropout > 0.0 {
             h = h.dropout(self.style.dropout, f.train);
         }
         self.head.forward(&self.style.activation.apply(&h), f)
+    }
+    fn cache_rows(&self, idx: &Tensor) {
+        self.x.register(idx)
     }
     fn trainable(&self) -> Vec<usize> {
         let mut v = self.mlp.ids();

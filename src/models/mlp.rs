@@ -1,11 +1,11 @@
 //! The MLP baseline: uses node features only, so it has perfect edge-level privacy (eps = 0);
 //! trained with DP-Adam it is the node-level DP-MLP baseline.
-use super::{Fwd, Mlp, MlpStyle, ParamStore};
+use super::{Fwd, Mlp, MlpStyle, ParamStore, Rows};
 use crate::train::fit::NodeClassifier;
 use tch::Tensor;
 
 pub struct MlpClassifier {
-    pub x: Tensor,
+    pub x: Rows,
     pub mlp: Mlp,
 }
 
@@ -13,7 +13,7 @@ impl MlpClassifier {
     pub fn new(ps: &mut ParamStore, x: Tensor, hidden: i64, classes: i64, layers: usize, style: MlpStyle) -> Self {
         let f = x.size()[1];
         let mlp = Mlp::new(ps, "mlp", f, hidden, classes, layers, true, style);
-        MlpClassifier { x, mlp }
+        MlpClassifier { x: Rows::new(x), mlp }
     }
     /// Logits for every row of `x` (any graph: the MLP ignores edges).
     pub fn logits_of(&self, x: &Tensor) -> Tensor {
@@ -23,7 +23,10 @@ impl MlpClassifier {
 
 impl NodeClassifier for MlpClassifier {
     fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor {
-        self.mlp.forward(&self.x.index_select(0, idx), f)
+        self.mlp.forward(&self.x.get(idx), f)
+    }
+    fn cache_rows(&self, idx: &Tensor) {
+        self.x.register(idx)
     }
     fn trainable(&self) -> Vec<usize> {
         self.mlp.ids()

@@ -266,3 +266,32 @@ pub fn row_normalize(x: &Tensor) -> Tensor {
     let n = x.square().sum_dim_intlist([-1i64].as_slice(), true, Kind::Float).sqrt().clamp_min(1e-12);
     x / n
 }
+
+/// A node-input matrix with its row gathers for fixed index sets (train, val, ...) cached, so that
+/// full-batch epochs and per-epoch validation do not copy the same rows again and again.
+pub struct Rows {
+    pub x: Tensor,
+    cache: std::cell::RefCell<Vec<(Tensor, Tensor)>>,
+}
+
+impl Rows {
+    pub fn new(x: Tensor) -> Self {
+        Rows { x, cache: Default::default() }
+    }
+    /// Gathers and keeps `x[idx]`. The cache holds `idx` itself, so its storage (the cache key)
+    /// cannot be freed and reused by another tensor while cached.
+    pub fn register(&self, idx: &Tensor) {
+        if self.lookup(idx).is_none() {
+            self.cache.borrow_mut().push((idx.shallow_clone(), self.x.index_select(0, idx)));
+        }
+    }
+    fn lookup(&self, idx: &Tensor) -> Option<Tensor> {
+        let p = idx.data_ptr();
+        let n = idx.size();
+        self.cache.borrow().iter().find(|(i, _)| i.data_ptr() == p && i.size() == n).map(|(_, r)| r.shallow_clone())
+    }
+    /// `x[idx]`, from the cache when `idx` was registered.
+    pub fn get(&self, idx: &Tensor) -> Tensor {
+        self.lookup(idx).unwrap_or_else(|| self.x.index_select(0, idx))
+    }
+}

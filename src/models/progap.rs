@@ -3,7 +3,7 @@
 //! the base outputs of stages 0..s, row normalisation and a head MLP (Algorithm 9). Training is
 //! progressive (Algorithm 10: stage s trains bases 0..s and head s) or layerwise (Remark 1: base s
 //! and head s only). Each NAP output is computed once, at the start of its stage, and cached.
-use super::{row_normalize, Fwd, Mlp, MlpStyle, ParamStore};
+use super::{row_normalize, Fwd, Mlp, MlpStyle, ParamStore, Rows};
 use crate::train::fit::NodeClassifier;
 use tch::Tensor;
 
@@ -11,7 +11,7 @@ pub struct ProgapNet {
     pub bases: Vec<Mlp>,
     pub heads: Vec<Mlp>,
     /// Cached stage inputs: [X, NAP(X^(0)), ..., NAP(X^(s-1))].
-    pub inputs: Vec<Tensor>,
+    pub inputs: Vec<Rows>,
     pub stage: usize,
     pub layerwise: bool,
 }
@@ -51,6 +51,10 @@ impl ProgapNet {
         let h = row_normalize(&Tensor::cat(&xs, -1));
         (self.heads[stage].forward(&h, f), xs[stage].shallow_clone())
     }
+    /// The cached stage inputs as plain tensors.
+    pub fn input_tensors(&self) -> Vec<Tensor> {
+        self.inputs.iter().map(|r| r.x.shallow_clone()).collect()
+    }
     /// X^(s) for every node with the current parameters (evaluation mode), the input of NAP.
     pub fn embedding(&self, inputs: &[Tensor], stage: usize) -> Tensor {
         tch::no_grad(|| self.bases[stage].forward(&inputs[stage], &mut Fwd::eval()))
@@ -59,8 +63,11 @@ impl ProgapNet {
 
 impl NodeClassifier for ProgapNet {
     fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor {
-        let xs: Vec<Tensor> = self.inputs[..=self.stage].iter().map(|x| x.index_select(0, idx)).collect();
+        let xs: Vec<Tensor> = self.inputs[..=self.stage].iter().map(|x| x.get(idx)).collect();
         self.forward(&xs, self.stage, f).0
+    }
+    fn cache_rows(&self, idx: &Tensor) {
+        self.inputs.iter().for_each(|x| x.register(idx))
     }
     fn trainable(&self) -> Vec<usize> {
         let first = if self.layerwise { self.stage } else { 0 };

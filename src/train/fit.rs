@@ -11,6 +11,8 @@ pub trait NodeClassifier {
     fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor;
     /// Parameter ids trained in the current phase.
     fn trainable(&self) -> Vec<usize>;
+    /// Hint that `idx` will be asked for many times (full-batch training, validation).
+    fn cache_rows(&self, _idx: &Tensor) {}
 }
 
 /// Labels and the split as tensors.
@@ -83,6 +85,12 @@ pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &F
     let mut opt = Optimizer::new(cfg.optimizer, cfg.lr, cfg.weight_decay);
     let mut best: Option<(f64, usize, Vec<(String, Tensor)>)> = None;
     let mut steps = 0;
+    if cfg.batching == Batching::Full {
+        model.cache_rows(&labels.train);
+    }
+    if cfg.select_best_val {
+        model.cache_rows(&labels.val);
+    }
     let sampler = match cfg.batching {
         Batching::Poisson { rate, .. } => Some(PoissonSampler::new(&labels.train, rate)),
         _ => None,

@@ -128,7 +128,7 @@ pub struct MlpModel {
 
 impl TrainedModel for MlpModel {
     fn posteriors(&self) -> Tensor {
-        tch::no_grad(|| self.net.logits_of(&self.net.x).softmax(-1, Kind::Float))
+        tch::no_grad(|| self.net.logits_of(&self.net.x.x).softmax(-1, Kind::Float))
     }
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         Ok(tch::no_grad(|| self.net.logits_of(&features(data)).softmax(-1, Kind::Float)))
@@ -221,7 +221,7 @@ pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     // 1. pre-train the encoder; 2-4. encode, normalise, PMA once (cached); 5. train CM.
     fit(&encoder, &ps, &labels, &cfg);
     let noise_std = privacy.sigma * sensitivity;
-    let x0 = encoder.embed(&encoder.x);
+    let x0 = encoder.embed(&encoder.x.x);
     classifier.inputs = pma(&aggregation_operator(&graph), &x0, hops, noise_std);
     fit(&classifier, &ps, &labels, &cfg);
     let accuracy = measure(&classifier, &labels);
@@ -241,7 +241,7 @@ pub struct ProgapModel {
 impl TrainedModel for ProgapModel {
     fn posteriors(&self) -> Tensor {
         let d = self.net.depth();
-        tch::no_grad(|| self.net.forward(&self.net.inputs, d, &mut Fwd::eval()).0.softmax(-1, Kind::Float))
+        tch::no_grad(|| self.net.forward(&self.net.input_tensors(), d, &mut Fwd::eval()).0.softmax(-1, Kind::Float))
     }
     /// Inductive inference: run the stages on the new graph, with fresh NAP noise per stage.
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
@@ -259,7 +259,7 @@ impl TrainedModel for ProgapModel {
         Ok(tch::no_grad(|| self.net.forward(&inputs, d, &mut Fwd::eval()).0.softmax(-1, Kind::Float)))
     }
     fn embeddings(&self) -> Option<Tensor> {
-        Some(self.net.embedding(&self.net.inputs, self.net.depth()))
+        Some(self.net.embedding(&self.net.input_tensors(), self.net.depth()))
     }
 }
 
@@ -294,12 +294,12 @@ pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun>
     );
     let adj = aggregation_operator(&graph);
     let noise_std = privacy.sigma * sensitivity;
-    net.inputs.push(x);
+    net.inputs.push(crate::models::Rows::new(x));
     for s in 0..=depth {
         if s > 0 {
             // NAP on the embeddings learned in stage s-1, computed once and cached (Alg. 9 l.3-5).
-            let e = net.embedding(&net.inputs, s - 1);
-            net.inputs.push(nap(&adj, &e, noise_std));
+            let e = net.embedding(&net.input_tensors(), s - 1);
+            net.inputs.push(crate::models::Rows::new(nap(&adj, &e, noise_std)));
         }
         net.stage = s;
         fit(&net, &ps, &labels, &cfg);

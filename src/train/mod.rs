@@ -33,6 +33,12 @@ pub trait TrainedModel {
     fn embeddings(&self) -> Option<Tensor> {
         None
     }
+    /// Saves the model to a directory (checkpoint, cached private aggregations, and a JSON
+    /// sidecar with the recipe and budget) so that it can be attacked later without retraining.
+    fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
+        let _ = (dir, recipe, budget);
+        Err(crate::error::Error::invalid("save", "this method does not support saving yet"))
+    }
 }
 
 /// What a training run returns: the model, its utility and the budget it spent.
