@@ -4,6 +4,8 @@ pub mod datasets;
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
+pub mod train;
+
 #[derive(Debug, Parser)]
 #[command(name = "gnnaudit", version, about = "Train private GNNs, attack them, and audit the claimed epsilon")]
 pub struct Cli {
@@ -20,6 +22,8 @@ pub enum Command {
     Doctor,
     /// List the available datasets or describe one (nodes, edges, degrees, classes).
     Datasets(datasets::DatasetsArgs),
+    /// Train a method on a dataset and report accuracy, time and the privacy budget.
+    Train(train::TrainArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -37,6 +41,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
         Command::Datasets(args) => datasets::run(args),
+        Command::Train(a) => train::run(a),
     }
 }
 
