@@ -2,6 +2,9 @@
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
+pub mod account;
+pub mod bench;
+
 #[derive(Debug, Parser)]
 #[command(name = "gnnaudit", version, about = "Train private GNNs, attack them, and audit the claimed epsilon")]
 pub struct Cli {
@@ -16,6 +19,10 @@ pub struct Cli {
 pub enum Command {
     /// Torch smoke check: prints the libtorch version and runs one forward/backward pass.
     Doctor,
+    /// Privacy accounting: a method's epsilon at a noise level, or the noise for a target epsilon.
+    Account(account::AccountArgs),
+    /// Speed benchmarks against the reference libraries' anchors.
+    Bench(bench::BenchArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -32,6 +39,8 @@ pub fn init_logging(verbose: u8) {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
+        Command::Account(a) => account::run(a),
+        Command::Bench(b) => bench::run(b),
     }
 }
 
