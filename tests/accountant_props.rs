@@ -58,7 +58,7 @@ fn calibration_round_trips() {
         ("gap-node", Box::new(move |s| methods::gap_node(2, 20, s, Some(sched), sched))),
         ("progap-node", Box::new(move |s| methods::progap_node(3, 20, s, sched))),
         ("dpgnn", Box::new(|s| methods::dpgnn(5000, 10, 256, s, 200))),
-        ("gap-edge+ldp", Box::new(|s| Event::Composed(vec![methods::gap_edge(2, s), methods::edge_rand(0.5)]))),
+        ("gap-edge+ldp", Box::new(|s| Event::Composed(vec![methods::gap_edge(2, s), methods::edge_rand(0.2)]))),
     ];
     for (name, ev) in &exprs {
         for target in [0.5, 2.0, 8.0] {
