@@ -5,6 +5,8 @@ use crate::error::Result;
 use clap::{Parser, Subcommand};
 
 pub mod train;
+pub mod account;
+pub mod bench;
 
 #[derive(Debug, Parser)]
 #[command(name = "gnnaudit", version, about = "Train private GNNs, attack them, and audit the claimed epsilon")]
@@ -24,6 +26,10 @@ pub enum Command {
     Datasets(datasets::DatasetsArgs),
     /// Train a method on a dataset and report accuracy, time and the privacy budget.
     Train(train::TrainArgs),
+    /// Privacy accounting: a method's epsilon at a noise level, or the noise for a target epsilon.
+    Account(account::AccountArgs),
+    /// Speed benchmarks against the reference libraries' anchors.
+    Bench(bench::BenchArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -42,6 +48,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Doctor => doctor(),
         Command::Datasets(args) => datasets::run(args),
         Command::Train(a) => train::run(a),
+        Command::Account(a) => account::run(a),
+        Command::Bench(b) => bench::run(b),
     }
 }
 
