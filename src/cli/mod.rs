@@ -2,6 +2,7 @@
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
+pub mod bench_methods;
 pub mod train;
 
 #[derive(Debug, Parser)]
@@ -20,6 +21,16 @@ pub enum Command {
     Doctor,
     /// Train a method on a dataset and report accuracy, time and the privacy budget.
     Train(train::TrainArgs),
+    /// Benchmarks against the reference anchors.
+    #[command(subcommand)]
+    Bench(Bench),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Bench {
+    /// MLP, DP-MLP, GAP and ProGAP cells of ../shared/anchors/reference_progap.md: accuracy,
+    /// whole-process wall time and peak RSS next to the reference's.
+    Methods(bench_methods::BenchMethodsArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -37,6 +48,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
         Command::Train(a) => train::run(a),
+        Command::Bench(Bench::Methods(a)) => bench_methods::run(a),
     }
 }
 

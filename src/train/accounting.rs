@@ -16,7 +16,9 @@ use crate::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
 /// One mechanism of a method's composition.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Event {
-    /// `count` Gaussian mechanisms with noise multiplier `sigma` and L2 sensitivity `sensitivity`.
+    /// `count` Gaussian mechanisms with noise multiplier `sigma` (noise std / L2 sensitivity, so
+    /// the std is `sigma * sensitivity`); RDP alpha / (2 sigma^2) each. Node-level PMA: Theorem 3
+    /// gives D K alpha / (2 s^2) for noise std s, and the std we add is s = sigma sqrt(D).
     Gaussian { sigma: f64, sensitivity: f64, count: usize },
     /// `steps` Poisson-subsampled Gaussians (rate q, noise multiplier sigma, sensitivity 1).
     PoissonGaussian { q: f64, sigma: f64, steps: usize },
@@ -39,12 +41,7 @@ impl Event {
     /// of the subsampled Gaussian).
     pub fn rdp(&self, alpha: f64) -> f64 {
         match *self {
-            Event::Gaussian { sigma, sensitivity, count } => {
-                if count == 0 {
-                    return 0.0;
-                }
-                count as f64 * alpha * sensitivity * sensitivity / (2.0 * sigma * sigma)
-            }
+            Event::Gaussian { sigma, count, .. } => count as f64 * alpha / (2.0 * sigma * sigma),
             Event::PoissonGaussian { q, sigma, steps } => {
                 if steps == 0 {
                     return 0.0;
