@@ -59,7 +59,7 @@ fn calibrate(r: &Recipe, data: &Dataset, expr: Expression) -> Result<Privacy> {
 /// DP-SGD schedule of one training run over the training nodes.
 fn schedule(r: &Recipe, n_train: usize) -> SgdSchedule {
     let b = r.batch_size().unwrap_or(n_train).min(n_train).max(1);
-    SgdSchedule { q: b as f64 / n_train as f64, steps: r.epochs() * steps_per_epoch(n_train, b) }
+    SgdSchedule::new(b as f64 / n_train as f64, (r.epochs() * steps_per_epoch(n_train, b)) as u64)
 }
 
 fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
