@@ -15,6 +15,9 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     /// Accountant speed vs Opacus / dp_accounting (anchors/accountant_timing.md).
     Accountant(AccountantBench),
+    /// MLP, DP-MLP, GAP and ProGAP cells of ../shared/anchors/reference_progap.md: accuracy,
+    /// whole-process wall time and peak RSS next to the reference's.
+    Methods(super::bench_methods::BenchMethodsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -27,6 +30,7 @@ pub struct AccountantBench {
 pub fn run(args: BenchArgs) -> Result<()> {
     match args.command {
         BenchCommand::Accountant(a) => accountant(a.runs.max(1)),
+        BenchCommand::Methods(a) => super::bench_methods::run(a),
     }
 }
 

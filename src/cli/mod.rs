@@ -4,6 +4,7 @@ pub mod datasets;
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
+pub mod bench_methods;
 pub mod train;
 pub mod account;
 pub mod bench;

@@ -95,11 +95,15 @@ pub struct TrainArgs {
     /// Drop classes with fewer nodes (the Facebook100 anchors use 1000).
     #[arg(long, default_value_t = 1)]
     pub min_class_count: usize,
-    /// Training runs with seeds seed, seed+1, ...; the split is drawn once from --seed.
+    /// Training runs with seeds seed, seed+1, ...
     #[arg(long, default_value_t = 1)]
     pub repeats: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Seed of the train/val/test split (drawn once; all training seeds share it, as in the
+    /// reference).
+    #[arg(long, default_value_t = 0)]
+    pub split_seed: u64,
     /// Torch threads (default: libtorch's choice).
     #[arg(long)]
     pub threads: Option<i32>,
@@ -137,7 +141,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     }
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
-    let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, SplitRatios::default(), a.seed)?;
+    let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, SplitRatios::default(), a.split_seed)?;
     let mut runs = Vec::new();
     let mut budget = None;
     for i in 0..a.repeats {
@@ -169,6 +173,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
             "train_seconds": runs.iter().map(|(_, s)| *s).collect::<Vec<_>>(),
             "seconds": seconds,
             "threads": tch::get_num_threads(),
+            "peak_rss_mb": peak_rss_mb(),
             "budget": budget,
             "recipe": recipe,
         });
@@ -231,4 +236,16 @@ pub fn print_budget(b: &crate::privacy::accountant::Budget, private: bool) {
             }
         }
     }
+}
+
+/// Peak resident set size of this process (VmHWM), in MB (0 where /proc is unavailable).
+pub fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
 }
