@@ -57,7 +57,18 @@ impl SageConv {
     }
     /// `adj` from `aggregation_matrix`.
     pub fn forward(&self, x: &Tensor, adj: &Tensor) -> Tensor {
-        let out = adj.mm(x).apply(&self.neigh) + x.apply(&self.root);
+        // The aggregation is linear, so project first when that shrinks the rows it moves.
+        let (in_dim, out_dim) = (self.neigh.ws.size()[1], self.neigh.ws.size()[0]);
+        let neigh = if out_dim < in_dim {
+            let mut h = adj.mm(&x.matmul(&self.neigh.ws.tr()));
+            if let Some(b) = &self.neigh.bs {
+                h += b;
+            }
+            h
+        } else {
+            adj.mm(x).apply(&self.neigh)
+        };
+        let out = neigh + x.apply(&self.root);
         if self.normalize {
             l2_normalize(&out)
         } else {
