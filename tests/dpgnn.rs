@@ -43,7 +43,12 @@ fn accountant_matches_an_independent_computation_and_the_golden_cases() {
         for (i, &a) in orders.iter().enumerate() {
             let indep = independent_rdp(n, k, m, clip, s, steps, a);
             assert!((ours[i] - indep).abs() <= 1e-6 * indep.abs(), "{} alpha {a}: {} vs {indep}", c["id"], ours[i]);
-            assert!((ours[i] - golden[i]).abs() <= 1e-6 * golden[i].abs(), "{} alpha {a}: golden {}", c["id"], golden[i]);
+            assert!(
+                (ours[i] - golden[i]).abs() <= 1e-6 * golden[i].abs(),
+                "{} alpha {a}: golden {}",
+                c["id"],
+                golden[i]
+            );
         }
         let eps = rdp_epsilon_classic(&event, delta).unwrap();
         let want = c["expected"]["eps_classic"].as_f64().unwrap();

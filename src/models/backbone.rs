@@ -296,3 +296,70 @@ pub fn train_baseline(
     };
     fit_full_batch(vs, net, data, data.features.to_tensor(), fit)
 }
+
+/// The `train` arms of the GraphSAGE, SAGE-EDP, GCN and GAT baselines: maps the recipe onto the
+/// network, perturbs the graph with ARR for SAGE-EDP (pure eps edge-level DP, Imola et al. 2022),
+/// and trains full batch with best-validation selection.
+pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<crate::train::TrainedRun> {
+    use crate::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
+    use crate::privacy::mechanisms::edge_rand::AsymmetricRandomizedResponse;
+    use crate::train::Method;
+    use rand::SeedableRng;
+    let start = std::time::Instant::now();
+    let fit = FitConfig { epochs: recipe.epochs(), learning_rate: recipe.lr, weight_decay: recipe.weight_decay };
+    let sage = SageConfig {
+        hidden: recipe.hidden as i64,
+        pre_layers: recipe.base_layers(),
+        mp_layers: recipe.mp_layers.unwrap_or(2),
+        post_layers: recipe.head_layers,
+        aggregation: recipe.aggregation,
+        jk: true,
+        batch_norm: recipe.norm() == crate::models::NormKind::Batch,
+        normalize: true,
+        dropout: recipe.dropout,
+    };
+    let (spec, mut budget) = match recipe.method {
+        Method::Sage | Method::SageEdp => (BaselineSpec::Sage(sage), Budget::non_private()),
+        Method::Gcn => (
+            BaselineSpec::TwoLayer { kind: GnnKind::Gcn, hidden: recipe.hidden as i64, dropout: recipe.dropout },
+            Budget::non_private(),
+        ),
+        Method::Gat => (
+            BaselineSpec::TwoLayer { kind: GnnKind::Gat, hidden: recipe.hidden as i64, dropout: recipe.dropout },
+            Budget::non_private(),
+        ),
+        m => return Err(Error::invalid("method", format!("{} is not a GNN baseline", m.name()))),
+    };
+    if let BaselineSpec::Sage(cfg) = &spec {
+        cfg.validate()?;
+    }
+    let mut noisy;
+    let mut data = data;
+    if let (Method::SageEdp, Some(eps)) = (recipe.method, recipe.epsilon) {
+        let arr = AsymmetricRandomizedResponse::new(eps)?;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        noisy = data.clone();
+        let out = arr.perturb(&data.graph, &mut rng)?;
+        noisy.graph = out.graph;
+        data = &noisy;
+        budget = Budget {
+            privacy_unit: PrivacyUnit::Edge,
+            target_epsilon: Some(eps),
+            delta: 0.0,
+            epsilon_rdp: eps,
+            rdp_order: None,
+            epsilon_pld: None,
+            noise: vec![("arr_keep_prob".into(), out.keep_prob), ("arr_add_prob".into(), out.add_prob)],
+            components: vec![BudgetComponent {
+                name: "graph".into(),
+                mechanism: format!(
+                    "asymmetric randomized response on the adjacency ({RR}% of eps on the bits, the rest on the density)",
+                    RR = (crate::privacy::mechanisms::edge_rand::RR_SHARE * 100.0) as u32
+                ),
+                epsilon: eps,
+            }],
+        };
+    }
+    let (model, accuracy) = train_baseline(data, &spec, &fit, seed)?;
+    Ok(crate::train::TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
+}

@@ -144,7 +144,8 @@ struct Net {
 
 impl Net {
     fn new(ps: &mut ParamStore, in_dim: i64, classes: i64, cfg: &DpgnnConfig) -> Self {
-        let style = MlpStyle { activation: Activation::Selu, dropout: cfg.dropout, norm: NormKind::Group(cfg.norm_groups) };
+        let style =
+            MlpStyle { activation: Activation::Selu, dropout: cfg.dropout, norm: NormKind::Group(cfg.norm_groups) };
         let h = cfg.hidden;
         let pre = Mlp::new(ps, "pre", in_dim, h, h, cfg.pre_layers, false, style);
         let d = if cfg.pre_layers == 0 { in_dim } else { h };
@@ -277,7 +278,8 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
     let ones = Tensor::ones([1, 1], (Kind::Float, tch::Device::Cpu));
     for _ in 0..cfg.steps(n_train) {
         // m nodes uniformly without replacement.
-        let batch = pool.index_select(0, &Tensor::randperm(n_train as i64, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, m));
+        let batch =
+            pool.index_select(0, &Tensor::randperm(n_train as i64, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, m));
         let rows = Tensor::cat(&[batch.unsqueeze(1), table.index_select(0, &batch)], 1);
         let mask = Tensor::cat(&[ones.expand([m, 1], false), table_mask.index_select(0, &batch)], 1);
         let mut f = Fwd::train_taped();
@@ -303,4 +305,28 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
     let posteriors = logits.softmax(-1, Kind::Float);
     let model = DpgnnModel { ps, net, noise_std: agg_noise, posteriors };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: spent, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// The `train` arm for `--method dpgnn`: the recipe's DP knobs (epsilon, delta, D, batch size,
+/// epochs, C) and architecture (hidden, base/head layers, group norm) onto [`DpgnnConfig`].
+pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let epsilon =
+        recipe.epsilon.ok_or_else(|| Error::invalid("epsilon", "dpgnn is node-level private: give --epsilon"))?;
+    let cfg = DpgnnConfig {
+        epsilon,
+        delta: recipe.delta,
+        max_degree: recipe.max_degree,
+        batch_size: recipe.batch_size().unwrap_or(256),
+        epochs: recipe.epochs(),
+        max_grad_norm: recipe.max_grad_norm,
+        hidden: recipe.hidden as i64,
+        pre_layers: recipe.base_layers(),
+        post_layers: recipe.head_layers,
+        learning_rate: recipe.lr,
+        weight_decay: recipe.weight_decay,
+        dropout: recipe.dropout,
+        norm_groups: recipe.norm_groups,
+        ..Default::default()
+    };
+    train(data, &cfg, seed)
 }

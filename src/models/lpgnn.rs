@@ -390,3 +390,24 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     let model = LpgnnModel { vs, gnn, tensors, features: collected.features, config: config.clone(), posteriors };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
+
+/// The `train` arm for `--method lpgnn`. Dropout and weight decay keep LPGNN's defaults (0.5 and
+/// 1e-3) unless the recipe sets them to non-zero values.
+pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let d = LpgnnConfig::default();
+    let cfg = LpgnnConfig {
+        epsilon_x: recipe.epsilon_x,
+        epsilon_y: recipe.epsilon_y,
+        kx: recipe.kx,
+        ky: recipe.ky,
+        training: recipe.training,
+        backbone: recipe.backbone,
+        features: recipe.features,
+        hidden: recipe.hidden as i64,
+        dropout: if recipe.dropout > 0.0 { recipe.dropout } else { d.dropout },
+        learning_rate: recipe.lr,
+        weight_decay: if recipe.weight_decay > 0.0 { recipe.weight_decay } else { d.weight_decay },
+        epochs: recipe.epochs(),
+    };
+    train(data, &cfg, seed)
+}

@@ -12,14 +12,14 @@
 pub mod aggregation;
 pub mod backbone;
 pub mod dpgnn;
+pub mod gap;
 pub mod gat;
 pub mod gcn;
 pub mod kprop;
 pub mod lpgnn;
-pub mod sage;
-pub mod gap;
 pub mod mlp;
 pub mod progap;
+pub mod sage;
 
 use crate::privacy::dpsgd::{OpKind, Tape};
 use serde::{Deserialize, Serialize};
