@@ -18,8 +18,7 @@ pub struct InversionParams {
     pub steps: usize,
     /// eta, the step size (Zhang: 0.1).
     pub lr: f64,
-    /// lambda, the l1 coefficient (Zhang: 0.05 on 784-pixel MNIST; here per feature dimension,
-    /// scaled by 784/d so that the penalty's weight does not grow with d).
+    /// lambda, the l1 coefficient (Zhang: 0.05).
     pub lambda: f64,
     pub beta1: f64,
     pub beta2: f64,
@@ -40,7 +39,7 @@ pub fn reconstruct_class(
     d: i64,
     p: &InversionParams,
 ) -> Result<Tensor> {
-    let lambda = p.lambda * 784.0 / d as f64;
+    let lambda = p.lambda;
     let mut w = Tensor::zeros([1, d], (Kind::Float, tch::Device::Cpu));
     let mut m = Tensor::zeros_like(&w);
     let mut v = Tensor::zeros_like(&w);

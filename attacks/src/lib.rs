@@ -31,6 +31,8 @@ pub mod result;
 pub mod threat;
 
 #[cfg(test)]
+mod attack_tests;
+#[cfg(test)]
 mod testkit;
 
 pub use error::{Error, Result};
