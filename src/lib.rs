@@ -3,6 +3,7 @@
 pub mod cli;
 pub mod data;
 pub mod error;
+pub mod models;
 pub mod privacy;
 pub mod train;
 

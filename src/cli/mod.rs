@@ -2,6 +2,8 @@
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
+pub mod train;
+
 #[derive(Debug, Parser)]
 #[command(name = "gnnaudit", version, about = "Train private GNNs, attack them, and audit the claimed epsilon")]
 pub struct Cli {
@@ -16,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Torch smoke check: prints the libtorch version and runs one forward/backward pass.
     Doctor,
+    /// Train a method on a dataset and report accuracy, time and the privacy budget.
+    Train(train::TrainArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -32,6 +36,7 @@ pub fn init_logging(verbose: u8) {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
+        Command::Train(a) => train::run(a),
     }
 }
 
