@@ -118,12 +118,16 @@ pub struct AttackResult {
     pub details: serde_json::Map<String, serde_json::Value>,
     pub note: Option<String>,
     pub seed: u64,
+    /// The raw scores of positives and negatives, for pooling runs (not serialised).
+    #[serde(skip)]
+    pub scores: (Vec<f64>, Vec<f64>),
 }
 
 impl AttackResult {
     /// Summarises an outcome; computes eps_lb only when the game's unit matches the claim's.
     pub fn from_outcome(attack: AttackKind, out: Outcome, claim: Claim, confidence: f64, seed: u64) -> Self {
         let summary = ScoreSummary::new(&out.pos, &out.neg, out.threshold);
+        let scores = (out.pos.clone(), out.neg.clone());
         let eps_lb = claim
             .matches(out.game.unit)
             .then(|| epsilon_lower_bound(&out.pos, &out.neg, claim.delta, 1.0 - confidence));
@@ -153,6 +157,7 @@ impl AttackResult {
             details: out.details,
             note,
             seed,
+            scores,
         }
     }
 }

@@ -2,6 +2,7 @@
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
+pub mod attack;
 pub mod train;
 
 #[derive(Debug, Parser)]
@@ -20,6 +21,8 @@ pub enum Command {
     Doctor,
     /// Train a method on a dataset and report accuracy, time and the privacy budget.
     Train(train::TrainArgs),
+    /// Train a target and run one privacy attack; reports AUC, TPR at low FPR and eps_lb.
+    Attack(attack::AttackArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -37,6 +40,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
         Command::Train(a) => train::run(a),
+        Command::Attack(a) => attack::run(a),
     }
 }
 
