@@ -117,6 +117,8 @@ fn canary_edge_audit_catches_missing_noise() {
     let split = split_per_class(&g, 50, 20);
     let mut params = AttackParams::default();
     params.canary.canaries = 300;
+    params.canary.use_embeddings = true;
+    params.canary.crafted = false;
     let delta = 1e-5;
     let broken = ToyConfig { arch: Arch::NoisyAgg { sigma: 0.0 }, hidden: 16, epochs: 20, lr: 0.01 };
     let model = ToyModel::train(&g, &split, broken, 1);

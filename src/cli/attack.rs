@@ -63,7 +63,7 @@ pub struct AttackArgs {
     /// attribute: prefix of the one-hot feature block to carve out (Facebook100: gender).
     #[arg(long, default_value = "gender")]
     pub sensitive: String,
-    /// Attack released embeddings instead of posteriors (link stealing, attribute inference).
+    /// Attack released embeddings instead of posteriors (link stealing, attribute, canary-edge).
     #[arg(long)]
     pub use_embeddings: bool,
     /// One JSON object on stdout.
@@ -98,6 +98,7 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     p.lira.online = !a.offline;
     p.lira.global_variance = a.global_variance;
     p.canary.canaries = a.canaries;
+    p.canary.use_embeddings = a.use_embeddings;
     p.link.use_embeddings = a.use_embeddings;
     p.attribute.use_embeddings = a.use_embeddings;
     crate::ensure!(a.shadows >= 2 && a.shadows % 2 == 0, Error::invalid("shadows", "must be even and at least 2"));
