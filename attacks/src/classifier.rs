@@ -124,7 +124,7 @@ impl AttackMlp {
     }
 }
 
-/// Binary logistic regression (linfa, L2 penalty 1.0, L-BFGS); returns P(class 1) for `test`.
+/// Binary logistic regression (linfa, L2 penalty 1.0, L-BFGS); returns P(label 1) for `test`.
 pub fn logistic_scores(train: &Tensor, y: &[i64], test: &Tensor) -> Result<Vec<f64>> {
     let xtr = to_array2(train);
     let labels: Array1<usize> = y.iter().map(|&v| v as usize).collect();
@@ -133,7 +133,10 @@ pub fn logistic_scores(train: &Tensor, y: &[i64], test: &Tensor) -> Result<Vec<f
         .max_iterations(200)
         .fit(&ds)
         .map_err(|e| Error::Classifier(e.to_string()))?;
-    Ok(model.predict_probabilities(&to_array2(test)).to_vec())
+    // linfa's probabilities are those of its "positive" class, the more frequent training label.
+    let p = model.predict_probabilities(&to_array2(test));
+    let positive_is_one = model.labels().pos.class == 1;
+    Ok(p.iter().map(|&q| if positive_is_one { q } else { 1.0 - q }).collect())
 }
 
 /// Flattens any tensor into f64 values.
@@ -153,4 +156,34 @@ pub fn split_indices(n: usize, train: f64, val: f64) -> (Vec<i64>, Vec<i64>, Vec
     let n_val = (val * n as f64).round() as usize;
     let idx: Vec<i64> = (0..n as i64).collect();
     (idx[..n_train].to_vec(), idx[n_train..n_train + n_val].to_vec(), idx[n_train + n_val..].to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// linfa orients probabilities by class frequency; ours are always P(label 1), whichever
+    /// label is the majority.
+    #[test]
+    fn logistic_scores_are_probabilities_of_label_one() {
+        for ones in [5usize, 15] {
+            let xs: Vec<f32> =
+                (0..20).map(|i| if i < ones { 2.0 + i as f32 * 0.1 } else { -2.0 - i as f32 * 0.1 }).collect();
+            let y: Vec<i64> = (0..20).map(|i| (i < ones) as i64).collect();
+            let x = Tensor::from_slice(&xs).reshape([20, 1]);
+            let test = Tensor::from_slice(&[3.0f32, -3.0]).reshape([2, 1]);
+            let p = logistic_scores(&x, &y, &test).unwrap();
+            assert!(p[0] > 0.8 && p[1] < 0.2, "{ones} ones: {p:?}");
+        }
+    }
+
+    #[test]
+    fn attack_mlp_learns_a_separable_problem() {
+        let x = Tensor::randn([200, 4], (Kind::Float, Device::Cpu));
+        let y: Vec<i64> = to_vec(&x.select(1, 0)).iter().map(|&v| (v > 0.0) as i64).collect();
+        let mlp = AttackMlp::fit(&x, &y, Some((&x, &y)), 2, MlpConfig::default(), 1).unwrap();
+        let s = mlp.positive_scores(&x);
+        let acc = s.iter().zip(&y).filter(|(&p, &t)| (p >= 0.5) == (t == 1)).count();
+        assert!(acc > 180, "{acc}/200");
+    }
 }
