@@ -1,4 +1,6 @@
 //! Command-line interface: one file per subcommand, each with its clap arguments and `run`.
+pub mod datasets;
+
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
@@ -19,6 +21,8 @@ pub struct Cli {
 pub enum Command {
     /// Torch smoke check: prints the libtorch version and runs one forward/backward pass.
     Doctor,
+    /// List the available datasets or describe one (nodes, edges, degrees, classes).
+    Datasets(datasets::DatasetsArgs),
     /// Train a method on a dataset and report accuracy, time and the privacy budget.
     Train(train::TrainArgs),
     /// Train a target and run one privacy attack; reports AUC, TPR at low FPR and eps_lb.
@@ -39,6 +43,7 @@ pub fn init_logging(verbose: u8) {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
+        Command::Datasets(args) => datasets::run(args),
         Command::Train(a) => train::run(a),
         Command::Attack(a) => attack::run(a),
     }

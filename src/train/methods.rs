@@ -1,6 +1,7 @@
 //! One training function per model family; each calibrates its noise from (epsilon, delta)
 //! through its privacy expression in [`super::accounting`] and records the budget.
 use super::accounting::{self, Expression, SgdSchedule};
+use super::checkpoint::{save_dir, Meta};
 use super::fit::{accuracy, fit, Batching, FitConfig, Labels, NodeClassifier};
 use super::recipe::{Method, Recipe};
 use super::{Accuracy, TrainedModel, TrainedRun};
@@ -127,6 +128,10 @@ pub struct MlpModel {
 }
 
 impl TrainedModel for MlpModel {
+    fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
+        let meta = Meta::new(recipe, budget, self.net.x.x.size()[1], self.net.mlp.layers.last().unwrap().ws.size()[0]);
+        save_dir(dir, &self.ps, &meta, &[("x".into(), self.net.x.x.shallow_clone())])
+    }
     fn posteriors(&self) -> Tensor {
         tch::no_grad(|| self.net.logits_of(&self.net.x.x).softmax(-1, Kind::Float))
     }
@@ -179,6 +184,15 @@ pub struct GapModel {
 }
 
 impl TrainedModel for GapModel {
+    fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
+        let mut meta =
+            Meta::new(recipe, budget, self.encoder.mlp.layers[0].ws.size()[1], self.encoder.head.ws.size()[0]);
+        meta.noise_std = self.noise_std;
+        meta.max_degree = self.max_degree;
+        let cache: Vec<(String, Tensor)> =
+            self.classifier.inputs.iter().enumerate().map(|(k, t)| (format!("x{k}"), t.shallow_clone())).collect();
+        save_dir(dir, &self.ps, &meta, &cache)
+    }
     fn posteriors(&self) -> Tensor {
         tch::no_grad(|| self.classifier.forward(&self.classifier.inputs, &mut Fwd::eval()).softmax(-1, Kind::Float))
     }
@@ -213,11 +227,7 @@ pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)
     };
     let cfg = fit_config(r, n_train, privacy.sigma);
-    let mut ps = ParamStore::new();
-    let st = style(r);
-    let (h, c) = (r.hidden as i64, data.num_classes as i64);
-    let encoder = GapEncoder::new(&mut ps, features(data), h, c, r.encoder_layers, st);
-    let mut classifier = GapClassifier::new(&mut ps, hops, h, h, c, r.base_layers(), r.head_layers, st);
+    let (ps, encoder, mut classifier) = build_gap(r, features(data), data.num_classes);
     // 1. pre-train the encoder; 2-4. encode, normalise, PMA once (cached); 5. train CM.
     fit(&encoder, &ps, &labels, &cfg);
     let noise_std = privacy.sigma * sensitivity;
@@ -239,6 +249,19 @@ pub struct ProgapModel {
 }
 
 impl TrainedModel for ProgapModel {
+    fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
+        let mut meta = Meta::new(
+            recipe,
+            budget,
+            self.net.bases[0].layers[0].ws.size()[1],
+            self.net.heads[0].layers.last().unwrap().ws.size()[0],
+        );
+        meta.noise_std = self.noise_std;
+        meta.max_degree = self.max_degree;
+        let cache: Vec<(String, Tensor)> =
+            self.net.input_tensors().into_iter().enumerate().map(|(k, t)| (format!("x{k}"), t)).collect();
+        save_dir(dir, &self.ps, &meta, &cache)
+    }
     fn posteriors(&self) -> Tensor {
         let d = self.net.depth();
         tch::no_grad(|| self.net.forward(&self.net.input_tensors(), d, &mut Fwd::eval()).0.softmax(-1, Kind::Float))
@@ -279,19 +302,8 @@ pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun>
         (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)
     };
     let cfg = fit_config(r, n_train, privacy.sigma);
-    let mut ps = ParamStore::new();
     let x = features(data);
-    let mut net = ProgapNet::new(
-        &mut ps,
-        depth,
-        x.size()[1],
-        r.hidden as i64,
-        data.num_classes as i64,
-        r.base_layers(),
-        r.head_layers,
-        style(r),
-        r.layerwise,
-    );
+    let (ps, mut net) = build_progap(r, x.size()[1], data.num_classes);
     let adj = aggregation_operator(&graph);
     let noise_std = privacy.sigma * sensitivity;
     net.inputs.push(crate::models::Rows::new(x));
@@ -307,4 +319,40 @@ pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun>
     let accuracy = measure(&net, &labels);
     let model = ProgapModel { ps, net, noise_std, max_degree: node.then_some(r.max_degree) };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
+}
+
+// ---------------------------------------------------------------- builders (train and load)
+
+/// The MLP of a recipe; `x` holds the features it will be asked about.
+pub fn build_mlp(r: &Recipe, x: Tensor, classes: usize) -> (ParamStore, MlpClassifier) {
+    let mut ps = ParamStore::new();
+    let net = MlpClassifier::new(&mut ps, x, r.hidden as i64, classes as i64, r.mlp_layers, style(r));
+    (ps, net)
+}
+
+/// GAP's encoder and classification module; `x` holds the training features.
+pub fn build_gap(r: &Recipe, x: Tensor, classes: usize) -> (ParamStore, GapEncoder, GapClassifier) {
+    let mut ps = ParamStore::new();
+    let st = style(r);
+    let (h, c) = (r.hidden as i64, classes as i64);
+    let encoder = GapEncoder::new(&mut ps, x, h, c, r.encoder_layers, st);
+    let classifier = GapClassifier::new(&mut ps, r.hops(), h, h, c, r.base_layers(), r.head_layers, st);
+    (ps, encoder, classifier)
+}
+
+/// ProGAP's stages for `features` input columns.
+pub fn build_progap(r: &Recipe, features: i64, classes: usize) -> (ParamStore, ProgapNet) {
+    let mut ps = ParamStore::new();
+    let net = ProgapNet::new(
+        &mut ps,
+        r.depth(),
+        features,
+        r.hidden as i64,
+        classes as i64,
+        r.base_layers(),
+        r.head_layers,
+        style(r),
+        r.layerwise,
+    );
+    (ps, net)
 }

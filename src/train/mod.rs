@@ -7,10 +7,12 @@ use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
 pub mod accounting;
+pub mod checkpoint;
 pub mod fit;
 pub mod methods;
 pub mod recipe;
 
+pub use checkpoint::{load_model, LoadedModel};
 pub use recipe::{Method, Recipe};
 
 /// Utility of one trained model, in [0, 1].
