@@ -53,8 +53,9 @@ pub fn dataset_from(g: &AttackGraph, split: &NodeSplit, name: &str) -> Result<Da
     Ok(ds)
 }
 
-/// What a trained model claims, in the attacks' terms.
-pub fn claim_of(budget: &Budget, private: bool) -> Claim {
+/// What a trained model claims, in the attacks' terms, from its budget alone (an MLP claims edge
+/// epsilon 0: it uses no edge).
+pub fn claim_of(budget: &Budget) -> Claim {
     let unit = match budget.privacy_unit {
         PrivacyUnit::None => ClaimUnit::None,
         PrivacyUnit::Edge => ClaimUnit::Edge,
@@ -62,7 +63,7 @@ pub fn claim_of(budget: &Budget, private: bool) -> Claim {
         PrivacyUnit::Local => ClaimUnit::Local,
     };
     let eps = budget.claimed_epsilon();
-    if !private || !eps.is_finite() {
+    if unit == ClaimUnit::None || !eps.is_finite() {
         return Claim { unit: ClaimUnit::None, epsilon: None, delta: budget.delta };
     }
     Claim { unit, epsilon: Some(eps), delta: budget.delta }

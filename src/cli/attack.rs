@@ -66,6 +66,11 @@ pub struct AttackArgs {
     /// Attack released embeddings instead of posteriors (link stealing, attribute, canary-edge).
     #[arg(long)]
     pub use_embeddings: bool,
+    /// Attack a model saved by `gnnaudit train --save DIR` instead of training one; pass the same
+    /// --dataset, --min-class-count and --seed so that the graph and split match. Its recipe
+    /// (from the checkpoint) drives the shadow models.
+    #[arg(long)]
+    pub target: Option<PathBuf>,
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -113,8 +118,32 @@ fn mean_std(xs: &[f64]) -> (f64, f64) {
     (m, (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n).sqrt())
 }
 
+/// Train, validation and test accuracy of argmax posteriors on a split.
+fn accuracy_of(post: &tch::Tensor, ds: &crate::data::Dataset) -> Result<train::Accuracy> {
+    let pred = Vec::<i64>::try_from(&post.argmax(1, false))?;
+    let s = ds.split()?;
+    let acc = |idx: &[usize]| {
+        idx.iter().filter(|&&v| pred[v] as usize == ds.labels[v]).count() as f64 / idx.len().max(1) as f64
+    };
+    Ok(train::Accuracy { train: acc(&s.train), val: acc(&s.val), test: acc(&s.test) })
+}
+
 pub fn run(a: AttackArgs) -> Result<()> {
-    let recipe = a.recipe.to_recipe();
+    let loaded = match &a.target {
+        Some(dir) => {
+            crate::ensure!(a.repeats == 1, Error::invalid("repeats", "a saved --target is one model: use --repeats 1"));
+            crate::ensure!(
+                a.attack != AttackKind::Attribute,
+                Error::invalid(
+                    "target",
+                    "attribute inference carves the attribute out before training; train the target here"
+                )
+            );
+            Some(train::load_model(dir)?)
+        }
+        None => None,
+    };
+    let recipe = loaded.as_ref().map_or_else(|| a.recipe.to_recipe(), |l| l.recipe.clone());
     recipe.validate()?;
     let params = params_of(&a)?;
     if let Some(t) = a.threads {
@@ -138,7 +167,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
             sensitive = Some(values);
             sensitive_names = Some(names);
         }
-        if membership {
+        if membership && loaded.is_none() {
             // The membership game: members and non-members drawn from one class-balanced sample.
             let counts = ds.class_counts();
             let smallest = counts.iter().copied().filter(|&c| c > 0).min().unwrap_or(0);
@@ -148,21 +177,34 @@ pub fn run(a: AttackArgs) -> Result<()> {
                 .map_err(from_attack)?;
             ds.split = Some(Split { train: s.train, val: s.val, test: s.test });
         }
-        let run = train::train(&recipe, &ds, seed)?;
-        let bb = ModelBlackBox::new(run.model.as_ref());
+        let (bb, budget, accuracy) = match &loaded {
+            Some(l) => {
+                let bb = ModelBlackBox::new(l.model.as_ref());
+                let post = l.model.posteriors();
+                crate::ensure!(
+                    post.size()[0] as usize == ds.num_nodes(),
+                    Error::invalid("target", format!("the saved model answers for {} nodes, the dataset has {}; pass the dataset options it was trained with", post.size()[0], ds.num_nodes()))
+                );
+                (bb, l.budget.clone(), accuracy_of(&post, &ds)?)
+            }
+            None => {
+                let run = train::train(&recipe, &ds, seed)?;
+                (ModelBlackBox::new(run.model.as_ref()), run.budget, run.accuracy)
+            }
+        };
         let mut g = attack_graph(&ds)?;
         if let Some(v) = sensitive {
             g = g.with_sensitive(v).map_err(from_attack)?;
         }
         let split = node_split(ds.split()?);
-        let oracle = RecipeOracle::new(&recipe, &run.budget, &ds.name);
-        let c = claim_of(&run.budget, recipe.is_private());
+        let oracle = RecipeOracle::new(&recipe, &budget, &ds.name);
+        let c = claim_of(&budget);
         let target =
             Target { graph: &g, split: &split, black_box: &bb, white_box: None, oracle: Some(&oracle), claim: c };
         let result =
             run_attack(a.attack, &target, &AdversaryKnowledge::default(), &params, seed).map_err(from_attack)?;
         tracing::info!(seed, auc = result.summary.auc, "attack run done");
-        utility.push(run.accuracy);
+        utility.push(accuracy);
         claim = Some(c);
         results.push(result);
     }
