@@ -3,8 +3,8 @@
 use crate::graph::{AttackGraph, NodeSplit};
 use crate::membership::{MembershipMetric, MiaParams, ShadowSource};
 use crate::result::{run_attack, AttackKind, AttackParams, AttackResult, Target};
-use crate::testkit::*;
 use crate::threat::{AdversaryKnowledge, Claim, ClaimUnit};
+use crate::toy::*;
 
 fn attack(
     kind: AttackKind,

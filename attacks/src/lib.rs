@@ -29,11 +29,10 @@ pub mod posterior;
 pub mod reconstruction;
 pub mod result;
 pub mod threat;
+pub mod toy;
 
 #[cfg(test)]
 mod attack_tests;
-#[cfg(test)]
-mod testkit;
 
 pub use error::{Error, Result};
 pub use graph::{class_balanced_split, AttackGraph, NodeSplit};

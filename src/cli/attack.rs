@@ -177,6 +177,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
                 .map_err(from_attack)?;
             ds.split = Some(Split { train: s.train, val: s.val, test: s.test });
         }
+        let mut trained = None;
         let (bb, budget, accuracy) = match &loaded {
             Some(l) => {
                 let bb = ModelBlackBox::new(l.model.as_ref());
@@ -189,7 +190,9 @@ pub fn run(a: AttackArgs) -> Result<()> {
             }
             None => {
                 let run = train::train(&recipe, &ds, seed)?;
-                (ModelBlackBox::new(run.model.as_ref()), run.budget, run.accuracy)
+                let out = (ModelBlackBox::new(run.model.as_ref()), run.budget.clone(), run.accuracy);
+                trained = Some(run);
+                out
             }
         };
         let mut g = attack_graph(&ds)?;
@@ -199,8 +202,12 @@ pub fn run(a: AttackArgs) -> Result<()> {
         let split = node_split(ds.split()?);
         let oracle = RecipeOracle::new(&recipe, &budget, &ds.name);
         let c = claim_of(&budget);
-        let target =
-            Target { graph: &g, split: &split, black_box: &bb, white_box: None, oracle: Some(&oracle), claim: c };
+        let white_box = match (&loaded, &trained) {
+            (Some(l), _) => l.model.white_box(),
+            (None, Some(run)) => run.model.white_box(),
+            _ => None,
+        };
+        let target = Target { graph: &g, split: &split, black_box: &bb, white_box, oracle: Some(&oracle), claim: c };
         let result =
             run_attack(a.attack, &target, &AdversaryKnowledge::default(), &params, seed).map_err(from_attack)?;
         tracing::info!(seed, auc = result.summary.auc, "attack run done");

@@ -1,5 +1,7 @@
-//! Small real targets for the unit tests: CSBM graphs and tch MLP / dense GCN / GAP-like
-//! noisy-aggregation models, trained full batch, behind the threat-model traits.
+//! Small self-contained targets behind the threat-model traits: CSBM graphs and tch MLP, dense
+//! 2-layer GCN (white-box, with a dense relaxed-adjacency forward) and a GAP-like noisy-aggregation
+//! model, trained full batch. The unit tests use them, and so can reproductions that need a
+//! white-box GNN before the main crate's models expose one.
 use crate::error::Result;
 use crate::graph::{AttackGraph, NodeSplit};
 use crate::threat::{BlackBox, ShadowOracle, WhiteBox};
