@@ -6,10 +6,20 @@
 //! | MLP / DP-MLP | [`mlp`] | none (edge eps = 0), node (DP-Adam) |
 //! | GAP | [`gap`] | inf, edge (PMA), node (PMA at sensitivity sqrt(D) + DP-Adam) |
 //! | ProGAP | [`progap`] | inf, edge (NAP per stage), node (NAP + DP-Adam per stage) |
+//! | GCN / GAT / GraphSAGE baselines | [`gcn`], [`gat`], [`sage`], [`backbone`] | none; edge (SAGE-EDP: ARR graph) |
+//! | DP-GNN (SAGE-NDP) | [`dpgnn`] | node (DP-Adam, hypergeometric bound, noisy inference) |
+//! | LPGNN | [`lpgnn`], [`kprop`] | local (multi-bit features, RR labels) |
 pub mod aggregation;
+pub mod backbone;
+pub mod dpgnn;
 pub mod gap;
+pub mod gat;
+pub mod gcn;
+pub mod kprop;
+pub mod lpgnn;
 pub mod mlp;
 pub mod progap;
+pub mod sage;
 
 use crate::privacy::dpsgd::{OpKind, Tape};
 use serde::{Deserialize, Serialize};

@@ -1,3 +1,4 @@
 //! Accountant, mechanisms and DP-SGD.
 pub mod accountant;
 pub mod dpsgd;
+pub mod mechanisms;

@@ -125,6 +125,9 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
             net.stage = r.depth();
             Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree })
         }
+        m => {
+            return Err(Error::invalid("method", format!("checkpoints of {} are not supported", m.name())));
+        }
     };
     Ok(LoadedModel { model, recipe: meta.recipe, budget: meta.budget })
 }

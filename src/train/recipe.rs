@@ -29,6 +29,18 @@ pub enum Method {
     ProgapEdp,
     /// ProGAP with node-level DP (Theorem 5).
     ProgapNdp,
+    /// GraphSAGE, non-private (pre-MLP, 1-5 SAGE layers, jumping knowledge, post-MLP).
+    Sage,
+    /// GraphSAGE on a graph perturbed by asymmetric randomized response (EdgeRand): edge-level DP.
+    SageEdp,
+    /// GCN (2 layers), non-private.
+    Gcn,
+    /// GAT (2 layers, 4 heads), non-private.
+    Gat,
+    /// DP-GNN (Daigavane et al. 2021; SAGE-NDP): node-level DP-Adam on a degree-bounded graph.
+    Dpgnn,
+    /// LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y).
+    Lpgnn,
 }
 
 impl Method {
@@ -42,6 +54,12 @@ impl Method {
             Method::ProgapInf => "progap-inf",
             Method::ProgapEdp => "progap-edp",
             Method::ProgapNdp => "progap-ndp",
+            Method::Sage => "sage",
+            Method::SageEdp => "sage-edp",
+            Method::Gcn => "gcn",
+            Method::Gat => "gat",
+            Method::Dpgnn => "dpgnn",
+            Method::Lpgnn => "lpgnn",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -50,6 +68,10 @@ impl Method {
             Method::Mlp | Method::GapEdp | Method::ProgapEdp => PrivacyUnit::Edge,
             Method::DpMlp | Method::GapNdp | Method::ProgapNdp => PrivacyUnit::Node,
             Method::GapInf | Method::ProgapInf => PrivacyUnit::None,
+            Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
+            Method::SageEdp => PrivacyUnit::Edge,
+            Method::Dpgnn => PrivacyUnit::Node,
+            Method::Lpgnn => PrivacyUnit::Local,
         }
     }
     /// Trained with DP-Adam (node level).
@@ -58,7 +80,16 @@ impl Method {
     }
     /// Needs an epsilon to calibrate noise (None means no noise).
     pub fn takes_epsilon(self) -> bool {
-        matches!(self, Method::DpMlp | Method::GapEdp | Method::GapNdp | Method::ProgapEdp | Method::ProgapNdp)
+        matches!(
+            self,
+            Method::DpMlp
+                | Method::GapEdp
+                | Method::GapNdp
+                | Method::ProgapEdp
+                | Method::ProgapNdp
+                | Method::SageEdp
+                | Method::Dpgnn
+        )
     }
     pub fn is_gap(self) -> bool {
         matches!(self, Method::GapInf | Method::GapEdp | Method::GapNdp)
@@ -110,6 +141,20 @@ pub struct Recipe {
     pub layerwise: bool,
     /// Keep the parameters of the epoch with the best validation accuracy (reference behaviour).
     pub select_best_val: bool,
+    /// GraphSAGE message-passing layers (sage, sage-edp; DP-GNN always uses 1), default 2.
+    pub mp_layers: Option<usize>,
+    /// GraphSAGE aggregation (sage, sage-edp).
+    pub aggregation: crate::models::sage::Aggregation,
+    /// LPGNN: feature budget eps_x (inf = raw features).
+    pub epsilon_x: f64,
+    /// LPGNN: label budget eps_y (inf = clean labels).
+    pub epsilon_y: f64,
+    /// LPGNN: KProp steps on features and labels (Cora defaults 16 and 8).
+    pub kx: i64,
+    pub ky: i64,
+    pub training: crate::models::lpgnn::Training,
+    pub backbone: crate::models::backbone::GnnKind,
+    pub features: crate::models::lpgnn::FeatureMode,
 }
 
 impl Default for Recipe {
@@ -138,6 +183,15 @@ impl Default for Recipe {
             max_grad_norm: 1.0,
             layerwise: false,
             select_best_val: true,
+            mp_layers: None,
+            aggregation: crate::models::sage::Aggregation::Sum,
+            epsilon_x: 1.0,
+            epsilon_y: 1.0,
+            kx: 16,
+            ky: 8,
+            training: crate::models::lpgnn::Training::Drop,
+            backbone: crate::models::backbone::GnnKind::Sage,
+            features: crate::models::lpgnn::FeatureMode::Multibit,
         }
     }
 }
@@ -155,6 +209,7 @@ impl Recipe {
     pub fn epochs(&self) -> usize {
         self.epochs.unwrap_or(match self.method {
             Method::ProgapNdp => 5,
+            Method::Lpgnn => 500,
             m if m.is_node_level() => 10,
             _ => 100,
         })
@@ -182,6 +237,9 @@ impl Recipe {
     }
     /// Is noise added (a finite epsilon for a private method)?
     pub fn is_private(&self) -> bool {
+        if self.method == Method::Lpgnn {
+            return self.epsilon_x.is_finite() || self.epsilon_y.is_finite();
+        }
         self.method.takes_epsilon() && self.epsilon.is_some()
     }
 

@@ -1,0 +1,365 @@
+//! The GNN backbones shared by LPGNN and the non-private baselines: the graph tensors each layer
+//! type needs, the 2-layer GCN/GAT/SAGE network of thesis ch.3 (hidden 16, SeLU, dropout, GAT with
+//! 4 heads), and a full-batch trainer with best-validation model selection.
+use super::gat::{EdgeList, GatConv};
+use super::gcn::{gcn_normalized, GcnConv};
+use super::sage::{aggregation_matrix, Aggregation, SageConfig, SageConv, SageNet};
+use crate::data::{Dataset, Graph};
+use crate::error::{Error, Result};
+use crate::train::{Accuracy, TrainedModel};
+use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
+
+/// Which message-passing layer a backbone uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GnnKind {
+    Gcn,
+    Gat,
+    Sage,
+}
+
+impl std::str::FromStr for GnnKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "gcn" => Ok(GnnKind::Gcn),
+            "gat" => Ok(GnnKind::Gat),
+            "sage" => Ok(GnnKind::Sage),
+            _ => Err(Error::invalid("backbone", format!("expected gcn, gat or sage, got '{s}'"))),
+        }
+    }
+}
+
+/// The propagation tensors of one graph, built once per graph for the layer types in use.
+#[derive(Debug)]
+pub struct GraphTensors {
+    pub gcn: Option<Tensor>,
+    pub mean: Option<Tensor>,
+    pub sum: Option<Tensor>,
+    pub edges: Option<EdgeList>,
+}
+
+impl GraphTensors {
+    pub fn for_kind(graph: &Graph, kind: GnnKind) -> Self {
+        let mut t = GraphTensors { gcn: None, mean: None, sum: None, edges: None };
+        match kind {
+            GnnKind::Gcn => t.gcn = Some(gcn_normalized(graph, true)),
+            GnnKind::Gat => t.edges = Some(EdgeList::with_self_loops(graph)),
+            GnnKind::Sage => t.mean = Some(aggregation_matrix(graph, Aggregation::Mean)),
+        }
+        t
+    }
+    pub fn for_sage(graph: &Graph, aggregation: Aggregation) -> Self {
+        let adj = aggregation_matrix(graph, aggregation);
+        match aggregation {
+            Aggregation::Sum => GraphTensors { gcn: None, mean: None, sum: Some(adj), edges: None },
+            Aggregation::Mean => GraphTensors { gcn: None, mean: Some(adj), sum: None, edges: None },
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Layer {
+    Gcn(GcnConv),
+    Gat(GatConv),
+    Sage(SageConv),
+}
+
+impl Layer {
+    fn forward_t(&self, x: &Tensor, g: &GraphTensors, train: bool) -> Tensor {
+        match self {
+            Layer::Gcn(c) => c.forward(x, g.gcn.as_ref().expect("GCN tensors")),
+            Layer::Gat(c) => c.forward_t(x, g.edges.as_ref().expect("GAT edge list"), train),
+            Layer::Sage(c) => c.forward(x, g.mean.as_ref().expect("SAGE tensors")),
+        }
+    }
+}
+
+/// Number of attention heads of the GAT backbone (thesis Section 3.5.2).
+pub const GAT_HEADS: i64 = 4;
+
+/// Two graph convolutions with SeLU and dropout in between (thesis Section 3.5.2).
+#[derive(Debug)]
+pub struct TwoLayerGnn {
+    kind: GnnKind,
+    first: Layer,
+    second: Layer,
+    dropout: f64,
+}
+
+impl TwoLayerGnn {
+    pub fn new(vs: &nn::Path, kind: GnnKind, in_dim: i64, hidden: i64, num_classes: i64, dropout: f64) -> Self {
+        let (first, second) = match kind {
+            GnnKind::Gcn => (
+                Layer::Gcn(GcnConv::new(&(vs / "conv1"), in_dim, hidden)),
+                Layer::Gcn(GcnConv::new(&(vs / "conv2"), hidden, num_classes)),
+            ),
+            GnnKind::Gat => {
+                let c1 = GatConv::new(&(vs / "conv1"), in_dim, hidden, GAT_HEADS, true);
+                let c2 = GatConv::new(&(vs / "conv2"), c1.output_dim(), num_classes, 1, false);
+                (Layer::Gat(c1), Layer::Gat(c2))
+            }
+            GnnKind::Sage => (
+                Layer::Sage(SageConv::new(&(vs / "conv1"), in_dim, hidden, false)),
+                Layer::Sage(SageConv::new(&(vs / "conv2"), hidden, num_classes, false)),
+            ),
+        };
+        TwoLayerGnn { kind, first, second, dropout }
+    }
+    pub fn kind(&self) -> GnnKind {
+        self.kind
+    }
+    /// Logits [N, C].
+    pub fn forward_t(&self, x: &Tensor, g: &GraphTensors, train: bool) -> Tensor {
+        let h = self.first.forward_t(x, g, train).selu().dropout(self.dropout, train);
+        self.second.forward_t(&h, g, train)
+    }
+}
+
+/// A network the full-batch trainer can fit: the SAGE baseline or a 2-layer backbone.
+#[derive(Debug)]
+pub enum Network {
+    Sage(SageNet),
+    TwoLayer(TwoLayerGnn),
+}
+
+impl Network {
+    pub fn forward_t(&self, x: &Tensor, g: &GraphTensors, train: bool) -> Tensor {
+        match self {
+            Network::Sage(n) => {
+                let adj = g.sum.as_ref().or(g.mean.as_ref()).expect("SAGE aggregation matrix");
+                n.forward_t(x, adj, train)
+            }
+            Network::TwoLayer(n) => n.forward_t(x, g, train),
+        }
+    }
+    /// The graph tensors this network needs for `graph`.
+    pub fn tensors(&self, graph: &Graph) -> GraphTensors {
+        match self {
+            Network::Sage(n) => GraphTensors::for_sage(graph, n.config().aggregation),
+            Network::TwoLayer(n) => GraphTensors::for_kind(graph, n.kind()),
+        }
+    }
+}
+
+/// Optimiser settings for full-batch training (paper defaults: Adam, lr 0.01, 100 epochs).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct FitConfig {
+    pub epochs: usize,
+    pub learning_rate: f64,
+    pub weight_decay: f64,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        FitConfig { epochs: 100, learning_rate: 0.01, weight_decay: 0.0 }
+    }
+}
+
+impl FitConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.epochs == 0 {
+            return Err(Error::invalid("epochs", "must be >= 1"));
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
+            return Err(Error::invalid("learning_rate", format!("must be > 0, got {}", self.learning_rate)));
+        }
+        if !(self.weight_decay >= 0.0) {
+            return Err(Error::invalid("weight_decay", format!("must be >= 0, got {}", self.weight_decay)));
+        }
+        Ok(())
+    }
+}
+
+/// A trained full-batch model: weights, the graph tensors and features of its training graph.
+pub struct FullBatchModel {
+    pub vs: nn::VarStore,
+    pub net: Network,
+    pub features: Tensor,
+    pub tensors: GraphTensors,
+    /// Applied to another dataset's raw features before inference (e.g. LPGNN's KProp).
+    pub posteriors_cache: Tensor,
+}
+
+impl TrainedModel for FullBatchModel {
+    fn posteriors(&self) -> Tensor {
+        self.posteriors_cache.shallow_clone()
+    }
+    fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
+        let x = data.features.to_tensor();
+        let want = self.features.size()[1];
+        if x.size()[1] != want {
+            return Err(Error::invalid("features", format!("model expects {want} columns, got {}", x.size()[1])));
+        }
+        let g = self.net.tensors(&data.graph);
+        Ok(tch::no_grad(|| self.net.forward_t(&x, &g, false).softmax(-1, Kind::Float)))
+    }
+}
+
+/// Fraction of `idx` rows whose argmax equals `labels`.
+pub fn accuracy_on(logits: &Tensor, labels: &Tensor, idx: &Tensor) -> f64 {
+    if idx.numel() == 0 {
+        return 0.0;
+    }
+    let pred = logits.index_select(0, idx).argmax(-1, false);
+    pred.eq_tensor(&labels.index_select(0, idx)).to_kind(Kind::Float).mean(Kind::Float).double_value(&[])
+}
+
+/// Snapshot of every variable, to restore the best epoch's weights.
+pub fn snapshot(vs: &nn::VarStore) -> Vec<(String, Tensor)> {
+    tch::no_grad(|| vs.variables().into_iter().map(|(k, v)| (k, v.copy())).collect())
+}
+
+pub fn restore(vs: &mut nn::VarStore, snap: &[(String, Tensor)]) {
+    let vars = vs.variables();
+    tch::no_grad(|| {
+        for (k, v) in snap {
+            if let Some(t) = vars.get(k) {
+                t.shallow_clone().copy_(v);
+            }
+        }
+    });
+}
+
+/// Trains `net` with Adam on cross-entropy over the train nodes, full batch, and keeps the epoch
+/// with the best validation accuracy. Returns the model and its accuracy.
+pub fn fit_full_batch(
+    mut vs: nn::VarStore,
+    net: Network,
+    data: &Dataset,
+    features: Tensor,
+    fit: &FitConfig,
+) -> Result<(FullBatchModel, Accuracy)> {
+    fit.validate()?;
+    let split = data.split()?;
+    if split.train.is_empty() {
+        return Err(Error::invalid("split", "the training set is empty"));
+    }
+    let g = net.tensors(&data.graph);
+    let y = data.label_tensor();
+    let (tr, va, te) = (
+        crate::data::Split::index_tensor(&split.train),
+        crate::data::Split::index_tensor(&split.val),
+        crate::data::Split::index_tensor(&split.test),
+    );
+    let mut opt = nn::Adam::default().wd(fit.weight_decay).build(&vs, fit.learning_rate)?;
+    let y_tr = y.index_select(0, &tr);
+    let mut best = (f64::NEG_INFINITY, Accuracy { train: 0.0, val: 0.0, test: 0.0 }, snapshot(&vs));
+    for _ in 0..fit.epochs {
+        let logits = net.forward_t(&features, &g, true);
+        let loss = logits.index_select(0, &tr).cross_entropy_for_logits(&y_tr);
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+        let logits = tch::no_grad(|| net.forward_t(&features, &g, false));
+        let acc = Accuracy {
+            train: accuracy_on(&logits, &y, &tr),
+            val: accuracy_on(&logits, &y, &va),
+            test: accuracy_on(&logits, &y, &te),
+        };
+        // With no validation nodes the last epoch wins.
+        let score = if split.val.is_empty() { 0.0 } else { acc.val };
+        if score >= best.0 {
+            best = (score, acc, snapshot(&vs));
+        }
+    }
+    restore(&mut vs, &best.2);
+    let posteriors = tch::no_grad(|| net.forward_t(&features, &g, false).softmax(-1, Kind::Float));
+    Ok((FullBatchModel { vs, net, features, tensors: g, posteriors_cache: posteriors }, best.1))
+}
+
+/// Which non-private (or graph-perturbed) network to train as a baseline.
+#[derive(Debug, Clone)]
+pub enum BaselineSpec {
+    Sage(SageConfig),
+    TwoLayer { kind: GnnKind, hidden: i64, dropout: f64 },
+}
+
+/// Trains a baseline on `data` as is (for SAGE-EDP, pass the ARR-perturbed graph in `data`).
+pub fn train_baseline(
+    data: &Dataset,
+    spec: &BaselineSpec,
+    fit: &FitConfig,
+    seed: u64,
+) -> Result<(FullBatchModel, Accuracy)> {
+    tch::manual_seed(seed as i64);
+    let vs = nn::VarStore::new(tch::Device::Cpu);
+    let (d, c) = (data.num_features() as i64, data.num_classes as i64);
+    let net = match spec {
+        BaselineSpec::Sage(cfg) => Network::Sage(SageNet::new(&vs.root(), d, c, cfg)?),
+        BaselineSpec::TwoLayer { kind, hidden, dropout } => {
+            if !(0.0..1.0).contains(dropout) {
+                return Err(Error::invalid("dropout", format!("must be in [0, 1), got {dropout}")));
+            }
+            Network::TwoLayer(TwoLayerGnn::new(&vs.root(), *kind, d, *hidden, c, *dropout))
+        }
+    };
+    fit_full_batch(vs, net, data, data.features.to_tensor(), fit)
+}
+
+/// The `train` arms of the GraphSAGE, SAGE-EDP, GCN and GAT baselines: maps the recipe onto the
+/// network, perturbs the graph with ARR for SAGE-EDP (pure eps edge-level DP, Imola et al. 2022),
+/// and trains full batch with best-validation selection.
+pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<crate::train::TrainedRun> {
+    use crate::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
+    use crate::privacy::mechanisms::edge_rand::AsymmetricRandomizedResponse;
+    use crate::train::Method;
+    use rand::SeedableRng;
+    let start = std::time::Instant::now();
+    let fit = FitConfig { epochs: recipe.epochs(), learning_rate: recipe.lr, weight_decay: recipe.weight_decay };
+    let sage = SageConfig {
+        hidden: recipe.hidden as i64,
+        pre_layers: recipe.base_layers(),
+        mp_layers: recipe.mp_layers.unwrap_or(2),
+        post_layers: recipe.head_layers,
+        aggregation: recipe.aggregation,
+        jk: true,
+        batch_norm: recipe.norm() == crate::models::NormKind::Batch,
+        normalize: true,
+        dropout: recipe.dropout,
+    };
+    let (spec, mut budget) = match recipe.method {
+        Method::Sage | Method::SageEdp => (BaselineSpec::Sage(sage), Budget::non_private()),
+        Method::Gcn => (
+            BaselineSpec::TwoLayer { kind: GnnKind::Gcn, hidden: recipe.hidden as i64, dropout: recipe.dropout },
+            Budget::non_private(),
+        ),
+        Method::Gat => (
+            BaselineSpec::TwoLayer { kind: GnnKind::Gat, hidden: recipe.hidden as i64, dropout: recipe.dropout },
+            Budget::non_private(),
+        ),
+        m => return Err(Error::invalid("method", format!("{} is not a GNN baseline", m.name()))),
+    };
+    if let BaselineSpec::Sage(cfg) = &spec {
+        cfg.validate()?;
+    }
+    let mut noisy;
+    let mut data = data;
+    if let (Method::SageEdp, Some(eps)) = (recipe.method, recipe.epsilon) {
+        let arr = AsymmetricRandomizedResponse::new(eps)?;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        noisy = data.clone();
+        let out = arr.perturb(&data.graph, &mut rng)?;
+        noisy.graph = out.graph;
+        data = &noisy;
+        budget = Budget {
+            privacy_unit: PrivacyUnit::Edge,
+            target_epsilon: Some(eps),
+            delta: 0.0,
+            epsilon_rdp: eps,
+            rdp_order: None,
+            epsilon_pld: None,
+            noise: vec![("arr_keep_prob".into(), out.keep_prob), ("arr_add_prob".into(), out.add_prob)],
+            components: vec![BudgetComponent {
+                name: "graph".into(),
+                mechanism: format!(
+                    "asymmetric randomized response on the adjacency ({RR}% of eps on the bits, the rest on the density)",
+                    RR = (crate::privacy::mechanisms::edge_rand::RR_SHARE * 100.0) as u32
+                ),
+                epsilon: eps,
+            }],
+        };
+    }
+    let (model, accuracy) = train_baseline(data, &spec, &fit, seed)?;
+    Ok(crate::train::TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
+}

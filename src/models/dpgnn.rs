@@ -1,0 +1,332 @@
+//! DP-GNN (Daigavane et al. 2021, "Node-level differentially private graph neural networks"), the
+//! SAGE-NDP baseline of thesis ch.4-5: a GraphSAGE model with one message-passing layer (sum
+//! aggregation) between a pre-processing and a post-processing MLP, trained with node-level
+//! DP-Adam on a graph whose degrees are bounded by D = K:
+//! - batches of m training nodes drawn uniformly without replacement;
+//! - each node's loss depends on its own and its <= K in-neighbours' features, so its per-sample
+//!   gradient is taken through the whole one-layer model on its gathered neighbourhood
+//!   ([B, K+1, d] in one vectorised pass on the DP-SGD tape);
+//! - per-sample gradients are clipped to C and the sum gets Gaussian noise of std
+//!   2(K+1) C noise_scale (one node enters at most K+1 gradient terms; replace-one relation);
+//! - accounted with the hypergeometric amplification bound ([`Event::Dpgnn`]).
+//!
+//! Inference privacy (thesis Section 4.6.1: "we add noise to the aggregation function based on its
+//! node-level sensitivity at test time and account for the additional privacy cost"): the
+//! pre-processed rows are L2-normalised, so removing a node changes at most D aggregates by at
+//! most 1 each (sensitivity sqrt(D)); the test-time aggregation gets N(0, (noise_scale sqrt(D))^2)
+//! once, and that Gaussian release is composed into the budget. Same noise scale for gradients
+//! and aggregation, as the thesis does for SAGE-NDP and GAP-NDP.
+use super::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
+use crate::data::{bound_degree, Dataset, Graph, Split};
+use crate::error::{Error, Result};
+use crate::privacy::accountant::{budget, calibrate, default_delta, methods, Budget, Event, PrivacyUnit};
+use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind};
+use crate::train::{Accuracy, TrainedModel, TrainedRun};
+use tch::{Kind, Reduction, Tensor};
+
+/// DP-GNN hyper-parameters; defaults are the reference scripts' (anchors file) and thesis ch.4's.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct DpgnnConfig {
+    /// Target node-level epsilon (training plus inference), > 0.
+    pub epsilon: f64,
+    /// Target delta; None = 1/10^digits(number of nodes).
+    pub delta: Option<f64>,
+    /// Degree bound D = K (neighbour sampling).
+    pub max_degree: usize,
+    /// Batch size m (uniform without replacement).
+    pub batch_size: usize,
+    pub epochs: usize,
+    /// Clipping bound C.
+    pub max_grad_norm: f64,
+    pub hidden: i64,
+    pub pre_layers: usize,
+    pub post_layers: usize,
+    pub learning_rate: f64,
+    pub weight_decay: f64,
+    pub dropout: f64,
+    /// Group-norm groups between layers (batch norm mixes samples: not allowed under DP-SGD).
+    pub norm_groups: usize,
+    /// Add the inference noise during training too (its privacy is covered by DP-SGD); makes the
+    /// model robust to the noisy test-time aggregation.
+    pub noisy_training_aggregation: bool,
+}
+
+impl Default for DpgnnConfig {
+    fn default() -> Self {
+        DpgnnConfig {
+            epsilon: 8.0,
+            delta: None,
+            max_degree: 100,
+            batch_size: 256,
+            epochs: 10,
+            max_grad_norm: 1.0,
+            hidden: 16,
+            pre_layers: 1,
+            post_layers: 1,
+            learning_rate: 0.01,
+            weight_decay: 0.0,
+            dropout: 0.0,
+            norm_groups: 4,
+            noisy_training_aggregation: true,
+        }
+    }
+}
+
+impl DpgnnConfig {
+    /// Checks every parameter against the data before any work.
+    pub fn validate(&self, num_train: usize) -> Result<()> {
+        if !(self.epsilon > 0.0) || self.epsilon.is_nan() {
+            return Err(Error::invalid("epsilon", format!("must be > 0, got {}", self.epsilon)));
+        }
+        if let Some(d) = self.delta {
+            if !(d > 0.0 && d < 1.0) {
+                return Err(Error::invalid("delta", format!("must be in (0, 1), got {d}")));
+            }
+        }
+        if self.max_degree < 1 {
+            return Err(Error::invalid("max_degree", "the degree bound D must be >= 1"));
+        }
+        if self.batch_size < 1 {
+            return Err(Error::invalid("batch_size", "must be >= 1"));
+        }
+        if self.batch_size > num_train {
+            return Err(Error::invalid(
+                "batch_size",
+                format!("{} is larger than the {num_train} training nodes", self.batch_size),
+            ));
+        }
+        if self.epochs < 1 {
+            return Err(Error::invalid("epochs", "must be >= 1"));
+        }
+        if !(self.max_grad_norm > 0.0 && self.max_grad_norm.is_finite()) {
+            return Err(Error::invalid("max_grad_norm", format!("must be > 0 and finite, got {}", self.max_grad_norm)));
+        }
+        if self.hidden < 1 || self.post_layers < 1 {
+            return Err(Error::invalid("hidden/post_layers", "need hidden >= 1 and post_layers >= 1"));
+        }
+        if !(self.learning_rate > 0.0) || !(0.0..1.0).contains(&self.dropout) {
+            return Err(Error::invalid("learning_rate/dropout", "need lr > 0 and dropout in [0, 1)"));
+        }
+        Ok(())
+    }
+
+    /// Training steps T = epochs * n_train // m (the golden `dpgnn` convention).
+    pub fn steps(&self, num_train: usize) -> u64 {
+        (self.epochs * num_train / self.batch_size) as u64
+    }
+
+    /// The whole budget as one event: DP-SGD with hypergeometric amplification, plus one Gaussian
+    /// release of the test-time aggregation at node-level sensitivity sqrt(D).
+    pub fn event(&self, num_train: usize, noise_scale: f64) -> Event {
+        let d = self.max_degree as f64;
+        Event::Composed(vec![
+            methods::dpgnn(
+                num_train as u64,
+                self.max_degree as u64,
+                self.batch_size as u64,
+                noise_scale,
+                self.steps(num_train),
+            ),
+            Event::gaussian(noise_scale * d.sqrt()).scaled(d.sqrt()).labelled("noisy test-time aggregation"),
+        ])
+    }
+}
+
+/// The one-layer GraphSAGE network of DP-GNN.
+struct Net {
+    pre: Mlp,
+    neigh: Linear,
+    root: Linear,
+    norm: Norm,
+    post: Mlp,
+    style: MlpStyle,
+}
+
+impl Net {
+    fn new(ps: &mut ParamStore, in_dim: i64, classes: i64, cfg: &DpgnnConfig) -> Self {
+        let style =
+            MlpStyle { activation: Activation::Selu, dropout: cfg.dropout, norm: NormKind::Group(cfg.norm_groups) };
+        let h = cfg.hidden;
+        let pre = Mlp::new(ps, "pre", in_dim, h, h, cfg.pre_layers, false, style);
+        let d = if cfg.pre_layers == 0 { in_dim } else { h };
+        let neigh = ps.linear("conv.neigh", d, h);
+        let root = ps.linear("conv.root", d, h);
+        let norm = ps.norm("conv.norm", style.norm, h);
+        let post = Mlp::new(ps, "post", h, h, classes, cfg.post_layers, true, style);
+        Net { pre, neigh, root, norm, post, style }
+    }
+
+    /// Logits from each node's own pre-processed row and its aggregated neighbour rows.
+    fn head(&self, own: &Tensor, agg: &Tensor, f: &mut Fwd) -> Tensor {
+        let z = self.neigh.forward(agg, f) + self.root.forward(own, f);
+        let z = self.style.activation.apply(&z);
+        let z = self.norm.forward(&z, f);
+        let z = if self.style.dropout > 0.0 { z.dropout(self.style.dropout, f.train) } else { z };
+        self.post.forward(&z, f)
+    }
+
+    /// Per-sample forward for a batch: `rows` [B, K+1] (own id first, then padded in-neighbour
+    /// ids), `mask` [B, K+1] (1 for real rows). Every parameterised op sees only its sample's rows.
+    fn forward_batch(&self, x: &Tensor, rows: &Tensor, mask: &Tensor, agg_noise: f64, f: &mut Fwd) -> Tensor {
+        let (b, r) = (rows.size()[0], rows.size()[1]);
+        let xs = x.index_select(0, &rows.flatten(0, -1)).view([b, r, -1]);
+        let h = row_normalize(&self.pre.forward(&xs, f)) * mask.unsqueeze(-1);
+        let own = h.select(1, 0);
+        let mut agg = h.narrow(1, 1, r - 1).sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+        if agg_noise > 0.0 {
+            agg = &agg + agg.randn_like() * agg_noise;
+        }
+        self.head(&own, &agg, f)
+    }
+
+    /// Full-graph forward: `adj` sums in-neighbour rows; `agg_noise` is the std of the Gaussian
+    /// added to every aggregate (0 for none).
+    fn forward_full(&self, x: &Tensor, adj: &Tensor, agg_noise: f64) -> Tensor {
+        let mut f = Fwd::eval();
+        let h = row_normalize(&self.pre.forward(x, &mut f));
+        let mut agg = adj.mm(&h);
+        if agg_noise > 0.0 {
+            agg = &agg + agg.randn_like() * agg_noise;
+        }
+        self.head(&h, &agg, &mut f)
+    }
+}
+
+/// Padded in-neighbour table of a degree-bounded graph: ids [N, D] and a mask [N, D].
+fn neighbour_table(graph: &Graph, d: usize) -> (Tensor, Tensor) {
+    let n = graph.num_nodes();
+    let (mut ids, mut mask) = (vec![0i64; n * d], vec![0f32; n * d]);
+    for v in 0..n {
+        for (k, &u) in graph.in_neighbors(v).iter().filter(|&&u| u != v).take(d).enumerate() {
+            ids[v * d + k] = u as i64;
+            mask[v * d + k] = 1.0;
+        }
+    }
+    let shape = [n as i64, d as i64];
+    (Tensor::from_slice(&ids).view(shape), Tensor::from_slice(&mask).view(shape))
+}
+
+/// A trained DP-GNN. Its posteriors come from one noisy aggregation over the training graph,
+/// computed once and cached (the release the budget accounts for).
+pub struct DpgnnModel {
+    ps: ParamStore,
+    net: Net,
+    noise_std: f64,
+    posteriors: Tensor,
+}
+
+impl TrainedModel for DpgnnModel {
+    fn posteriors(&self) -> Tensor {
+        self.posteriors.shallow_clone()
+    }
+    /// Inductive inference on another graph: a fresh noisy aggregation (a new release, which
+    /// costs its own Gaussian budget on that graph).
+    fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
+        let _ = &self.ps;
+        let adj = data.graph.aggregation_tensor();
+        let x = data.features.to_tensor();
+        Ok(tch::no_grad(|| self.net.forward_full(&x, &adj, self.noise_std).softmax(-1, Kind::Float)))
+    }
+}
+
+fn accuracy(logits: &Tensor, y: &Tensor, idx: &[usize]) -> f64 {
+    if idx.is_empty() {
+        return 0.0;
+    }
+    let i = Split::index_tensor(idx);
+    let pred = logits.index_select(0, &i).argmax(-1, false);
+    pred.eq_tensor(&y.index_select(0, &i)).to_kind(Kind::Float).mean(Kind::Float).double_value(&[])
+}
+
+/// Calibrates the noise scale for the target (epsilon, delta) and trains DP-GNN on `data` (which
+/// must carry a split). The degree bound is applied here, with the run's seed.
+pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun> {
+    let split = data.split()?;
+    cfg.validate(split.train.len())?;
+    let start = std::time::Instant::now();
+    let n_train = split.train.len();
+    let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
+    let noise_scale = calibrate(cfg.epsilon, delta, |s| cfg.event(n_train, s))?;
+    let event = cfg.event(n_train, noise_scale);
+    let spent: Budget = budget(
+        &event,
+        PrivacyUnit::Node,
+        Some(cfg.epsilon),
+        delta,
+        vec![("noise_scale".into(), noise_scale), ("max_degree".into(), cfg.max_degree as f64)],
+    )?;
+
+    tch::manual_seed(seed as i64);
+    let bounded = bound_degree(data, cfg.max_degree, seed)?;
+    let (table, table_mask) = neighbour_table(&bounded.graph, cfg.max_degree);
+    let x = bounded.features.to_tensor();
+    let y = bounded.label_tensor();
+    let mut ps = ParamStore::new();
+    let net = Net::new(&mut ps, x.size()[1], data.num_classes as i64, cfg);
+    let params: Vec<(usize, Tensor)> = ps.params.iter().enumerate().map(|(i, p)| (i, p.shallow_clone())).collect();
+    let k = cfg.max_degree as f64;
+    let dp = DpSgd {
+        noise_multiplier: 2.0 * (k + 1.0) * noise_scale,
+        max_grad_norm: cfg.max_grad_norm,
+        expected_batch_size: cfg.batch_size as f64,
+    };
+    let agg_noise = noise_scale * k.sqrt();
+    let train_noise = if cfg.noisy_training_aggregation { agg_noise } else { 0.0 };
+    let mut opt = Optimizer::new(OptimizerKind::Adam, cfg.learning_rate, cfg.weight_decay);
+    let pool = Split::index_tensor(&split.train);
+    let m = cfg.batch_size as i64;
+    let ones = Tensor::ones([1, 1], (Kind::Float, tch::Device::Cpu));
+    for _ in 0..cfg.steps(n_train) {
+        // m nodes uniformly without replacement.
+        let batch =
+            pool.index_select(0, &Tensor::randperm(n_train as i64, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, m));
+        let rows = Tensor::cat(&[batch.unsqueeze(1), table.index_select(0, &batch)], 1);
+        let mask = Tensor::cat(&[ones.expand([m, 1], false), table_mask.index_select(0, &batch)], 1);
+        let mut f = Fwd::train_taped();
+        let logits = net.forward_batch(&x, &rows, &mask, train_noise, &mut f);
+        let loss_sum = logits.log_softmax(-1, Kind::Float).g_nll_loss::<Tensor>(
+            &y.index_select(0, &batch),
+            None,
+            Reduction::Sum,
+            -100,
+        );
+        let tape = f.tape.take().expect("taped forward");
+        let grads = dp.private_grads(Some((&tape, &loss_sum)), &params);
+        opt.step(&ps.params, &grads);
+    }
+    // One noisy release of the aggregation for every node; all predictions come from it.
+    let adj = bounded.graph.aggregation_tensor();
+    let logits = tch::no_grad(|| net.forward_full(&x, &adj, agg_noise));
+    let accuracy = Accuracy {
+        train: accuracy(&logits, &y, &split.train),
+        val: accuracy(&logits, &y, &split.val),
+        test: accuracy(&logits, &y, &split.test),
+    };
+    let posteriors = logits.softmax(-1, Kind::Float);
+    let model = DpgnnModel { ps, net, noise_std: agg_noise, posteriors };
+    Ok(TrainedRun { model: Box::new(model), accuracy, budget: spent, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// The `train` arm for `--method dpgnn`: the recipe's DP knobs (epsilon, delta, D, batch size,
+/// epochs, C) and architecture (hidden, base/head layers, group norm) onto [`DpgnnConfig`].
+pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let epsilon =
+        recipe.epsilon.ok_or_else(|| Error::invalid("epsilon", "dpgnn is node-level private: give --epsilon"))?;
+    let cfg = DpgnnConfig {
+        epsilon,
+        delta: recipe.delta,
+        max_degree: recipe.max_degree,
+        batch_size: recipe.batch_size().unwrap_or(256),
+        epochs: recipe.epochs(),
+        max_grad_norm: recipe.max_grad_norm,
+        hidden: recipe.hidden as i64,
+        pre_layers: recipe.base_layers(),
+        post_layers: recipe.head_layers,
+        learning_rate: recipe.lr,
+        weight_decay: recipe.weight_decay,
+        dropout: recipe.dropout,
+        norm_groups: recipe.norm_groups,
+        ..Default::default()
+    };
+    train(data, &cfg, seed)
+}

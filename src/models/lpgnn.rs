@@ -1,0 +1,413 @@
+//! LPGNN (Sajadmanesh & Gatica-Perez 2021; thesis ch.3, Algorithm 4): node features collected
+//! with the multi-bit mechanism (eps_x), labels of the training and validation nodes with
+//! randomized response (eps_y), KProp denoising on both (K_x, K_y; GCN aggregator, no self
+//! loops), a GCN/GAT/SAGE backbone, and Drop training/validation. eps = inf switches a part off.
+//! Budget: (eps_x + eps_y)-LDP per node (Corollary 2), PrivacyUnit::Local.
+use super::backbone::{accuracy_on, restore, snapshot, GnnKind, GraphTensors, TwoLayerGnn};
+use super::kprop::KProp;
+use crate::data::{Dataset, Split};
+use crate::error::{Error, Result};
+use crate::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
+use crate::privacy::mechanisms::multibit::{min_max_scale, MultiBit};
+use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
+use crate::train::{Accuracy, TrainedModel, TrainedRun};
+use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
+
+/// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Training {
+    /// Loss between KProp-smoothed noisy labels and KProp-smoothed forward-corrected
+    /// predictions (eqs. 3.41-3.42); validation by forward-correction loss under Acc*.
+    Drop,
+    /// Forward correction (Patrini et al. 2017): cross-entropy of p(y|x) T against y'.
+    ForwardCorrection,
+    /// Plain cross-entropy against the noisy labels.
+    CrossEntropy,
+}
+
+impl std::str::FromStr for Training {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "drop" => Ok(Training::Drop),
+            "forward-correction" => Ok(Training::ForwardCorrection),
+            "cross-entropy" => Ok(Training::CrossEntropy),
+            _ => Err(Error::invalid(
+                "training",
+                format!("expected drop, forward-correction or cross-entropy, got '{s}'"),
+            )),
+        }
+    }
+}
+
+/// What the server uses as node features (Table 3.3: multi-bit vs. ad-hoc features).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FeatureMode {
+    /// Multi-bit perturbed features at eps_x (raw features when eps_x = inf).
+    Multibit,
+    /// The all-ones vector (no feature information, no privacy cost).
+    Ones,
+    /// Uniform random features in [0, 1) (no feature information, no privacy cost).
+    Rnd,
+    /// The clean features (min-max scaled): no feature privacy.
+    Raw,
+}
+
+impl std::str::FromStr for FeatureMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "multibit" => Ok(FeatureMode::Multibit),
+            "ones" => Ok(FeatureMode::Ones),
+            "rnd" => Ok(FeatureMode::Rnd),
+            "raw" => Ok(FeatureMode::Raw),
+            _ => Err(Error::invalid("features", format!("expected multibit, ones, rnd or raw, got '{s}'"))),
+        }
+    }
+}
+
+/// LPGNN hyper-parameters. Defaults: thesis Section 3.5.2 with Cora's K_x = 16, K_y = 8.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct LpgnnConfig {
+    pub epsilon_x: f64,
+    pub epsilon_y: f64,
+    pub kx: i64,
+    pub ky: i64,
+    pub training: Training,
+    pub backbone: GnnKind,
+    pub features: FeatureMode,
+    pub hidden: i64,
+    pub dropout: f64,
+    pub learning_rate: f64,
+    pub weight_decay: f64,
+    pub epochs: usize,
+}
+
+impl Default for LpgnnConfig {
+    fn default() -> Self {
+        LpgnnConfig {
+            epsilon_x: 1.0,
+            epsilon_y: 1.0,
+            kx: 16,
+            ky: 8,
+            training: Training::Drop,
+            backbone: GnnKind::Sage,
+            features: FeatureMode::Multibit,
+            hidden: 16,
+            dropout: 0.5,
+            learning_rate: 0.01,
+            weight_decay: 1e-3,
+            epochs: 500,
+        }
+    }
+}
+
+impl LpgnnConfig {
+    /// Checks every parameter before any work.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.epsilon_x > 0.0) {
+            return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
+        }
+        if !(self.epsilon_y > 0.0) {
+            return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
+        }
+        if self.kx < 0 {
+            return Err(Error::invalid("kx", format!("must be >= 0, got {}", self.kx)));
+        }
+        if self.ky < 0 {
+            return Err(Error::invalid("ky", format!("must be >= 0, got {}", self.ky)));
+        }
+        if self.hidden < 1 {
+            return Err(Error::invalid("hidden", format!("must be >= 1, got {}", self.hidden)));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(Error::invalid("dropout", format!("must be in [0, 1), got {}", self.dropout)));
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
+            return Err(Error::invalid("learning_rate", format!("must be > 0, got {}", self.learning_rate)));
+        }
+        if !(self.weight_decay >= 0.0) {
+            return Err(Error::invalid("weight_decay", format!("must be >= 0, got {}", self.weight_decay)));
+        }
+        if self.epochs == 0 {
+            return Err(Error::invalid("epochs", "must be >= 1"));
+        }
+        Ok(())
+    }
+
+    /// The feature budget actually spent: 0 when the features are not used, inf when raw.
+    pub fn feature_epsilon(&self) -> f64 {
+        match self.features {
+            FeatureMode::Multibit => self.epsilon_x,
+            FeatureMode::Ones | FeatureMode::Rnd => 0.0,
+            FeatureMode::Raw => f64::INFINITY,
+        }
+    }
+
+    /// The LDP budget (Corollary 2): eps_x + eps_y per node, by basic composition.
+    pub fn budget(&self, num_features: usize) -> Budget {
+        let ex = self.feature_epsilon();
+        let total = ex + self.epsilon_y;
+        let mut components = vec![];
+        let mut noise = vec![];
+        match self.features {
+            FeatureMode::Multibit if ex.is_finite() => {
+                let m = MultiBit::optimal_m(ex, num_features.max(1));
+                noise.push(("multibit_m".to_string(), m as f64));
+                components.push(BudgetComponent {
+                    name: "features".into(),
+                    mechanism: format!("multi-bit encoder (m = {m} of {num_features}), eps_x-LDP (Theorem 1)"),
+                    epsilon: ex,
+                });
+            }
+            FeatureMode::Ones | FeatureMode::Rnd => components.push(BudgetComponent {
+                name: "features".into(),
+                mechanism: "not collected (ad-hoc features)".into(),
+                epsilon: 0.0,
+            }),
+            _ => components.push(BudgetComponent {
+                name: "features".into(),
+                mechanism: "raw features (no feature privacy)".into(),
+                epsilon: f64::INFINITY,
+            }),
+        }
+        components.push(BudgetComponent {
+            name: "labels".into(),
+            mechanism: if self.epsilon_y.is_finite() {
+                "generalized randomized response on train/val labels, eps_y-LDP (eq. 3.39)".into()
+            } else {
+                "raw labels (no label privacy)".into()
+            },
+            epsilon: self.epsilon_y,
+        });
+        Budget {
+            privacy_unit: if total.is_finite() { PrivacyUnit::Local } else { PrivacyUnit::None },
+            target_epsilon: total.is_finite().then_some(total),
+            delta: 0.0,
+            epsilon_rdp: total,
+            rdp_order: None,
+            epsilon_pld: None,
+            noise,
+            components,
+        }
+    }
+}
+
+/// What the server holds after collection (Algorithm 4, lines 4-15).
+pub struct Collected {
+    /// KProp-smoothed rectified features h = KProp(x', K_x), [N, d].
+    pub features: Tensor,
+    /// Noisy labels y' of the labelled (train + val) nodes, int64 [N] (test entries are clean
+    /// and never read by training).
+    pub noisy_labels: Tensor,
+    /// One-hot y' with zero rows for nodes outside train + val, [N, C].
+    pub noisy_onehot: Tensor,
+}
+
+/// Runs the user-side mechanisms on every node and the server-side rectifier and feature KProp.
+pub fn collect(data: &Dataset, config: &LpgnnConfig, kprop_x: &KProp) -> Result<Collected> {
+    let split = data.split()?;
+    let n = data.num_nodes() as i64;
+    let d = data.num_features() as i64;
+    let opts = (Kind::Float, tch::Device::Cpu);
+    let raw = || min_max_scale(&data.features.to_tensor());
+    let x = match config.features {
+        FeatureMode::Multibit if config.epsilon_x.is_finite() => {
+            MultiBit::new(config.epsilon_x, data.num_features())?.perturb(&raw())?
+        }
+        FeatureMode::Multibit | FeatureMode::Raw => raw(),
+        FeatureMode::Ones => Tensor::ones([n, d], opts),
+        FeatureMode::Rnd => Tensor::rand([n, d], opts),
+    };
+    let features = tch::no_grad(|| kprop_x.forward(&x));
+    let y = data.label_tensor();
+    let labelled = Split::index_tensor(&[split.train.as_slice(), split.val.as_slice()].concat());
+    let rr = RandomizedResponse::new(config.epsilon_y, data.num_classes)?;
+    let noisy_part = rr.perturb(&y.index_select(0, &labelled))?;
+    let noisy_labels = y.index_copy(0, &labelled, &noisy_part);
+    let noisy_onehot = Tensor::zeros([n, data.num_classes as i64], opts).index_copy(
+        0,
+        &labelled,
+        &noisy_part.one_hot(data.num_classes as i64).to_kind(Kind::Float),
+    );
+    Ok(Collected { features, noisy_labels, noisy_onehot })
+}
+
+/// A trained LPGNN: the backbone on the collected (KProp-smoothed) features.
+pub struct LpgnnModel {
+    pub vs: nn::VarStore,
+    pub gnn: TwoLayerGnn,
+    pub tensors: GraphTensors,
+    pub features: Tensor,
+    pub config: LpgnnConfig,
+    posteriors: Tensor,
+}
+
+impl TrainedModel for LpgnnModel {
+    fn posteriors(&self) -> Tensor {
+        self.posteriors.shallow_clone()
+    }
+    /// Inference on another graph: its nodes run the same multi-bit encoder (fresh randomness)
+    /// and the server applies feature KProp on that graph.
+    fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
+        let want = self.features.size()[1];
+        if data.num_features() as i64 != want {
+            return Err(Error::invalid(
+                "features",
+                format!("model expects {want} columns, got {}", data.num_features()),
+            ));
+        }
+        let kprop = KProp::new(&data.graph, self.config.kx)?;
+        let n = data.num_nodes() as i64;
+        let x = match self.config.features {
+            FeatureMode::Multibit if self.config.epsilon_x.is_finite() => {
+                MultiBit::new(self.config.epsilon_x, data.num_features())?
+                    .perturb(&min_max_scale(&data.features.to_tensor()))?
+            }
+            FeatureMode::Multibit | FeatureMode::Raw => min_max_scale(&data.features.to_tensor()),
+            FeatureMode::Ones => Tensor::ones([n, want], (Kind::Float, tch::Device::Cpu)),
+            FeatureMode::Rnd => Tensor::rand([n, want], (Kind::Float, tch::Device::Cpu)),
+        };
+        let g = GraphTensors::for_kind(&data.graph, self.gnn.kind());
+        Ok(tch::no_grad(|| self.gnn.forward_t(&kprop.forward(&x), &g, false).softmax(-1, Kind::Float)))
+    }
+}
+
+/// Mean over rows of -log p[row, target]; `p` holds probabilities.
+fn nll_of_probs(p: &Tensor, target: &Tensor) -> Tensor {
+    -(p.gather(1, &target.unsqueeze(1), false).squeeze_dim(1) + 1e-20).log().mean(Kind::Float)
+}
+
+/// Trains LPGNN on `data` (which must carry a split; LPGNN's default is 50/25/25).
+pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedRun> {
+    config.validate()?;
+    let split = data.split()?;
+    if split.train.is_empty() {
+        return Err(Error::invalid("split", "the training set is empty"));
+    }
+    if data.num_classes < 2 {
+        return Err(Error::invalid("num_classes", "LPGNN needs at least two classes"));
+    }
+    let start = std::time::Instant::now();
+    tch::manual_seed(seed as i64);
+    let kprop_x = KProp::new(&data.graph, config.kx)?;
+    // Plain cross-entropy and forward correction use no label KProp (Table 3.4's baselines).
+    let ky = if config.training == Training::Drop { config.ky } else { 0 };
+    let kprop_y = KProp::new(&data.graph, ky)?;
+    let collected = collect(data, config, &kprop_x)?;
+    let rr = RandomizedResponse::new(config.epsilon_y, data.num_classes)?;
+    let transition = rr.transition_matrix();
+    let acc_star = rr.max_noisy_accuracy();
+
+    let (tr, va, te) =
+        (Split::index_tensor(&split.train), Split::index_tensor(&split.val), Split::index_tensor(&split.test));
+    let y_clean = data.label_tensor();
+    let y_noisy = &collected.noisy_labels;
+    // Drop's targets: argmax of KProp(y'), restricted to train nodes that received any label mass.
+    let smoothed = tch::no_grad(|| kprop_y.forward(&collected.noisy_onehot));
+    let has_mass = smoothed.index_select(0, &tr).sum_dim_intlist(1, false, Kind::Float).gt(0.0);
+    let drop_nodes = tr.masked_select(&has_mass);
+    let drop_targets = smoothed.index_select(0, &drop_nodes).argmax(-1, false);
+
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let gnn = TwoLayerGnn::new(
+        &vs.root(),
+        config.backbone,
+        data.num_features() as i64,
+        config.hidden,
+        data.num_classes as i64,
+        config.dropout,
+    );
+    let tensors = GraphTensors::for_kind(&data.graph, config.backbone);
+    let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
+    let x = &collected.features;
+    let y_tr_noisy = y_noisy.index_select(0, &tr);
+    let y_va_noisy = y_noisy.index_select(0, &va);
+
+    // Best epoch: lowest validation loss; under Drop only among epochs whose accuracy on the
+    // noisy labels stays <= Acc* on both train and validation (Algorithm 4, line 29).
+    let mut best: Option<(f64, Accuracy, Vec<(String, Tensor)>)> = None;
+    let mut fallback: Option<(f64, Accuracy, Vec<(String, Tensor)>)> = None;
+    for _ in 0..config.epochs {
+        let logits = gnn.forward_t(x, &tensors, true);
+        let p_y = logits.softmax(-1, Kind::Float);
+        let loss = match config.training {
+            Training::CrossEntropy => logits.index_select(0, &tr).cross_entropy_for_logits(&y_tr_noisy),
+            Training::ForwardCorrection => nll_of_probs(&p_y.mm(&transition).index_select(0, &tr), &y_tr_noisy),
+            Training::Drop => {
+                let p_noisy = p_y.mm(&transition); // eq. 3.41
+                let p_smooth = if ky == 0 {
+                    p_noisy
+                } else {
+                    kprop_y.forward(&p_noisy).softmax(-1, Kind::Float) // eq. 3.42
+                };
+                nll_of_probs(&p_smooth.index_select(0, &drop_nodes), &drop_targets)
+            }
+        };
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+
+        let (val_loss, acc_tr_noisy, acc_va_noisy, acc) = tch::no_grad(|| {
+            let logits = gnn.forward_t(x, &tensors, false);
+            let p_y = logits.softmax(-1, Kind::Float);
+            let val_loss = if split.val.is_empty() {
+                0.0
+            } else {
+                match config.training {
+                    Training::CrossEntropy => logits.index_select(0, &va).cross_entropy_for_logits(&y_va_noisy),
+                    _ => nll_of_probs(&p_y.mm(&transition).index_select(0, &va), &y_va_noisy),
+                }
+                .double_value(&[])
+            };
+            let acc = Accuracy {
+                train: accuracy_on(&logits, &y_clean, &tr),
+                val: accuracy_on(&logits, &y_clean, &va),
+                test: accuracy_on(&logits, &y_clean, &te),
+            };
+            (val_loss, accuracy_on(&logits, y_noisy, &tr), accuracy_on(&logits, y_noisy, &va), acc)
+        });
+        let better =
+            |b: &Option<(f64, Accuracy, Vec<(String, Tensor)>)>| b.as_ref().is_none_or(|(l, _, _)| val_loss <= *l);
+        let admissible = config.training != Training::Drop
+            || (acc_tr_noisy <= acc_star && (split.val.is_empty() || acc_va_noisy <= acc_star));
+        if admissible && better(&best) {
+            best = Some((val_loss, acc, snapshot(&vs)));
+        }
+        if better(&fallback) {
+            fallback = Some((val_loss, acc, snapshot(&vs)));
+        }
+    }
+    if best.is_none() {
+        tracing::warn!("LPGNN: no epoch met the Acc* <= {acc_star:.3} rule; using the lowest validation loss");
+    }
+    let (_, accuracy, snap) = best.or(fallback).expect("at least one epoch ran");
+    restore(&mut vs, &snap);
+    let posteriors = tch::no_grad(|| gnn.forward_t(x, &tensors, false).softmax(-1, Kind::Float));
+    let budget = config.budget(data.num_features());
+    let model = LpgnnModel { vs, gnn, tensors, features: collected.features, config: config.clone(), posteriors };
+    Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// The `train` arm for `--method lpgnn`. Dropout and weight decay keep LPGNN's defaults (0.5 and
+/// 1e-3) unless the recipe sets them to non-zero values.
+pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let d = LpgnnConfig::default();
+    let cfg = LpgnnConfig {
+        epsilon_x: recipe.epsilon_x,
+        epsilon_y: recipe.epsilon_y,
+        kx: recipe.kx,
+        ky: recipe.ky,
+        training: recipe.training,
+        backbone: recipe.backbone,
+        features: recipe.features,
+        hidden: recipe.hidden as i64,
+        dropout: if recipe.dropout > 0.0 { recipe.dropout } else { d.dropout },
+        learning_rate: recipe.lr,
+        weight_decay: if recipe.weight_decay > 0.0 { recipe.weight_decay } else { d.weight_decay },
+        epochs: recipe.epochs(),
+    };
+    train(data, &cfg, seed)
+}

@@ -1,0 +1,261 @@
+//! GraphSAGE (Hamilton et al. 2017): h_v' = W_self h_v + W_neigh agg({h_u : u -> v}) with sum or
+//! mean aggregation. `SageNet` is the non-private baseline of thesis ch.4-5 (issue 4): a pre-MLP,
+//! 1-5 message-passing layers, jumping-knowledge concatenation, and a post-MLP head.
+use super::gcn::sparse_adjacency;
+use crate::data::Graph;
+use crate::error::{Error, Result};
+use tch::{nn, nn::ModuleT, Kind, Tensor};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Aggregation {
+    Sum,
+    Mean,
+}
+
+impl std::str::FromStr for Aggregation {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "sum" => Ok(Aggregation::Sum),
+            "mean" => Ok(Aggregation::Mean),
+            _ => Err(Error::invalid("aggregation", format!("expected sum or mean, got '{s}'"))),
+        }
+    }
+}
+
+/// A^T (sum) or D^-1 A^T (mean) as a sparse [N, N] tensor, rows = targets, self loops dropped.
+pub fn aggregation_matrix(graph: &Graph, aggregation: Aggregation) -> Tensor {
+    let deg = graph.in_degrees();
+    let entries = graph
+        .edges()
+        .filter(|(u, v)| u != v)
+        .map(|(u, v)| {
+            let w = match aggregation {
+                Aggregation::Sum => 1.0,
+                Aggregation::Mean => 1.0 / deg[v].max(1) as f32,
+            };
+            (v, u, w)
+        })
+        .collect();
+    sparse_adjacency(graph.num_nodes(), entries)
+}
+
+#[derive(Debug)]
+pub struct SageConv {
+    neigh: nn::Linear,
+    root: nn::Linear,
+    normalize: bool,
+}
+
+impl SageConv {
+    /// `normalize` L2-normalises each output row (as PyG's SAGEConv(normalize=True) does).
+    pub fn new(vs: &nn::Path, in_dim: i64, out_dim: i64, normalize: bool) -> Self {
+        let neigh = nn::linear(vs / "neigh", in_dim, out_dim, Default::default());
+        let root = nn::linear(vs / "root", in_dim, out_dim, nn::LinearConfig { bias: false, ..Default::default() });
+        SageConv { neigh, root, normalize }
+    }
+    /// `adj` from `aggregation_matrix`.
+    pub fn forward(&self, x: &Tensor, adj: &Tensor) -> Tensor {
+        // The aggregation is linear, so project first when that shrinks the rows it moves.
+        let (in_dim, out_dim) = (self.neigh.ws.size()[1], self.neigh.ws.size()[0]);
+        let neigh = if out_dim < in_dim {
+            let mut h = adj.mm(&x.matmul(&self.neigh.ws.tr()));
+            if let Some(b) = &self.neigh.bs {
+                h += b;
+            }
+            h
+        } else {
+            adj.mm(x).apply(&self.neigh)
+        };
+        let out = neigh + x.apply(&self.root);
+        if self.normalize {
+            l2_normalize(&out)
+        } else {
+            out
+        }
+    }
+}
+
+pub(crate) fn l2_normalize(x: &Tensor) -> Tensor {
+    let norm = x.norm_scalaropt_dim(2.0, [-1i64].as_slice(), true).clamp_min(1e-12);
+    x / norm
+}
+
+/// Hyper-parameters of the GraphSAGE baseline (defaults: the thesis ch.4 setting, hidden 16).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct SageConfig {
+    pub hidden: i64,
+    /// Pre-processing MLP layers (0 feeds the features straight to the first SAGE layer).
+    pub pre_layers: usize,
+    /// Message-passing layers, 1..=5.
+    pub mp_layers: usize,
+    /// Post-processing MLP layers (>= 1; the last maps to the classes).
+    pub post_layers: usize,
+    pub aggregation: Aggregation,
+    /// Jumping knowledge: concatenate every SAGE layer's output before the head.
+    pub jk: bool,
+    pub batch_norm: bool,
+    pub normalize: bool,
+    pub dropout: f64,
+}
+
+impl Default for SageConfig {
+    fn default() -> Self {
+        SageConfig {
+            hidden: 16,
+            pre_layers: 1,
+            mp_layers: 2,
+            post_layers: 1,
+            aggregation: Aggregation::Sum,
+            jk: true,
+            batch_norm: true,
+            normalize: true,
+            dropout: 0.0,
+        }
+    }
+}
+
+impl SageConfig {
+    pub fn validate(&self) -> Result<()> {
+        if !(1..=5).contains(&self.mp_layers) {
+            return Err(Error::invalid("mp_layers", format!("must be in 1..=5, got {}", self.mp_layers)));
+        }
+        if self.post_layers == 0 {
+            return Err(Error::invalid("post_layers", "the head needs at least one layer"));
+        }
+        if self.hidden < 1 {
+            return Err(Error::invalid("hidden", format!("must be >= 1, got {}", self.hidden)));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(Error::invalid("dropout", format!("must be in [0, 1), got {}", self.dropout)));
+        }
+        Ok(())
+    }
+}
+
+/// A dense layer followed by SeLU, optional batch norm and dropout.
+#[derive(Debug)]
+struct Block {
+    lin: nn::Linear,
+    bn: Option<nn::BatchNorm>,
+}
+
+impl Block {
+    fn new(vs: &nn::Path, i: i64, o: i64, bn: bool) -> Self {
+        Block {
+            lin: nn::linear(vs / "lin", i, o, Default::default()),
+            bn: bn.then(|| nn::batch_norm1d(vs / "bn", o, Default::default())),
+        }
+    }
+}
+
+fn activate(x: Tensor, bn: &Option<nn::BatchNorm>, dropout: f64, train: bool) -> Tensor {
+    let x = x.selu();
+    let x = match bn {
+        Some(bn) => bn.forward_t(&x, train),
+        None => x,
+    };
+    x.dropout(dropout, train)
+}
+
+/// The GraphSAGE baseline network.
+#[derive(Debug)]
+pub struct SageNet {
+    pre: Vec<Block>,
+    convs: Vec<(SageConv, Option<nn::BatchNorm>)>,
+    post: Vec<nn::Linear>,
+    post_bn: Vec<Option<nn::BatchNorm>>,
+    config: SageConfig,
+}
+
+impl SageNet {
+    pub fn new(vs: &nn::Path, in_dim: i64, num_classes: i64, config: &SageConfig) -> Result<Self> {
+        config.validate()?;
+        let h = config.hidden;
+        let mut dim = in_dim;
+        let pre = (0..config.pre_layers)
+            .map(|i| {
+                let b = Block::new(&(vs / format!("pre{i}")), dim, h, config.batch_norm);
+                dim = h;
+                b
+            })
+            .collect();
+        let convs = (0..config.mp_layers)
+            .map(|i| {
+                let p = vs / format!("conv{i}");
+                let c = SageConv::new(&p, dim, h, config.normalize);
+                dim = h;
+                (c, config.batch_norm.then(|| nn::batch_norm1d(&p / "bn", h, Default::default())))
+            })
+            .collect();
+        let mut dim = if config.jk { h * config.mp_layers as i64 } else { h };
+        let (mut post, mut post_bn) = (Vec::new(), Vec::new());
+        for i in 0..config.post_layers {
+            let last = i + 1 == config.post_layers;
+            let o = if last { num_classes } else { h };
+            let p = vs / format!("post{i}");
+            post.push(nn::linear(&p / "lin", dim, o, Default::default()));
+            post_bn.push((!last && config.batch_norm).then(|| nn::batch_norm1d(&p / "bn", o, Default::default())));
+            dim = o;
+        }
+        Ok(SageNet { pre, convs, post, post_bn, config: config.clone() })
+    }
+
+    /// Logits [N, C]; `adj` from `aggregation_matrix(graph, config.aggregation)`.
+    pub fn forward_t(&self, x: &Tensor, adj: &Tensor, train: bool) -> Tensor {
+        let d = self.config.dropout;
+        let mut h = x.to_kind(Kind::Float);
+        for b in &self.pre {
+            h = activate(h.apply(&b.lin), &b.bn, d, train);
+        }
+        let mut outs = Vec::with_capacity(self.convs.len());
+        for (conv, bn) in &self.convs {
+            h = activate(conv.forward(&h, adj), bn, d, train);
+            outs.push(h.shallow_clone());
+        }
+        let mut h = if self.config.jk { Tensor::cat(&outs, 1) } else { h };
+        let last = self.post.len() - 1;
+        for (i, (lin, bn)) in self.post.iter().zip(&self.post_bn).enumerate() {
+            h = h.apply(lin);
+            if i < last {
+                h = activate(h, bn, d, train);
+            }
+        }
+        h
+    }
+
+    pub fn config(&self) -> &SageConfig {
+        &self.config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregation_matrices() {
+        let g = Graph::from_edges(3, [(0, 2), (1, 2), (2, 0)]).unwrap();
+        let x = Tensor::from_slice(&[1.0f32, 2.0, 4.0]).view([3, 1]);
+        let sum = aggregation_matrix(&g, Aggregation::Sum).mm(&x);
+        let mean = aggregation_matrix(&g, Aggregation::Mean).mm(&x);
+        assert_eq!(Vec::<f32>::try_from(sum.flatten(0, -1)).unwrap(), vec![4.0, 0.0, 3.0]);
+        assert_eq!(Vec::<f32>::try_from(mean.flatten(0, -1)).unwrap(), vec![4.0, 0.0, 1.5]);
+    }
+
+    #[test]
+    fn config_is_validated_and_shapes_hold() {
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        let bad = SageConfig { mp_layers: 6, ..Default::default() };
+        assert!(SageNet::new(&vs.root(), 4, 3, &bad).is_err());
+        let g = Graph::from_edges(5, [(0, 1), (1, 0), (2, 3), (3, 2), (4, 0), (0, 4)]).unwrap();
+        for jk in [true, false] {
+            let cfg = SageConfig { mp_layers: 3, post_layers: 2, jk, ..Default::default() };
+            let net = SageNet::new(&(vs.root() / format!("jk{jk}")), 4, 3, &cfg).unwrap();
+            let x = Tensor::rand([5, 4], (Kind::Float, tch::Device::Cpu));
+            let out = net.forward_t(&x, &aggregation_matrix(&g, cfg.aggregation), true);
+            assert_eq!(out.size(), vec![5, 3]);
+        }
+    }
+}
