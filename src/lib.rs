@@ -1,5 +1,6 @@
 //! gnnaudit: train private and non-private GNNs through libtorch, attack them, and report each
 //! attack's success next to the epsilon the accountant claims.
+pub mod audit;
 pub mod cli;
 pub mod data;
 pub mod error;

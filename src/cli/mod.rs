@@ -5,6 +5,7 @@ use crate::error::Result;
 use clap::{Parser, Subcommand};
 
 pub mod bench_methods;
+pub mod attack;
 pub mod train;
 pub mod account;
 pub mod bench;
@@ -31,6 +32,8 @@ pub enum Command {
     Account(account::AccountArgs),
     /// Speed benchmarks against the reference libraries' anchors.
     Bench(bench::BenchArgs),
+    /// Train a target and run one privacy attack; reports AUC, TPR at low FPR and eps_lb.
+    Attack(attack::AttackArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -51,6 +54,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Train(a) => train::run(a),
         Command::Account(a) => account::run(a),
         Command::Bench(b) => bench::run(b),
+        Command::Attack(a) => attack::run(a),
     }
 }
 

@@ -1,0 +1,2 @@
+//! The audit: config -> cells -> train -> attack -> report.
+pub mod adapters;
