@@ -2,6 +2,9 @@
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
+pub mod audit;
+pub mod check;
+
 #[derive(Debug, Parser)]
 #[command(name = "gnnaudit", version, about = "Train private GNNs, attack them, and audit the claimed epsilon")]
 pub struct Cli {
@@ -16,6 +19,12 @@ pub struct Cli {
 pub enum Command {
     /// Torch smoke check: prints the libtorch version and runs one forward/backward pass.
     Doctor,
+    /// Train every target of an audit config, attack it, and write report.json/.md/.html.
+    Audit(audit::AuditArgs),
+    /// Fail (exit 1) when a report exceeds the leakage thresholds; for CI.
+    Check(check::CheckArgs),
+    /// Redraw report.md and report.html from a report.json.
+    Render(audit::RenderArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -32,6 +41,9 @@ pub fn init_logging(verbose: u8) {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
+        Command::Audit(args) => audit::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Render(args) => audit::render(args),
     }
 }
 
