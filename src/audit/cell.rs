@@ -50,7 +50,8 @@ pub fn plan(config: &AuditConfig) -> Vec<CellSpec<'_>> {
     let mut cells = vec![];
     for d in &config.datasets {
         for m in &config.methods {
-            let attacks: Vec<&AttackSpec> = config.attacks.iter().filter(|a| a.applies_to(&m.label())).collect();
+            let attacks: Vec<&AttackSpec> =
+                config.attacks.iter().filter(|a| a.applies_to(&d.label(), &m.label())).collect();
             let delta = config.delta_for(m);
             for eps in config.epsilon_grid(m) {
                 for &seed in &seeds {

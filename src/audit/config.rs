@@ -214,6 +214,10 @@ pub struct AttackSpec {
     /// methods only.
     #[serde(default)]
     pub methods: Option<Vec<String>>,
+    /// Dataset labels this attack runs on (default: all), e.g. when the adversary's knowledge
+    /// (shadow nodes per class) only fits some datasets.
+    #[serde(default)]
+    pub datasets: Option<Vec<String>>,
     /// What the adversary is assumed to know (shadow graph size, known edges, public features).
     #[serde(default)]
     pub knowledge: Params,
@@ -226,8 +230,9 @@ impl AttackSpec {
     pub fn label(&self) -> String {
         self.label.clone().unwrap_or_else(|| self.kind.clone())
     }
-    pub fn applies_to(&self, method_label: &str) -> bool {
+    pub fn applies_to(&self, dataset_label: &str, method_label: &str) -> bool {
         self.methods.as_ref().is_none_or(|m| m.iter().any(|x| x == method_label))
+            && self.datasets.as_ref().is_none_or(|d| d.iter().any(|x| x == dataset_label))
     }
 }
 
@@ -405,6 +410,16 @@ impl AuditConfig {
                 for (j, name) in ms.iter().enumerate() {
                     if !self.methods.iter().any(|m| &m.label() == name) {
                         return bad(f(&format!("methods[{j}]")), format!("no method labelled '{name}' in this config"));
+                    }
+                }
+            }
+            if let Some(ds) = &a.datasets {
+                for (j, name) in ds.iter().enumerate() {
+                    if !self.datasets.iter().any(|d| &d.label() == name) {
+                        return bad(
+                            f(&format!("datasets[{j}]")),
+                            format!("no dataset labelled '{name}' in this config"),
+                        );
                     }
                 }
             }

@@ -45,6 +45,9 @@ const PROGAP: &[(&str, Kind)] = &[
 const LAYERS: &[(&str, Kind)] = &[("layers", Kind::Int(1, 10))];
 const GAT: &[(&str, Kind)] = &[("heads", Kind::Int(1, 64))];
 const LPGNN: &[(&str, Kind)] = &[
+    // Which of LPGNN's two budgets the epsilon grid sets (default epsilon_x); the other one is
+    // a parameter (default inf). The claim is their sum (thesis Corollary 2).
+    ("sweep", Kind::Choice(&["epsilon_x", "epsilon_y"])),
     ("epsilon_x", Kind::Eps),
     ("epsilon_y", Kind::Eps),
     ("kx", Kind::Int(0, 64)),
@@ -121,7 +124,25 @@ fn attack_schema(kind: &str) -> Vec<(&'static str, Kind)> {
 
 /// Checks a method's hyper-parameters; the error is (key, message).
 pub fn validate_params(method: &str, params: &Params) -> Result<(), (String, String)> {
-    check_table(&method_schema(method), params, &format!("hyper-parameter of {method}"))
+    check_table(&method_schema(method), params, &format!("hyper-parameter of {method}"))?;
+    if method == "lpgnn" {
+        let swept = lpgnn_swept(params);
+        if params.contains_key(swept) {
+            return Err((
+                swept.into(),
+                format!("set by the epsilon grid (sweep = \"{swept}\"); remove it or sweep the other"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The LPGNN budget the epsilon grid sets: "epsilon_x" (default) or "epsilon_y".
+pub fn lpgnn_swept(params: &Params) -> &'static str {
+    match params.get("sweep").and_then(|v| v.as_str()) {
+        Some("epsilon_y") => "epsilon_y",
+        _ => "epsilon_x",
+    }
 }
 
 /// Checks an attack's knowledge and parameter tables; the error is (key path, message).
@@ -204,6 +225,8 @@ mod tests {
         assert_eq!(validate_params("mlp", &table("hops = 2")).unwrap_err().0, "hops");
         assert_eq!(validate_params("lpgnn", &table("training = \"magic\"")).unwrap_err().0, "training");
         assert!(validate_params("lpgnn", &table("epsilon_y = \"inf\"\nkx = 16")).is_ok());
+        assert_eq!(validate_params("lpgnn", &table("epsilon_x = 1")).unwrap_err().0, "epsilon_x");
+        assert!(validate_params("lpgnn", &table("epsilon_x = 1\nsweep = \"epsilon_y\"")).is_ok());
         let err = validate_attack_params("lira", &table("shadow_nodes_per_class = 100"), &table("shadow = 4"));
         assert_eq!(err.unwrap_err().0, "params.shadow");
     }

@@ -17,6 +17,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .tempfile_in(dir)
         .map_err(|e| Error::bad_file(dir, format!("cannot create a temporary file: {e}")))?;
     tmp.write_all(bytes)?;
+    // Temporary files are private (0600); reports are ordinary files.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| Error::bad_file(path, format!("cannot rename into place: {}", e.error)))?;
     Ok(())
@@ -57,7 +63,7 @@ impl CellStore {
     }
 
     pub fn save(&self, cell: &CellSpec, record: &CellRecord) -> Result<()> {
-        let json = serde_json::to_string_pretty(record)?;
+        let json = crate::report::compact_numeric_arrays(&serde_json::to_string_pretty(record)?);
         write_atomic(&self.path(cell), json.as_bytes())
     }
 

@@ -204,8 +204,9 @@ impl Report {
         Ok(report)
     }
 
+    /// Pretty JSON with numeric arrays (ROC points, noise lists) kept on one line each.
     pub fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("report serialises");
+        let mut s = compact_numeric_arrays(&serde_json::to_string_pretty(self).expect("report serialises"));
         s.push('\n');
         s
     }
@@ -281,6 +282,77 @@ pub fn summarize(cells: &[ReportCell]) -> Vec<SummaryRow> {
         .collect()
 }
 
+/// Rewrites pretty-printed JSON so that every array holding only numbers (or arrays of
+/// numbers) sits on one line: `[[0.0,0.0],[0.01,0.3]]` instead of one number per line. Strings
+/// are left untouched.
+pub fn compact_numeric_arrays(pretty: &str) -> String {
+    let b = pretty.as_bytes();
+    let mut out = String::with_capacity(pretty.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let end = string_end(b, i);
+                out.push_str(&pretty[i..end]);
+                i = end;
+            }
+            b'[' => {
+                let close = matching_bracket(b, i);
+                let inner = &pretty[i..close];
+                if inner.bytes().all(|c| !matches!(c, b'"' | b'{')) {
+                    out.extend(inner.chars().filter(|c| !c.is_whitespace()));
+                    i = close;
+                } else {
+                    out.push('[');
+                    i += 1;
+                }
+            }
+            _ => {
+                let next = pretty[i..].find(['"', '[']).map_or(b.len(), |p| i + p);
+                out.push_str(&pretty[i..next]);
+                i = next;
+            }
+        }
+    }
+    out
+}
+
+/// Index just past the string literal that starts at `start` (a quote).
+fn string_end(b: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// Index just past the ']' matching the '[' at `start`, skipping strings.
+fn matching_bracket(b: &[u8], start: usize) -> usize {
+    let (mut depth, mut i) = (0usize, start);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i = string_end(b, i);
+                continue;
+            }
+            b'[' => depth += 1,
+            b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
 /// Writes report.json, report.md and report.html into `dir`, each atomically.
 pub fn write_all(report: &Report, dir: &Path) -> Result<()> {
     write_atomic(&dir.join("report.json"), report.to_json().as_bytes())?;
@@ -307,6 +379,23 @@ pub(crate) fn fmt_eps(e: Epsilon) -> String {
         Epsilon::Finite(x) if x == x.round() && x.abs() < 1e6 => format!("{x:.0}"),
         Epsilon::Finite(x) if x >= 0.01 => format!("{}", (x * 1000.0).round() / 1000.0),
         Epsilon::Finite(x) => format!("{x:.2e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_arrays_are_compacted_and_strings_kept() {
+        let v =
+            serde_json::json!({"roc": [[0.0, 0.0], [0.5, 1.0]], "names": ["a [1, 2]", "b"], "cells": [{"x": [1, 2]}]});
+        let s = compact_numeric_arrays(&serde_json::to_string_pretty(&v).unwrap());
+        assert!(s.contains(r#""roc": [[0.0,0.0],[0.5,1.0]]"#), "{s}");
+        assert!(s.contains(r#""a [1, 2]""#), "{s}");
+        assert!(s.contains(r#""x": [1,2]"#), "{s}");
+        let back: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, v);
     }
 }
 

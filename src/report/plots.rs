@@ -180,7 +180,7 @@ fn canvas(svg: &mut String) -> (DrawingArea<SVGBackend<'_>, Shift>, DrawingArea<
 
 /// Legend entries drawn as (colour, dashed?, name) rows.
 fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, title: &str, entries: &[(RGBColor, bool, String)]) -> Result<()> {
-    area.draw(&Text::new(title.to_string(), (8, 40), (FONT, 14).into_font().style(FontStyle::Bold)))
+    area.draw(&Text::new(title.to_string(), (8, 40), (FONT, 17).into_font().style(FontStyle::Bold)))
         .map_err(plot_err)?;
     for (i, (c, dashed, name)) in entries.iter().enumerate() {
         let y = 70 + 22 * i as i32;
@@ -192,7 +192,7 @@ fn legend(area: &DrawingArea<SVGBackend<'_>, Shift>, title: &str, entries: &[(RG
             area.draw(&PathElement::new(vec![(8, y), (36, y)], style)).map_err(plot_err)?;
         }
         area.draw(&Circle::new((22, y), 3, c.filled())).map_err(plot_err)?;
-        area.draw(&Text::new(name.clone(), (44, y - 7), (FONT, 13).into_font())).map_err(plot_err)?;
+        area.draw(&Text::new(name.clone(), (44, y - 7), (FONT, 16).into_font())).map_err(plot_err)?;
     }
     Ok(())
 }
@@ -210,7 +210,7 @@ fn eps_chart(title: &str, y_desc: &str, grid: &[Epsilon], series: &[Series], cha
         let n = grid.len().max(1);
         let labels: Vec<String> = grid.iter().map(|e| fmt_eps(*e)).collect();
         let mut chart = ChartBuilder::on(&plot)
-            .caption(title, (FONT, 17))
+            .caption(title, (FONT, 21))
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(56)
@@ -231,8 +231,8 @@ fn eps_chart(title: &str, y_desc: &str, grid: &[Epsilon], series: &[Series], cha
             .y_label_formatter(&|y| format!("{y:.2}"))
             .x_desc("ε (claimed target)")
             .y_desc(y_desc)
-            .label_style((FONT, 13))
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .label_style((FONT, 16))
+            .light_line_style(RGBColor(0xf4, 0xf4, 0xf4))
             .draw()
             .map_err(plot_err)?;
         let right = n as f64 - 0.5;
@@ -320,7 +320,7 @@ fn roc_chart(title: &str, curves: &[(Epsilon, Vec<(f64, f64)>)]) -> Result<Strin
     {
         let (plot, side) = canvas(&mut svg);
         let mut chart = ChartBuilder::on(&plot)
-            .caption(title, (FONT, 17))
+            .caption(title, (FONT, 21))
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(56)
@@ -332,8 +332,8 @@ fn roc_chart(title: &str, curves: &[(Epsilon, Vec<(f64, f64)>)]) -> Result<Strin
             .y_label_formatter(&|y| format!("{y:.1}"))
             .x_desc("false positive rate (log)")
             .y_desc("true positive rate")
-            .label_style((FONT, 13))
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .label_style((FONT, 16))
+            .light_line_style(RGBColor(0xf4, 0xf4, 0xf4))
             .draw()
             .map_err(plot_err)?;
         let chance: Vec<(f64, f64)> = roc_grid().into_iter().map(|f| (f, f)).collect();
