@@ -1,0 +1,280 @@
+//! Graph transforms. Each is a free function that returns a new [`Dataset`] and leaves its input
+//! untouched; transforms that drop nodes re-index them and keep features, labels, class names and
+//! the split aligned. Random ones take a seed.
+use super::dataset::{Dataset, Split};
+use super::graph::Graph;
+use super::split::{random_split, SplitRatios};
+use crate::error::{Error, Result};
+use rand::seq::index;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// A copy of `ds` with another graph over the same nodes (clones everything but the edges).
+fn with_graph(ds: &Dataset, graph: Graph) -> Dataset {
+    Dataset {
+        name: ds.name.clone(),
+        graph,
+        features: ds.features.clone(),
+        labels: ds.labels.clone(),
+        num_classes: ds.num_classes,
+        split: ds.split.clone(),
+        class_names: ds.class_names.clone(),
+        attr_names: ds.attr_names.clone(),
+    }
+}
+
+/// Adds the reverse of every edge, so that the graph is symmetric.
+pub fn to_undirected(ds: &Dataset) -> Dataset {
+    let g = &ds.graph;
+    if g.is_symmetric() {
+        return ds.clone();
+    }
+    let edges: Vec<(usize, usize)> = g.edges().flat_map(|(u, v)| [(u, v), (v, u)]).collect();
+    with_graph(ds, Graph::from_edges(g.num_nodes(), edges).expect("edges of a valid graph are in range"))
+}
+
+/// Drops every edge u -> u.
+pub fn remove_self_loops(ds: &Dataset) -> Dataset {
+    let g = &ds.graph;
+    let n = g.num_nodes();
+    let mut indptr = Vec::with_capacity(n + 1);
+    let mut indices = Vec::with_capacity(g.num_directed_edges());
+    indptr.push(0);
+    for v in 0..n {
+        indices.extend(g.in_neighbors(v).iter().copied().filter(|&u| u != v));
+        indptr.push(indices.len());
+    }
+    with_graph(ds, Graph::from_in_csr(n, indptr, indices).expect("subset of a valid CSR"))
+}
+
+/// Drops nodes with no edge to another node in either direction (a node with only a self loop
+/// counts as isolated, as in PyG's RemoveIsolatedNodes), re-indexing the rest in their order.
+pub fn remove_isolated_nodes(ds: &Dataset) -> Dataset {
+    let g = &ds.graph;
+    let mut connected = vec![false; g.num_nodes()];
+    for (u, v) in g.edges() {
+        if u != v {
+            connected[u] = true;
+            connected[v] = true;
+        }
+    }
+    let keep: Vec<usize> = (0..g.num_nodes()).filter(|&v| connected[v]).collect();
+    subgraph(ds, &keep)
+}
+
+/// Drops the nodes of every class with fewer than `min_count` members and relabels the remaining
+/// classes 0..C'-1 in their original order (GAP's FilterClassByCount with remove_unlabeled).
+pub fn filter_classes(ds: &Dataset, min_count: usize) -> Result<Dataset> {
+    let counts = ds.class_counts();
+    let mut new_label = vec![usize::MAX; ds.num_classes];
+    let mut kept = 0;
+    for (c, &cnt) in counts.iter().enumerate() {
+        if cnt >= min_count && cnt > 0 {
+            new_label[c] = kept;
+            kept += 1;
+        }
+    }
+    if kept == 0 {
+        return Err(Error::invalid(
+            "min_class_count",
+            format!(
+                "{min_count} removes every class of '{}' (largest has {})",
+                ds.name,
+                counts.iter().max().unwrap_or(&0)
+            ),
+        ));
+    }
+    let keep: Vec<usize> = (0..ds.num_nodes()).filter(|&v| new_label[ds.labels[v]] != usize::MAX).collect();
+    let mut out = subgraph(ds, &keep);
+    out.labels.iter_mut().for_each(|y| *y = new_label[*y]);
+    out.num_classes = kept;
+    out.class_names = ds.class_names.as_ref().filter(|names| names.len() == ds.num_classes).map(|names| {
+        names.iter().enumerate().filter(|(c, _)| new_label[*c] != usize::MAX).map(|(_, s)| s.clone()).collect()
+    });
+    Ok(out)
+}
+
+/// The subgraph induced by `nodes` (distinct, in range), which become nodes 0..len in the given
+/// order; the split keeps the selected nodes. Used to carve shadow graphs out of a dataset.
+pub fn induced_subgraph(ds: &Dataset, nodes: &[usize]) -> Result<Dataset> {
+    let n = ds.num_nodes();
+    let mut seen = vec![false; n];
+    for &v in nodes {
+        if v >= n || seen[v] {
+            return Err(Error::invalid("nodes", format!("node {v} is out of range for {n} nodes or repeated")));
+        }
+        seen[v] = true;
+    }
+    Ok(subgraph(ds, nodes))
+}
+
+/// Keeps `keep` (distinct, in range) in that order; everything node-indexed follows.
+fn subgraph(ds: &Dataset, keep: &[usize]) -> Dataset {
+    let g = &ds.graph;
+    let mut map = vec![usize::MAX; g.num_nodes()];
+    for (new, &old) in keep.iter().enumerate() {
+        map[old] = new;
+    }
+    let mut indptr = Vec::with_capacity(keep.len() + 1);
+    let mut indices = Vec::new();
+    indptr.push(0);
+    for &v in keep {
+        indices.extend(g.in_neighbors(v).iter().map(|&u| map[u]).filter(|&u| u != usize::MAX));
+        indptr.push(indices.len());
+    }
+    let graph = Graph::from_in_csr(keep.len(), indptr, indices).expect("re-indexed subgraph is valid");
+    let remap = |idx: &[usize]| -> Vec<usize> {
+        let mut out: Vec<usize> = idx.iter().map(|&i| map[i]).filter(|&i| i != usize::MAX).collect();
+        out.sort_unstable();
+        out
+    };
+    Dataset {
+        name: ds.name.clone(),
+        graph,
+        features: ds.features.select_rows(keep),
+        labels: keep.iter().map(|&v| ds.labels[v]).collect(),
+        num_classes: ds.num_classes,
+        split: ds.split.as_ref().map(|s| Split { train: remap(&s.train), val: remap(&s.val), test: remap(&s.test) }),
+        class_names: ds.class_names.clone(),
+        attr_names: ds.attr_names.clone(),
+    }
+}
+
+/// Degree bounding for node-level DP by random neighbour sampling (thesis ch.4 §4.4.3 and ch.5:
+/// "randomly sample edges from the graph to ensure that each node has no more than D outgoing
+/// edges", after Daigavane et al. 2021).
+///
+/// Two passes with one seeded stream: (1) every node keeps a uniform random `max_degree` of its
+/// in-neighbours when it has more (what the GAP/ProGAP reference does per node); (2) every node
+/// that still sends more than `max_degree` edges keeps a uniform random `max_degree` of them. Pass 2
+/// only removes edges, so afterwards every node has at most D in-edges *and* at most D out-edges:
+/// the out-bound is what Theorem 3's sensitivity needs (a node enters at most D aggregations of
+/// A^T X), the in-bound what DP-GNN's needs. Like the reference the result is directed (an edge
+/// may survive in one direction only). Unlike it, every node is processed (the reference's seed
+/// list `arange(0, N-1)` leaves the last node out).
+pub fn bound_degree(ds: &Dataset, max_degree: usize, seed: u64) -> Result<Dataset> {
+    crate::ensure!(max_degree >= 1, Error::invalid("max_degree", "must be at least 1"));
+    let g = &ds.graph;
+    let n = g.num_nodes();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+
+    // Pass 1: in-neighbour sampling, kept as sorted in-lists.
+    let mut in_lists: Vec<Vec<usize>> = Vec::with_capacity(n);
+    for v in 0..n {
+        let nb = g.in_neighbors(v);
+        if nb.len() <= max_degree {
+            in_lists.push(nb.to_vec());
+        } else {
+            let mut pick: Vec<usize> =
+                index::sample(&mut rng, nb.len(), max_degree).into_iter().map(|k| nb[k]).collect();
+            pick.sort_unstable();
+            in_lists.push(pick);
+        }
+    }
+
+    // Pass 2: out-edge sampling for nodes still above the bound.
+    let mut out_lists: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (v, list) in in_lists.iter().enumerate() {
+        for &u in list {
+            out_lists[u].push(v);
+        }
+    }
+    let mut removed: Vec<(usize, usize)> = Vec::new(); // (target, source)
+    for (u, outs) in out_lists.iter().enumerate() {
+        if outs.len() > max_degree {
+            let keep = index::sample(&mut rng, outs.len(), max_degree).into_vec();
+            let mut keep_mask = vec![false; outs.len()];
+            keep.into_iter().for_each(|k| keep_mask[k] = true);
+            removed.extend(outs.iter().zip(&keep_mask).filter(|(_, &k)| !k).map(|(&v, _)| (v, u)));
+        }
+    }
+    removed.sort_unstable();
+    let mut indptr = Vec::with_capacity(n + 1);
+    let mut indices = Vec::new();
+    indptr.push(0);
+    let mut r = 0;
+    for (v, list) in in_lists.iter().enumerate() {
+        for &u in list {
+            while r < removed.len() && removed[r] < (v, u) {
+                r += 1;
+            }
+            if r < removed.len() && removed[r] == (v, u) {
+                continue;
+            }
+            indices.push(u);
+        }
+        indptr.push(indices.len());
+    }
+    Ok(with_graph(ds, Graph::from_in_csr(n, indptr, indices)?))
+}
+
+/// The GAP/ProGAP reference preprocessing, in its order: symmetrise, RandomNodeSplit (ratios,
+/// default 75/10/15), FilterClassByCount(min_class_count, remove_unlabeled), RemoveSelfLoops,
+/// RemoveIsolatedNodes (../shared/anchors/reference_progap.md). The split is drawn before the
+/// filter, as the reference does, so its sizes are only near the ratios afterwards.
+pub fn prepare_like_gap(ds: &Dataset, min_class_count: usize, ratios: SplitRatios, seed: u64) -> Result<Dataset> {
+    let ds = to_undirected(ds);
+    let ds = random_split(&ds, ratios, seed)?;
+    let ds = filter_classes(&ds, min_class_count)?;
+    let ds = remove_self_loops(&ds);
+    Ok(remove_isolated_nodes(&ds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Features;
+
+    fn toy() -> Dataset {
+        // 0 -> 1, 1 -> 2, 2 -> 2 (loop), node 3 isolated, node 4 only a self loop.
+        let graph = Graph::from_edges(5, [(0, 1), (1, 2), (2, 2), (4, 4)]).unwrap();
+        Dataset {
+            name: "toy".into(),
+            graph,
+            features: Features::Dense { rows: 5, cols: 1, data: vec![0., 1., 2., 3., 4.] },
+            labels: vec![0, 1, 1, 2, 1],
+            num_classes: 3,
+            split: Some(Split { train: vec![0, 3], val: vec![1], test: vec![2, 4] }),
+            class_names: Some(vec!["a".into(), "b".into(), "c".into()]),
+            attr_names: None,
+        }
+    }
+
+    #[test]
+    fn isolated_nodes_and_self_loop_only_nodes_go_and_rows_stay_aligned() {
+        let out = remove_isolated_nodes(&toy());
+        assert_eq!(out.num_nodes(), 3);
+        assert_eq!(out.features.to_dense(), vec![0., 1., 2.]);
+        assert_eq!(out.labels, vec![0, 1, 1]);
+        assert_eq!(out.split.as_ref().unwrap(), &Split { train: vec![0], val: vec![1], test: vec![2] });
+        assert!(out.graph.has_edge(2, 2) && out.graph.has_edge(0, 1));
+        out.validate("toy").unwrap();
+    }
+
+    #[test]
+    fn filter_relabels_and_drops_names() {
+        let out = filter_classes(&toy(), 2).unwrap();
+        assert_eq!(out.num_classes, 1);
+        assert_eq!(out.labels, vec![0, 0, 0]);
+        assert_eq!(out.class_names, Some(vec!["b".to_string()]));
+        assert!(filter_classes(&toy(), 10).is_err());
+    }
+
+    #[test]
+    fn undirected_and_loops() {
+        let u = to_undirected(&toy());
+        assert!(u.graph.is_symmetric());
+        assert_eq!(u.graph.num_directed_edges(), 6);
+        assert_eq!(remove_self_loops(&u).graph.num_self_loops(), 0);
+    }
+
+    #[test]
+    fn induced_subgraph_reorders() {
+        let s = induced_subgraph(&toy(), &[2, 1]).unwrap();
+        assert!(s.graph.has_edge(1, 0)); // old 1 -> 2
+        assert!(s.graph.has_edge(0, 0));
+        assert_eq!(s.labels, vec![1, 1]);
+        assert!(induced_subgraph(&toy(), &[1, 1]).is_err());
+        assert!(induced_subgraph(&toy(), &[9]).is_err());
+    }
+}
