@@ -1,9 +1,12 @@
 //! Command-line interface: one file per subcommand, each with its clap arguments and `run`.
+pub mod datasets;
+
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
 pub mod audit;
 pub mod check;
+pub mod train;
 
 #[derive(Debug, Parser)]
 #[command(name = "gnnaudit", version, about = "Train private GNNs, attack them, and audit the claimed epsilon")]
@@ -25,6 +28,10 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Redraw report.md and report.html from a report.json.
     Render(audit::RenderArgs),
+    /// List the available datasets or describe one (nodes, edges, degrees, classes).
+    Datasets(datasets::DatasetsArgs),
+    /// Train a method on a dataset and report accuracy, time and the privacy budget.
+    Train(train::TrainArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -44,6 +51,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Audit(args) => audit::run(args),
         Command::Check(args) => check::run(args),
         Command::Render(args) => audit::render(args),
+        Command::Datasets(args) => datasets::run(args),
+        Command::Train(a) => train::run(a),
     }
 }
 

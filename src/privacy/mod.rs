@@ -1,2 +1,3 @@
 //! Accountant, mechanisms and DP-SGD.
 pub mod accountant;
+pub mod dpsgd;

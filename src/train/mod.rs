@@ -6,6 +6,15 @@ use crate::privacy::accountant::Budget;
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
+pub mod accounting;
+pub mod checkpoint;
+pub mod fit;
+pub mod methods;
+pub mod recipe;
+
+pub use checkpoint::{load_model, LoadedModel};
+pub use recipe::{Method, Recipe};
+
 /// Utility of one trained model, in [0, 1].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Accuracy {
@@ -26,6 +35,12 @@ pub trait TrainedModel {
     fn embeddings(&self) -> Option<Tensor> {
         None
     }
+    /// Saves the model to a directory (checkpoint, cached private aggregations, and a JSON
+    /// sidecar with the recipe and budget) so that it can be attacked later without retraining.
+    fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
+        let _ = (dir, recipe, budget);
+        Err(crate::error::Error::invalid("save", "this method does not support saving yet"))
+    }
 }
 
 /// What a training run returns: the model, its utility and the budget it spent.
@@ -34,4 +49,25 @@ pub struct TrainedRun {
     pub accuracy: Accuracy,
     pub budget: Budget,
     pub seconds: f64,
+}
+
+/// Trains `recipe.method` on `data` (which must carry a split), deterministically given `seed`.
+/// Validates the recipe first; private methods calibrate their noise to (epsilon, delta) and the
+/// run records the budget spent.
+pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    recipe.validate()?;
+    data.split()?;
+    let start = std::time::Instant::now();
+    let mut run = match recipe.method {
+        Method::Mlp => methods::train_mlp(recipe, data, seed)?,
+        Method::DpMlp => methods::train_mlp(recipe, data, seed)?,
+        Method::GapInf => methods::train_gap(recipe, data, seed)?,
+        Method::GapEdp => methods::train_gap(recipe, data, seed)?,
+        Method::GapNdp => methods::train_gap(recipe, data, seed)?,
+        Method::ProgapInf => methods::train_progap(recipe, data, seed)?,
+        Method::ProgapEdp => methods::train_progap(recipe, data, seed)?,
+        Method::ProgapNdp => methods::train_progap(recipe, data, seed)?,
+    };
+    run.seconds = start.elapsed().as_secs_f64();
+    Ok(run)
 }

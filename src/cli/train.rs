@@ -1,0 +1,234 @@
+//! `gnnaudit train`: train one method on one dataset over several seeds and report test accuracy
+//! (mean with a 95% bootstrap interval), wall time and the privacy budget breakdown.
+use crate::data::{self, SplitRatios};
+use crate::error::Result;
+use crate::models::Activation;
+use crate::train::{self, Method, Recipe};
+use clap::Args;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// The recipe's flags, flattened into every subcommand that trains (others add theirs here).
+#[derive(Debug, Clone, Args)]
+pub struct RecipeArgs {
+    /// Training method.
+    #[arg(long, value_enum)]
+    pub method: Method,
+    /// Target epsilon (omit for eps = inf / no noise).
+    #[arg(long)]
+    pub epsilon: Option<f64>,
+    /// Target delta (default: 10^-digits of the number of edges at edge level, nodes at node level).
+    #[arg(long)]
+    pub delta: Option<f64>,
+    /// GAP hops K (default 2; 3 at node level).
+    #[arg(long)]
+    pub hops: Option<usize>,
+    /// ProGAP depth K (default 5; 4 at node level).
+    #[arg(long)]
+    pub depth: Option<usize>,
+    /// Degree bound D for node-level methods.
+    #[arg(long)]
+    pub max_degree: Option<usize>,
+    /// Epochs (per stage for ProGAP; default 100, node level 10, ProGAP-NDP 5).
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// (Expected) batch size (default full batch; 256 under node-level DP).
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    #[arg(long)]
+    pub hidden: Option<usize>,
+    #[arg(long)]
+    pub lr: Option<f64>,
+    #[arg(long)]
+    pub dropout: Option<f64>,
+    #[arg(long, value_enum)]
+    pub activation: Option<Activation>,
+    /// DP-Adam clipping bound C.
+    #[arg(long)]
+    pub max_grad_norm: Option<f64>,
+    #[arg(long)]
+    pub encoder_layers: Option<usize>,
+    #[arg(long)]
+    pub base_layers: Option<usize>,
+    #[arg(long)]
+    pub head_layers: Option<usize>,
+    #[arg(long)]
+    pub mlp_layers: Option<usize>,
+    /// Batch norm on/off (group norm under node-level DP).
+    #[arg(long)]
+    pub batch_norm: Option<bool>,
+    /// ProGAP layerwise training instead of progressive.
+    #[arg(long)]
+    pub layerwise: bool,
+}
+
+impl RecipeArgs {
+    pub fn to_recipe(&self) -> Recipe {
+        let mut r = Recipe::new(self.method, self.epsilon);
+        r.delta = self.delta;
+        r.hops = self.hops;
+        r.depth = self.depth;
+        r.epochs = self.epochs;
+        r.batch_size = self.batch_size;
+        r.base_layers = self.base_layers;
+        r.batch_norm = self.batch_norm;
+        r.layerwise = self.layerwise;
+        macro_rules! set {
+            ($($f:ident => $g:ident),*) => { $( if let Some(v) = self.$f { r.$g = v; } )* };
+        }
+        set!(max_degree => max_degree, hidden => hidden, lr => lr, dropout => dropout, activation => activation,
+             max_grad_norm => max_grad_norm, encoder_layers => encoder_layers, head_layers => head_layers,
+             mlp_layers => mlp_layers);
+        r
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Dataset name (in the data directory), path, or `synthetic`.
+    #[arg(long, default_value = "synthetic")]
+    pub dataset: String,
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Drop classes with fewer nodes (the Facebook100 anchors use 1000).
+    #[arg(long, default_value_t = 1)]
+    pub min_class_count: usize,
+    /// Training runs with seeds seed, seed+1, ...; the split is drawn once from --seed.
+    #[arg(long, default_value_t = 1)]
+    pub repeats: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Torch threads (default: libtorch's choice).
+    #[arg(long)]
+    pub threads: Option<i32>,
+    /// Save the first run's model (checkpoint, cached aggregations, recipe and budget) here.
+    #[arg(long)]
+    pub save: Option<PathBuf>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+}
+
+/// Mean and 95% percentile-bootstrap interval of the mean (1000 resamples, fixed seed).
+pub fn bootstrap_ci(xs: &[f64]) -> (f64, [f64; 2]) {
+    let n = xs.len();
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, [mean, mean]);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let mut means: Vec<f64> =
+        (0..1000).map(|_| (0..n).map(|_| xs[rng.gen_range(0..n)]).sum::<f64>() / n as f64).collect();
+    means.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (mean, [means[25], means[974]])
+}
+
+pub fn run(a: TrainArgs) -> Result<()> {
+    let recipe = a.recipe.to_recipe();
+    recipe.validate()?;
+    crate::ensure!(a.repeats >= 1, crate::Error::invalid("repeats", "must be at least 1"));
+    if let Some(t) = a.threads {
+        crate::ensure!(t >= 1, crate::Error::invalid("threads", "must be at least 1"));
+        tch::set_num_threads(t);
+    }
+    let start = std::time::Instant::now();
+    let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
+    let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, SplitRatios::default(), a.seed)?;
+    let mut runs = Vec::new();
+    let mut budget = None;
+    for i in 0..a.repeats {
+        let run = train::train(&recipe, &ds, a.seed + i as u64)?;
+        if i == 0 {
+            if let Some(dir) = &a.save {
+                run.model.save(dir, &recipe, &run.budget)?;
+            }
+        }
+        runs.push((run.accuracy, run.seconds));
+        budget.get_or_insert(run.budget);
+    }
+    let budget = budget.unwrap();
+    let tests: Vec<f64> = runs.iter().map(|(acc, _)| acc.test).collect();
+    let (mean, ci) = bootstrap_ci(&tests);
+    let seconds = start.elapsed().as_secs_f64();
+    let delta = if recipe.is_private() { Some(budget.delta) } else { None };
+    if a.json {
+        let out = json!({
+            "method": recipe.method.name(),
+            "dataset": a.dataset,
+            "nodes": ds.num_nodes(),
+            "directed_edges": ds.graph.num_directed_edges(),
+            "classes": ds.num_classes,
+            "epsilon": recipe.epsilon,
+            "delta": delta,
+            "test_accuracy": {"mean": mean, "ci95": ci, "runs": tests},
+            "val_accuracy": runs.iter().map(|(a, _)| a.val).collect::<Vec<_>>(),
+            "train_seconds": runs.iter().map(|(_, s)| *s).collect::<Vec<_>>(),
+            "seconds": seconds,
+            "threads": tch::get_num_threads(),
+            "budget": budget,
+            "recipe": recipe,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!(
+        "{} on {} ({} nodes, {} directed edges, {} classes)",
+        recipe.method.name(),
+        a.dataset,
+        ds.num_nodes(),
+        ds.graph.num_directed_edges(),
+        ds.num_classes
+    );
+    println!(
+        "test accuracy: {:.2}% (95% bootstrap CI {:.2}-{:.2}%, {} run{})",
+        100.0 * mean,
+        100.0 * ci[0],
+        100.0 * ci[1],
+        tests.len(),
+        if tests.len() == 1 { "" } else { "s" }
+    );
+    for (i, (acc, s)) in runs.iter().enumerate() {
+        println!(
+            "  seed {}: test {:.2}%  val {:.2}%  train {:.2}%  ({:.2} s)",
+            a.seed + i as u64,
+            100.0 * acc.test,
+            100.0 * acc.val,
+            100.0 * acc.train,
+            s
+        );
+    }
+    println!("wall time: {seconds:.2} s ({} torch threads)", tch::get_num_threads());
+    print_budget(&budget, recipe.is_private());
+    Ok(())
+}
+
+pub fn print_budget(b: &crate::privacy::accountant::Budget, private: bool) {
+    use crate::privacy::accountant::PrivacyUnit;
+    match (b.privacy_unit, private) {
+        (PrivacyUnit::None, _) => println!("privacy: none (non-private, eps = inf)"),
+        (PrivacyUnit::Edge, false) if b.epsilon_rdp == 0.0 => {
+            println!("privacy: edge level, eps = 0 (the model uses no edges)")
+        }
+        (_, false) => println!("privacy: no noise (eps = inf)"),
+        (unit, true) => {
+            let pld = b.epsilon_pld.map_or("n/a".to_string(), |e| format!("{e:.4}"));
+            println!(
+                "privacy: {unit:?}-level, target eps {}, delta {:e}: eps (RDP) {:.4} at order {}, eps (PLD) {pld}",
+                b.target_epsilon.map_or("-".into(), |e| e.to_string()),
+                b.delta,
+                b.epsilon_rdp,
+                b.rdp_order.map_or("-".into(), |o| format!("{o}"))
+            );
+            for (k, v) in &b.noise {
+                println!("  noise {k} = {v:.4}");
+            }
+            for c in &b.components {
+                println!("  {}: {} -> eps {:.4} (alone, at delta {:e})", c.name, c.mechanism, c.epsilon, b.delta);
+            }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! DP-SGD / DP-Adam (Abadi et al. 2016): Poisson-sampled batches, per-sample clipping to C,
+//! Gaussian noise N(0, sigma^2 C^2) on the clipped sum, division by the expected batch size, then
+//! the optimizer update. The accountant models exactly this: `steps` Poisson-subsampled Gaussian
+//! mechanisms with rate q and noise multiplier sigma.
+use super::tape::{Grads, Tape};
+use tch::{Kind, Tensor};
+
+/// The DP part of a training step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DpSgd {
+    /// sigma: noise std over the clipping bound.
+    pub noise_multiplier: f64,
+    /// C: every sample's whole-model gradient is clipped to this L2 norm.
+    pub max_grad_norm: f64,
+    /// q * n: what the noisy sum is divided by (Opacus's `expected_batch_size`).
+    pub expected_batch_size: f64,
+}
+
+impl DpSgd {
+    /// Private average gradient for one batch: clip per sample, sum, add noise, divide by the
+    /// expected batch size. `tape` is `None` for an empty Poisson batch (pure noise, which the
+    /// privacy analysis requires too). `shapes` lists every trainable parameter `(id, tensor)`.
+    pub fn private_grads(&self, tape: Option<(&Tape, &Tensor)>, params: &[(usize, Tensor)]) -> Grads {
+        let summed = match tape {
+            Some((t, loss_sum)) => t.clipped_sum(loss_sum, self.max_grad_norm).0,
+            None => Vec::new(),
+        };
+        let std = self.noise_multiplier * self.max_grad_norm;
+        params
+            .iter()
+            .map(|(id, p)| {
+                let g = summed
+                    .iter()
+                    .find(|(i, _)| i == id)
+                    .map(|(_, g)| g.shallow_clone())
+                    .unwrap_or_else(|| p.zeros_like());
+                let g = if std > 0.0 && std.is_finite() { g + p.randn_like() * std } else { g };
+                (*id, g / self.expected_batch_size)
+            })
+            .collect()
+    }
+}
+
+/// Poisson sampling of training nodes: each is in the batch independently with probability q.
+pub struct PoissonSampler {
+    pool: Tensor,
+    rate: f64,
+}
+
+impl PoissonSampler {
+    /// `pool`: int64 node ids that may be sampled; `rate`: q in (0, 1].
+    pub fn new(pool: &Tensor, rate: f64) -> Self {
+        PoissonSampler { pool: pool.shallow_clone(), rate }
+    }
+    /// One batch (possibly empty), drawn with torch's seeded generator.
+    pub fn sample(&self) -> Tensor {
+        let n = self.pool.size()[0];
+        let mask = Tensor::rand([n], (Kind::Float, self.pool.device())).lt(self.rate);
+        self.pool.masked_select(&mask)
+    }
+}
+
+/// The step schedule the accountant sees: an epoch is `floor(1/q)` steps (at least 1), so that
+/// `steps = epochs * floor(n / B)` as in Opacus and the reference implementation.
+pub fn steps_per_epoch(n_train: usize, batch_size: usize) -> usize {
+    (n_train / batch_size.max(1)).max(1)
+}

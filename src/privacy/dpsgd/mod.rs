@@ -1,0 +1,12 @@
+//! DP-SGD/DP-Adam: vectorised per-sample gradients ([`tape`]), clipping and noise ([`engine`]),
+//! and the optimizers they feed ([`optim`]).
+pub mod engine;
+pub mod optim;
+pub mod tape;
+
+pub use engine::{steps_per_epoch, DpSgd, PoissonSampler};
+pub use optim::{Optimizer, OptimizerKind};
+pub use tape::{clip_factor, clip_materialised, Grads, OpKind, Tape};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,130 @@
+//! Saving a trained model to a directory and loading it back, so that a model trained once can
+//! be attacked many times (issue 7). Layout:
+//! - `params.safetensors`: the VarStore (parameters and batch-norm statistics);
+//! - `cache.safetensors`: the cached inputs the model answers from (GAP's private aggregations,
+//!   ProGAP's stage inputs, the MLP's features), so transductive queries stay free of privacy cost;
+//! - `model.json`: format tag, recipe, budget, dimensions and the PMA/NAP noise scale.
+//!
+//! Files are written under temporary names and renamed, so a crash never leaves a half-written one.
+use super::methods::{build_gap, build_mlp, build_progap, GapModel, MlpModel, ProgapModel};
+use super::{Method, Recipe, TrainedModel};
+use crate::error::{Error, Result};
+use crate::models::Rows;
+use crate::privacy::accountant::Budget;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use tch::Tensor;
+
+pub const FORMAT: &str = "gnnaudit-model-v1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    pub format: String,
+    pub recipe: Recipe,
+    pub budget: Budget,
+    pub num_features: i64,
+    pub num_classes: i64,
+    /// Standard deviation of the aggregation noise (for inductive inference on a new graph).
+    pub noise_std: f64,
+    pub max_degree: Option<usize>,
+}
+
+impl Meta {
+    pub fn new(recipe: &Recipe, budget: &Budget, num_features: i64, num_classes: i64) -> Self {
+        Meta {
+            format: FORMAT.into(),
+            recipe: recipe.clone(),
+            budget: budget.clone(),
+            num_features,
+            num_classes,
+            noise_std: 0.0,
+            max_degree: None,
+        }
+    }
+}
+
+fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    write(&tmp)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+pub fn save_dir(dir: &Path, ps: &crate::models::ParamStore, meta: &Meta, cache: &[(String, Tensor)]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::bad_file(dir, format!("cannot create directory: {e}")))?;
+    write_atomic(&dir.join("params.safetensors"), |p| {
+        let tmp = p.with_extension("tmp.safetensors");
+        ps.vs.save(&tmp)?;
+        std::fs::rename(&tmp, p)?;
+        Ok(())
+    })?;
+    write_atomic(&dir.join("cache.safetensors"), |p| {
+        let tmp = p.with_extension("tmp.safetensors");
+        let named: Vec<(&str, &Tensor)> = cache.iter().map(|(k, t)| (k.as_str(), t)).collect();
+        Tensor::write_safetensors(&named, &tmp)?;
+        std::fs::rename(&tmp, p)?;
+        Ok(())
+    })?;
+    write_atomic(&dir.join("model.json"), |p| Ok(std::fs::write(p, serde_json::to_string_pretty(meta)?)?))
+}
+
+/// A model read back from disk with the recipe and budget it was trained with.
+pub struct LoadedModel {
+    pub model: Box<dyn TrainedModel>,
+    pub recipe: Recipe,
+    pub budget: Budget,
+}
+
+/// Loads a directory written by [`TrainedModel::save`].
+pub fn load_model(dir: &Path) -> Result<LoadedModel> {
+    let meta_path = dir.join("model.json");
+    let text = std::fs::read_to_string(&meta_path).map_err(|e| Error::bad_file(&meta_path, e))?;
+    let meta: Meta = serde_json::from_str(&text).map_err(|e| Error::bad_file(&meta_path, e))?;
+    if meta.format != FORMAT {
+        return Err(Error::bad_file(&meta_path, format!("format '{}' is not {FORMAT}", meta.format)));
+    }
+    let cache_path = dir.join("cache.safetensors");
+    let cache = Tensor::read_safetensors(&cache_path).map_err(|e| Error::bad_file(&cache_path, e))?;
+    let get = |k: &str| -> Result<Tensor> {
+        cache
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, t)| t.shallow_clone())
+            .ok_or_else(|| Error::bad_file(&cache_path, format!("missing tensor '{k}'")))
+    };
+    let r = &meta.recipe;
+    let classes = meta.num_classes as usize;
+    let params_path = dir.join("params.safetensors");
+    let load_vs = |ps: &mut crate::models::ParamStore| -> Result<()> {
+        ps.vs.load(&params_path).map_err(|e| Error::bad_file(&params_path, e))
+    };
+    let model: Box<dyn TrainedModel> = match r.method {
+        Method::Mlp | Method::DpMlp => {
+            let (mut ps, net) = build_mlp(r, get("x")?, classes);
+            load_vs(&mut ps)?;
+            Box::new(MlpModel { ps, net })
+        }
+        Method::GapInf | Method::GapEdp | Method::GapNdp => {
+            let empty = Tensor::zeros([0, meta.num_features], (tch::Kind::Float, tch::Device::Cpu));
+            let (mut ps, encoder, mut classifier) = build_gap(r, empty, classes);
+            load_vs(&mut ps)?;
+            classifier.inputs = (0..=r.hops()).map(|k| get(&format!("x{k}"))).collect::<Result<_>>()?;
+            Box::new(GapModel {
+                ps,
+                encoder,
+                classifier,
+                hops: r.hops(),
+                noise_std: meta.noise_std,
+                max_degree: meta.max_degree,
+            })
+        }
+        Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp => {
+            let (mut ps, mut net) = build_progap(r, meta.num_features, classes);
+            load_vs(&mut ps)?;
+            net.inputs = (0..=r.depth()).map(|k| get(&format!("x{k}")).map(Rows::new)).collect::<Result<_>>()?;
+            net.stage = r.depth();
+            Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree })
+        }
+    };
+    Ok(LoadedModel { model, recipe: meta.recipe, budget: meta.budget })
+}

@@ -1,0 +1,170 @@
+//! The training loop shared by every method built from our layers: full-batch or mini-batch Adam,
+//! or DP-Adam with Poisson sampling; validation every epoch; the best-validation epoch kept.
+use crate::models::{Fwd, ParamStore};
+use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind, PoissonSampler};
+use tch::{Kind, Reduction, Tensor};
+
+/// A model that maps node ids to class logits from inputs it holds (features or cached
+/// aggregations), so that batches are just index tensors.
+pub trait NodeClassifier {
+    /// Logits [len(idx), C] for the int64 node ids `idx`.
+    fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor;
+    /// Parameter ids trained in the current phase.
+    fn trainable(&self) -> Vec<usize>;
+    /// Hint that `idx` will be asked for many times (full-batch training, validation).
+    fn cache_rows(&self, _idx: &Tensor) {}
+}
+
+/// Labels and the split as tensors.
+pub struct Labels {
+    pub y: Tensor,
+    pub train: Tensor,
+    pub val: Tensor,
+    pub test: Tensor,
+}
+
+impl Labels {
+    pub fn from_dataset(d: &crate::data::Dataset) -> crate::Result<Self> {
+        let s = d.split()?;
+        let idx = crate::data::Split::index_tensor;
+        Ok(Labels { y: d.label_tensor(), train: idx(&s.train), val: idx(&s.val), test: idx(&s.test) })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Batching {
+    Full,
+    /// Shuffled fixed-size batches (non-private mini-batch training).
+    Shuffled(usize),
+    /// DP-SGD: Poisson sampling at `rate`, `steps_per_epoch` steps.
+    Poisson {
+        rate: f64,
+        steps_per_epoch: usize,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct FitConfig {
+    pub epochs: usize,
+    pub batching: Batching,
+    pub dp: Option<DpSgd>,
+    pub optimizer: OptimizerKind,
+    pub lr: f64,
+    pub weight_decay: f64,
+    pub select_best_val: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FitReport {
+    pub best_val: f64,
+    pub best_epoch: usize,
+    pub steps: usize,
+}
+
+/// Fraction of `idx` whose argmax logit equals the label (evaluation mode, no grad).
+pub fn accuracy(model: &dyn NodeClassifier, labels: &Tensor, idx: &Tensor) -> f64 {
+    if idx.size()[0] == 0 {
+        return f64::NAN;
+    }
+    tch::no_grad(|| {
+        let logits = model.logits(idx, &mut Fwd::eval());
+        logits
+            .argmax(-1, false)
+            .eq_tensor(&labels.index_select(0, idx))
+            .to_kind(Kind::Float)
+            .mean(Kind::Float)
+            .double_value(&[])
+    })
+}
+
+/// Trains `model`'s trainable parameters and returns the validation report. With
+/// `select_best_val`, the parameters of the best validation epoch are restored at the end.
+pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &FitConfig) -> FitReport {
+    let ids = model.trainable();
+    let params: Vec<(usize, Tensor)> = ids.iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
+    let mut opt = Optimizer::new(cfg.optimizer, cfg.lr, cfg.weight_decay);
+    let mut best: Option<(f64, usize, Vec<(String, Tensor)>)> = None;
+    let mut steps = 0;
+    if cfg.batching == Batching::Full {
+        model.cache_rows(&labels.train);
+    }
+    if cfg.select_best_val {
+        model.cache_rows(&labels.val);
+    }
+    let sampler = match cfg.batching {
+        Batching::Poisson { rate, .. } => Some(PoissonSampler::new(&labels.train, rate)),
+        _ => None,
+    };
+    for epoch in 0..cfg.epochs {
+        match cfg.batching {
+            Batching::Full => {
+                plain_step(model, ps, &params, labels, &labels.train, &mut opt);
+                steps += 1;
+            }
+            Batching::Shuffled(b) => {
+                let n = labels.train.size()[0];
+                let perm = labels.train.index_select(0, &Tensor::randperm(n, (Kind::Int64, tch::Device::Cpu)));
+                let mut start = 0;
+                while start < n {
+                    let len = (b as i64).min(n - start);
+                    plain_step(model, ps, &params, labels, &perm.narrow(0, start, len), &mut opt);
+                    start += len;
+                    steps += 1;
+                }
+            }
+            Batching::Poisson { steps_per_epoch, .. } => {
+                let dp = cfg.dp.expect("Poisson batching is only used with DP-SGD");
+                let sampler = sampler.as_ref().unwrap();
+                for _ in 0..steps_per_epoch {
+                    let idx = sampler.sample();
+                    let grads = if idx.size()[0] == 0 {
+                        dp.private_grads(None, &params)
+                    } else {
+                        let mut f = Fwd::train_taped();
+                        let logits = model.logits(&idx, &mut f);
+                        let loss_sum = logits.log_softmax(-1, Kind::Float).g_nll_loss::<Tensor>(
+                            &labels.y.index_select(0, &idx),
+                            None,
+                            Reduction::Sum,
+                            -100,
+                        );
+                        let tape = f.tape.take().unwrap();
+                        dp.private_grads(Some((&tape, &loss_sum)), &params)
+                    };
+                    opt.step(&ps.params, &grads);
+                    steps += 1;
+                }
+            }
+        }
+        if cfg.select_best_val {
+            let val = accuracy(model, &labels.y, &labels.val);
+            if best.as_ref().is_none_or(|(b, _, _)| val > *b) {
+                best = Some((val, epoch, ps.snapshot()));
+            }
+        }
+    }
+    match best {
+        Some((val, epoch, snap)) => {
+            ps.restore(&snap);
+            FitReport { best_val: val, best_epoch: epoch, steps }
+        }
+        None => FitReport { best_val: accuracy(model, &labels.y, &labels.val), best_epoch: cfg.epochs, steps },
+    }
+}
+
+/// One non-private step on the mean cross-entropy of `idx`.
+fn plain_step(
+    model: &dyn NodeClassifier,
+    ps: &ParamStore,
+    params: &[(usize, Tensor)],
+    labels: &Labels,
+    idx: &Tensor,
+    opt: &mut Optimizer,
+) {
+    let logits = model.logits(idx, &mut Fwd::train());
+    let loss = logits.cross_entropy_for_logits(&labels.y.index_select(0, idx));
+    let grads: Vec<Tensor> =
+        Tensor::run_backward(&[&loss], &params.iter().map(|(_, p)| p).collect::<Vec<_>>(), false, false);
+    let grads: Vec<(usize, Tensor)> = params.iter().map(|(i, _)| *i).zip(grads).collect();
+    opt.step(&ps.params, &grads);
+}

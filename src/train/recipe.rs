@@ -1,0 +1,247 @@
+//! A training recipe: which method, which privacy target, which hyper-parameters. Serialisable so
+//! that a run's exact configuration is saved next to its results and reports (burn-style config).
+//! Defaults are the papers' and the reference scripts' (thesis §4.7.3-4.7.4, §5.5.3; anchors file).
+use crate::error::{Error, Result};
+use crate::models::Activation;
+use crate::privacy::accountant::PrivacyUnit;
+use crate::privacy::dpsgd::OptimizerKind;
+use serde::{Deserialize, Serialize};
+
+/// Training methods. Each has one arm in [`crate::train::train`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "kebab-case")]
+#[value(rename_all = "kebab-case")]
+pub enum Method {
+    /// MLP on features only: perfect edge-level privacy (edge eps = 0).
+    Mlp,
+    /// MLP trained with DP-Adam: node-level DP.
+    DpMlp,
+    /// GAP without noise (eps = inf).
+    GapInf,
+    /// GAP with edge-level DP (PMA noise; thesis Prop. 6).
+    #[default]
+    GapEdp,
+    /// GAP with node-level DP (degree bound, PMA at sensitivity sqrt(D), DP-Adam; Prop. 7).
+    GapNdp,
+    /// ProGAP without noise.
+    ProgapInf,
+    /// ProGAP with edge-level DP (Theorem 4).
+    ProgapEdp,
+    /// ProGAP with node-level DP (Theorem 5).
+    ProgapNdp,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Mlp => "mlp",
+            Method::DpMlp => "dp-mlp",
+            Method::GapInf => "gap-inf",
+            Method::GapEdp => "gap-edp",
+            Method::GapNdp => "gap-ndp",
+            Method::ProgapInf => "progap-inf",
+            Method::ProgapEdp => "progap-edp",
+            Method::ProgapNdp => "progap-ndp",
+        }
+    }
+    /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
+    pub fn privacy_unit(self) -> PrivacyUnit {
+        match self {
+            Method::Mlp | Method::GapEdp | Method::ProgapEdp => PrivacyUnit::Edge,
+            Method::DpMlp | Method::GapNdp | Method::ProgapNdp => PrivacyUnit::Node,
+            Method::GapInf | Method::ProgapInf => PrivacyUnit::None,
+        }
+    }
+    /// Trained with DP-Adam (node level).
+    pub fn is_node_level(self) -> bool {
+        self.privacy_unit() == PrivacyUnit::Node
+    }
+    /// Needs an epsilon to calibrate noise (None means no noise).
+    pub fn takes_epsilon(self) -> bool {
+        matches!(self, Method::DpMlp | Method::GapEdp | Method::GapNdp | Method::ProgapEdp | Method::ProgapNdp)
+    }
+    pub fn is_gap(self) -> bool {
+        matches!(self, Method::GapInf | Method::GapEdp | Method::GapNdp)
+    }
+    pub fn is_progap(self) -> bool {
+        matches!(self, Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp)
+    }
+}
+
+/// Every knob of a training run. Fields left `None` take the method's default (see the getters).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Recipe {
+    pub method: Method,
+    /// Target epsilon; None = no noise (eps = inf).
+    pub epsilon: Option<f64>,
+    /// Target delta; None = 1/10^digits(count) of the private units (edges or nodes), below 1/count.
+    pub delta: Option<f64>,
+    /// GAP hops K (default 2 at edge level / non-private, 3 at node level).
+    pub hops: Option<usize>,
+    /// ProGAP depth K, i.e. stages 0..K (default 5 at edge level / non-private, 4 at node level).
+    pub depth: Option<usize>,
+    /// Degree bound D for node-level methods (neighbour sampling).
+    pub max_degree: usize,
+    /// Epochs (per stage for ProGAP): default 100 full batch; node level 10 (ProGAP 5 per stage).
+    pub epochs: Option<usize>,
+    /// Expected (Poisson) batch size under DP, default 256; None for non-DP = full batch.
+    pub batch_size: Option<usize>,
+    pub hidden: usize,
+    pub lr: f64,
+    pub weight_decay: f64,
+    pub dropout: f64,
+    pub activation: Activation,
+    pub optimizer: OptimizerKind,
+    /// Layers of the (DP-)MLP baseline.
+    pub mlp_layers: usize,
+    /// GAP encoder layers.
+    pub encoder_layers: usize,
+    /// Base MLP layers (GAP: 1; ProGAP: 1 at edge level, 2 at node level).
+    pub base_layers: Option<usize>,
+    pub head_layers: usize,
+    /// Batch norm where the method allows it (None = on, except GAP-NDP). Under node-level DP it
+    /// becomes group norm with `norm_groups` groups.
+    pub batch_norm: Option<bool>,
+    pub norm_groups: usize,
+    /// DP-Adam clipping bound C.
+    pub max_grad_norm: f64,
+    /// ProGAP: train each stage's new layer only (Remark 1) instead of progressively.
+    pub layerwise: bool,
+    /// Keep the parameters of the epoch with the best validation accuracy (reference behaviour).
+    pub select_best_val: bool,
+}
+
+impl Default for Recipe {
+    fn default() -> Self {
+        Recipe {
+            method: Method::default(),
+            epsilon: None,
+            delta: None,
+            hops: None,
+            depth: None,
+            max_degree: 100,
+            epochs: None,
+            batch_size: None,
+            hidden: 16,
+            lr: 0.01,
+            weight_decay: 0.0,
+            dropout: 0.0,
+            activation: Activation::Selu,
+            optimizer: OptimizerKind::Adam,
+            mlp_layers: 2,
+            encoder_layers: 2,
+            base_layers: None,
+            head_layers: 1,
+            batch_norm: None,
+            norm_groups: 4,
+            max_grad_norm: 1.0,
+            layerwise: false,
+            select_best_val: true,
+        }
+    }
+}
+
+impl Recipe {
+    pub fn new(method: Method, epsilon: Option<f64>) -> Self {
+        Recipe { method, epsilon, ..Default::default() }
+    }
+    pub fn hops(&self) -> usize {
+        self.hops.unwrap_or(if self.method.is_node_level() { 3 } else { 2 })
+    }
+    pub fn depth(&self) -> usize {
+        self.depth.unwrap_or(if self.method.is_node_level() { 4 } else { 5 })
+    }
+    pub fn epochs(&self) -> usize {
+        self.epochs.unwrap_or(match self.method {
+            Method::ProgapNdp => 5,
+            m if m.is_node_level() => 10,
+            _ => 100,
+        })
+    }
+    /// The (expected) batch size, None = full batch.
+    pub fn batch_size(&self) -> Option<usize> {
+        if self.method.is_node_level() {
+            Some(self.batch_size.unwrap_or(256))
+        } else {
+            self.batch_size
+        }
+    }
+    pub fn base_layers(&self) -> usize {
+        self.base_layers.unwrap_or(if self.method == Method::ProgapNdp { 2 } else { 1 })
+    }
+    /// The normalisation layer the models use.
+    pub fn norm(&self) -> crate::models::NormKind {
+        use crate::models::NormKind;
+        let on = self.batch_norm.unwrap_or(!matches!(self.method, Method::GapNdp | Method::DpMlp | Method::ProgapNdp));
+        match (on, self.method.is_node_level()) {
+            (false, _) => NormKind::None,
+            (true, false) => NormKind::Batch,
+            (true, true) => NormKind::Group(self.norm_groups),
+        }
+    }
+    /// Is noise added (a finite epsilon for a private method)?
+    pub fn is_private(&self) -> bool {
+        self.method.takes_epsilon() && self.epsilon.is_some()
+    }
+
+    /// Checks every field once, before any work (linfa's ParamGuard idea).
+    pub fn validate(&self) -> Result<()> {
+        if let Some(e) = self.epsilon {
+            if !(e > 0.0) || e.is_nan() {
+                return Err(Error::invalid("epsilon", format!("{e} must be > 0 (omit it for eps = inf)")));
+            }
+            if e.is_infinite() {
+                return Err(Error::invalid("epsilon", "omit --epsilon for eps = inf"));
+            }
+            if !self.method.takes_epsilon() {
+                return Err(Error::invalid(
+                    "epsilon",
+                    format!("method {} is not private and takes no epsilon", self.method.name()),
+                ));
+            }
+        }
+        if let Some(d) = self.delta {
+            if !(d > 0.0 && d < 1.0) {
+                return Err(Error::invalid("delta", format!("{d} must be in (0, 1)")));
+            }
+        }
+        let pos = |name: &str, v: usize| -> Result<()> {
+            if v == 0 {
+                Err(Error::invalid(name, "must be at least 1"))
+            } else {
+                Ok(())
+            }
+        };
+        if self.method.is_gap() {
+            pos("hops", self.hops())?;
+            pos("encoder_layers", self.encoder_layers)?;
+        }
+        if self.method.is_progap() && self.depth.is_some_and(|d| d > 10) {
+            return Err(Error::invalid("depth", "at most 10"));
+        }
+        pos("max_degree", self.max_degree)?;
+        pos("epochs", self.epochs())?;
+        if let Some(b) = self.batch_size {
+            pos("batch_size", b)?;
+        }
+        pos("hidden", self.hidden)?;
+        pos("mlp_layers", self.mlp_layers)?;
+        pos("base_layers", self.base_layers())?;
+        pos("head_layers", self.head_layers)?;
+        pos("norm_groups", self.norm_groups)?;
+        if !(self.lr > 0.0 && self.lr.is_finite()) {
+            return Err(Error::invalid("lr", format!("{} must be a positive number", self.lr)));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(Error::invalid("dropout", format!("{} must be in [0, 1)", self.dropout)));
+        }
+        if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
+            return Err(Error::invalid("weight_decay", "must be >= 0"));
+        }
+        if !(self.max_grad_norm > 0.0) {
+            return Err(Error::invalid("max_grad_norm", format!("{} must be > 0", self.max_grad_norm)));
+        }
+        Ok(())
+    }
+}
