@@ -48,9 +48,6 @@ fn default_output() -> PathBuf {
 fn one() -> u32 {
     1
 }
-fn yes() -> bool {
-    true
-}
 
 /// Privacy budgets: one epsilon grid for every private method, optionally a different grid per
 /// privacy level (the thesis sweeps 0.1..8 at edge level and 1..16 at node level), and the delta
@@ -118,7 +115,8 @@ impl<'de> Deserialize<'de> for DeltaPolicy {
     }
 }
 
-/// A dataset and the transforms applied before training.
+/// A dataset and its preprocessing, the GAP/ProGAP pipeline: symmetrise, split, drop classes
+/// below `min_class_count`, remove self loops and isolated nodes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetSpec {
@@ -132,9 +130,6 @@ pub struct DatasetSpec {
     /// Facebook100 set-ups use 1000). 0 keeps every class.
     #[serde(default)]
     pub min_class_count: usize,
-    /// Drop nodes without edges (the GAP/ProGAP pipelines do).
-    #[serde(default = "yes")]
-    pub remove_isolated: bool,
     /// Train/val/test split; default: each method's paper split (75/10/15, LPGNN 50/25/25).
     #[serde(default)]
     pub split: Option<SplitSpec>,
@@ -174,7 +169,7 @@ pub struct SplitSpec {
 /// edge, `-ndp` node, `lpgnn` local); non-private methods run once per seed at eps = inf.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MethodSpec {
-    /// Method name as in `gnnaudit train --method` (see `KNOWN_METHODS`).
+    /// Method name as in `gnnaudit train --method`.
     pub method: String,
     /// Name in the report (default: `method`); needed when one method appears twice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -185,8 +180,8 @@ pub struct MethodSpec {
     /// Delta for this method only ("auto" or a number).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta: Option<DeltaPolicy>,
-    /// Every other key is a hyper-parameter of the method's training recipe (hops, epochs,
-    /// hidden, lr, batch_size, max_degree, ...), checked by `validate`.
+    /// Every other key is a field of the method's `train::Recipe` (hops, depth, epochs, hidden,
+    /// lr, batch_size, max_degree, mlp_layers, ...), checked by `validate`.
     #[serde(flatten)]
     pub params: Params,
 }
@@ -195,9 +190,9 @@ impl MethodSpec {
     pub fn label(&self) -> String {
         self.label.clone().unwrap_or_else(|| self.method.clone())
     }
-    /// The privacy unit the method protects (None for non-private methods).
+    /// The privacy unit its epsilon grid is about (None: takes no epsilon, runs at inf only).
     pub fn privacy_unit(&self) -> Option<PrivacyUnit> {
-        method_privacy_unit(&self.method)
+        super::recipe::grid_unit(&self.method)
     }
 }
 
@@ -236,31 +231,9 @@ impl AttackSpec {
     }
 }
 
-/// Every method `gnnaudit train` knows, with the privacy unit it protects.
-pub const KNOWN_METHODS: &[(&str, Option<PrivacyUnit>)] = &[
-    ("mlp", None),
-    ("sage", None),
-    ("gcn", None),
-    ("gat", None),
-    ("gap-inf", None),
-    ("progap-inf", None),
-    ("gap-edp", Some(PrivacyUnit::Edge)),
-    ("progap-edp", Some(PrivacyUnit::Edge)),
-    ("sage-edp", Some(PrivacyUnit::Edge)),
-    ("gap-ndp", Some(PrivacyUnit::Node)),
-    ("progap-ndp", Some(PrivacyUnit::Node)),
-    ("dp-mlp", Some(PrivacyUnit::Node)),
-    ("dpgnn", Some(PrivacyUnit::Node)),
-    ("lpgnn", Some(PrivacyUnit::Local)),
-];
-
 /// Every attack `gnnaudit attack` knows.
 pub const KNOWN_ATTACKS: &[&str] =
     &["mia", "mia-metric", "lira", "link-stealing", "canary-edge", "inversion", "graph-reconstruction", "attribute"];
-
-pub fn method_privacy_unit(method: &str) -> Option<PrivacyUnit> {
-    KNOWN_METHODS.iter().find(|(m, _)| *m == method).and_then(|(_, u)| *u)
-}
 
 impl AuditConfig {
     /// Reads and validates a config file; every error names the file and the field.
@@ -363,6 +336,9 @@ impl AuditConfig {
             if d.synthetic.is_some() && d.name != "synthetic" {
                 return bad(f("synthetic"), "only valid with name = \"synthetic\"".into());
             }
+            if d.name == "synthetic" {
+                super::execute::csbm_of(d).map_err(|e| Error::invalid(f("synthetic"), e))?;
+            }
             resolve_dataset(&d.name, data_dir).map_err(|e| Error::invalid(f("name"), e))?;
         }
 
@@ -372,9 +348,9 @@ impl AuditConfig {
         let mut labels = BTreeSet::new();
         for (i, m) in self.methods.iter().enumerate() {
             let f = |k: &str| format!("methods[{i}].{k}");
-            if !KNOWN_METHODS.iter().any(|(k, _)| *k == m.method) {
-                let names: Vec<_> = KNOWN_METHODS.iter().map(|(k, _)| *k).collect();
-                return bad(f("method"), format!("unknown method '{}' (known: {})", m.method, names.join(", ")));
+            if super::recipe::parse_method(&m.method).is_none() {
+                let names = super::recipe::method_names().join(", ");
+                return bad(f("method"), format!("unknown method '{}' (known: {names})", m.method));
             }
             if !is_file_safe(&m.label()) {
                 return bad(f("label"), format!("'{}' must be letters, digits, '-', '_' or '.'", m.label()));
@@ -391,7 +367,8 @@ impl AuditConfig {
             if let Some(d) = m.delta {
                 validate_delta(&f("delta"), d)?;
             }
-            super::recipe::validate_params(&m.method, &m.params).map_err(|(k, msg)| Error::invalid(f(&k), msg))?;
+            super::recipe::validate_params(&m.method, &m.params, &self.epsilon_grid(m), self.delta_for(m))
+                .map_err(|(k, msg)| Error::invalid(if k.is_empty() { format!("methods[{i}]") } else { f(&k) }, msg))?;
         }
 
         let mut labels = BTreeSet::new();
@@ -530,7 +507,6 @@ mod tests {
         assert_eq!(c.methods[0].params.get("hops"), Some(&toml::Value::Integer(2)));
         assert_eq!(c.epsilon_grid(&c.methods[0]).len(), 3);
         assert_eq!(c.epsilon_grid(&c.methods[1]), vec![Epsilon::Infinite]);
-        assert!(c.datasets[0].remove_isolated);
     }
 
     #[test]

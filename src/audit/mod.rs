@@ -11,7 +11,9 @@
 //! | `progress` | progress bars per stage |
 //! | `runner` | the audit loop over a `CellRunner` |
 //! | `check` | thresholds and the CI leakage check |
-//! | `execute` | the real cell runner: load, train, attack |
+//! | `execute` | the real cell runner: load, prepare, train |
+//! | `attack` | a cell's attacks through the attacks crate |
+pub mod attack;
 pub mod cell;
 pub mod check;
 pub mod config;

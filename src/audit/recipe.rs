@@ -1,7 +1,87 @@
-//! The schema of method hyper-parameters and attack parameters as a config spells them, checked
-//! before any work so that a typo ("hosp = 2") or an out-of-range value fails with the field's
-//! name instead of being ignored.
-use super::config::Params;
+//! How a config's tables become runnable things: a method's table becomes a `train::Recipe`
+//! (every key is a recipe field, so a typo such as `hosp = 2` fails with the field's name), and
+//! an attack's `knowledge`/`params` tables are checked against the attack's schema, all before
+//! any work.
+use super::config::{DeltaPolicy, Params};
+use super::epsilon::Epsilon;
+use crate::error::Error;
+use crate::privacy::accountant::PrivacyUnit;
+use crate::train::{Method, Recipe};
+use serde::Deserialize;
+
+/// Keys of a [[methods]] table that are not recipe fields, and why.
+const RESERVED: &[(&str, &str)] = &[
+    ("epsilon", "use `epsilons` (the grid) instead"),
+    ("method", "it is the entry's own `method`"),
+    ("delta", "it is the entry's own `delta`"),
+];
+
+/// Parses a method name as `gnnaudit train --method` spells it.
+pub fn parse_method(name: &str) -> Option<Method> {
+    <Method as clap::ValueEnum>::from_str(name, false).ok()
+}
+
+/// Every method name `train` knows.
+pub fn method_names() -> Vec<&'static str> {
+    <Method as clap::ValueEnum>::value_variants().iter().map(|m| m.name()).collect()
+}
+
+/// The privacy unit a method's epsilon grid applies to; None when it takes no epsilon (it then
+/// runs once per seed at eps = inf).
+pub fn grid_unit(method: &str) -> Option<PrivacyUnit> {
+    parse_method(method).filter(|m| m.takes_epsilon()).map(|m| m.privacy_unit())
+}
+
+/// The training recipe of one cell: the method's hyper-parameters, the cell's epsilon (left out
+/// at inf: no noise) and the delta policy. Errors are (key, message).
+pub fn build_recipe(
+    method: &str,
+    params: &Params,
+    eps: Epsilon,
+    delta: DeltaPolicy,
+) -> Result<Recipe, (String, String)> {
+    let m = parse_method(method).ok_or_else(|| {
+        ("method".to_string(), format!("unknown method '{method}' (known: {})", method_names().join(", ")))
+    })?;
+    let mut table = toml::Table::new();
+    for (k, v) in params {
+        if let Some((_, why)) = RESERVED.iter().find(|(r, _)| r == k) {
+            return Err((k.clone(), format!("'{k}' is not a hyper-parameter: {why}")));
+        }
+        table.insert(k.clone(), v.clone());
+    }
+    table.insert("method".into(), toml::Value::String(m.name().into()));
+    if let (true, Epsilon::Finite(e)) = (m.takes_epsilon(), eps) {
+        table.insert("epsilon".into(), toml::Value::Float(e));
+    }
+    if let Some(d) = delta.fixed() {
+        table.insert("delta".into(), toml::Value::Float(d));
+    }
+    let recipe = Recipe::deserialize(toml::Value::Table(table)).map_err(|e| {
+        let msg = e.to_string().trim().replace('\n', " ");
+        let key =
+            if msg.contains("unknown field") { msg.split('`').nth(1).unwrap_or("").to_string() } else { String::new() };
+        (key, msg)
+    })?;
+    recipe.validate().map_err(|e| match e {
+        Error::InvalidParam { field, message } => (field, message),
+        other => (String::new(), other.to_string()),
+    })?;
+    Ok(recipe)
+}
+
+/// Checks a method's hyper-parameters by building its recipe at every epsilon of its grid.
+pub fn validate_params(
+    method: &str,
+    params: &Params,
+    grid: &[Epsilon],
+    delta: DeltaPolicy,
+) -> Result<(), (String, String)> {
+    for &eps in grid {
+        build_recipe(method, params, eps, delta)?;
+    }
+    Ok(())
+}
 
 /// What one parameter accepts.
 #[derive(Debug, Clone, Copy)]
@@ -13,65 +93,7 @@ enum Kind {
     /// Probability-like float in [0, 1).
     Fraction,
     Bool,
-    /// Positive epsilon or "inf".
-    Eps,
     Choice(&'static [&'static str]),
-}
-
-const COMMON: &[(&str, Kind)] = &[
-    ("hidden", Kind::Int(1, 4096)),
-    ("epochs", Kind::Int(1, 100_000)),
-    ("lr", Kind::Float(0.0, 10.0)),
-    ("dropout", Kind::Fraction),
-    ("batch_norm", Kind::Bool),
-    ("batch_size", Kind::Int(1, 1 << 30)),
-    ("weight_decay", Kind::Float(-1e-12, 1.0)),
-];
-const DP_SGD: &[(&str, Kind)] = &[("max_grad_norm", Kind::Float(0.0, 1e6))];
-const DEGREE: &[(&str, Kind)] = &[("max_degree", Kind::Int(1, 1 << 30))];
-const GAP: &[(&str, Kind)] = &[
-    ("hops", Kind::Int(1, 10)),
-    ("encoder_layers", Kind::Int(0, 10)),
-    ("base_layers", Kind::Int(0, 10)),
-    ("head_layers", Kind::Int(1, 10)),
-    ("encoder_epochs", Kind::Int(0, 100_000)),
-];
-const PROGAP: &[(&str, Kind)] = &[
-    ("depth", Kind::Int(1, 10)),
-    ("base_layers", Kind::Int(0, 10)),
-    ("head_layers", Kind::Int(1, 10)),
-    ("layerwise", Kind::Bool),
-];
-const LAYERS: &[(&str, Kind)] = &[("layers", Kind::Int(1, 10))];
-const GAT: &[(&str, Kind)] = &[("heads", Kind::Int(1, 64))];
-const LPGNN: &[(&str, Kind)] = &[
-    // Which of LPGNN's two budgets the epsilon grid sets (default epsilon_x); the other one is
-    // a parameter (default inf). The claim is their sum (thesis Corollary 2).
-    ("sweep", Kind::Choice(&["epsilon_x", "epsilon_y"])),
-    ("epsilon_x", Kind::Eps),
-    ("epsilon_y", Kind::Eps),
-    ("kx", Kind::Int(0, 64)),
-    ("ky", Kind::Int(0, 64)),
-    ("training", Kind::Choice(&["drop", "forward-correction", "cross-entropy"])),
-    ("backbone", Kind::Choice(&["gcn", "gat", "sage"])),
-    ("features", Kind::Choice(&["multibit", "ones", "rnd", "raw"])),
-];
-
-fn method_schema(method: &str) -> Vec<(&'static str, Kind)> {
-    let groups: &[&[(&str, Kind)]] = match method {
-        "mlp" => &[LAYERS],
-        "dp-mlp" => &[LAYERS, DP_SGD],
-        "sage" | "gcn" | "sage-edp" => &[LAYERS],
-        "gat" => &[LAYERS, GAT],
-        "gap-inf" | "gap-edp" => &[GAP],
-        "gap-ndp" => &[GAP, DP_SGD, DEGREE],
-        "progap-inf" | "progap-edp" => &[PROGAP],
-        "progap-ndp" => &[PROGAP, DP_SGD, DEGREE],
-        "dpgnn" => &[LAYERS, DP_SGD, DEGREE],
-        "lpgnn" => &[LAYERS, GAT, LPGNN],
-        _ => &[],
-    };
-    COMMON.iter().chain(groups.iter().flat_map(|g| g.iter())).copied().collect()
 }
 
 const ATTACK_KNOWLEDGE: &[(&str, Kind)] = &[
@@ -122,29 +144,6 @@ fn attack_schema(kind: &str) -> Vec<(&'static str, Kind)> {
     own.to_vec()
 }
 
-/// Checks a method's hyper-parameters; the error is (key, message).
-pub fn validate_params(method: &str, params: &Params) -> Result<(), (String, String)> {
-    check_table(&method_schema(method), params, &format!("hyper-parameter of {method}"))?;
-    if method == "lpgnn" {
-        let swept = lpgnn_swept(params);
-        if params.contains_key(swept) {
-            return Err((
-                swept.into(),
-                format!("set by the epsilon grid (sweep = \"{swept}\"); remove it or sweep the other"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The LPGNN budget the epsilon grid sets: "epsilon_x" (default) or "epsilon_y".
-pub fn lpgnn_swept(params: &Params) -> &'static str {
-    match params.get("sweep").and_then(|v| v.as_str()) {
-        Some("epsilon_y") => "epsilon_y",
-        _ => "epsilon_x",
-    }
-}
-
 /// Checks an attack's knowledge and parameter tables; the error is (key path, message).
 pub fn validate_attack_params(kind: &str, knowledge: &Params, params: &Params) -> Result<(), (String, String)> {
     check_table(ATTACK_KNOWLEDGE, knowledge, "adversary knowledge").map_err(|(k, m)| (format!("knowledge.{k}"), m))?;
@@ -188,9 +187,6 @@ fn check_value(kind: Kind, v: &toml::Value) -> Result<(), String> {
             }
         }
         (Kind::Bool, V::Boolean(_)) => Ok(()),
-        (Kind::Eps, V::String(s)) if s == "inf" => Ok(()),
-        (Kind::Eps, V::Float(_) | V::Integer(_)) if as_f64(v) > 0.0 => Ok(()),
-        (Kind::Eps, _) => Err("must be a positive number or \"inf\"".into()),
         (Kind::Choice(opts), V::String(s)) if opts.contains(&s.as_str()) => Ok(()),
         (Kind::Choice(opts), _) => Err(format!("must be one of {}", opts.join(", "))),
         (Kind::Int(..), _) => Err(format!("must be an integer, got {v}")),
@@ -216,17 +212,25 @@ mod tests {
     }
 
     #[test]
-    fn typos_and_ranges_name_the_key() {
-        assert!(validate_params("gap-edp", &table("hops = 2\nepochs = 10")).is_ok());
-        let (k, m) = validate_params("gap-edp", &table("hosp = 2")).unwrap_err();
-        assert_eq!(k, "hosp");
-        assert!(m.contains("known:") && m.contains("hops"), "{m}");
-        assert_eq!(validate_params("gap-edp", &table("hops = 0")).unwrap_err().0, "hops");
-        assert_eq!(validate_params("mlp", &table("hops = 2")).unwrap_err().0, "hops");
-        assert_eq!(validate_params("lpgnn", &table("training = \"magic\"")).unwrap_err().0, "training");
-        assert!(validate_params("lpgnn", &table("epsilon_y = \"inf\"\nkx = 16")).is_ok());
-        assert_eq!(validate_params("lpgnn", &table("epsilon_x = 1")).unwrap_err().0, "epsilon_x");
-        assert!(validate_params("lpgnn", &table("epsilon_x = 1\nsweep = \"epsilon_y\"")).is_ok());
+    fn recipes_come_from_method_tables_and_typos_name_the_key() {
+        let auto = DeltaPolicy::Auto;
+        let r = build_recipe("gap-edp", &table("hops = 3\nepochs = 7"), Epsilon::Finite(2.0), auto).unwrap();
+        assert_eq!((r.hops, r.epochs, r.epsilon, r.delta), (Some(3), Some(7), Some(2.0), None));
+        let r = build_recipe("gap-edp", &table(""), Epsilon::Infinite, DeltaPolicy::Fixed(1e-5)).unwrap();
+        assert_eq!((r.epsilon, r.delta), (None, Some(1e-5)));
+        let r = build_recipe("mlp", &table(""), Epsilon::Finite(1.0), auto).unwrap();
+        assert_eq!(r.epsilon, None, "a non-private method takes no epsilon");
+        let (k, m) = build_recipe("gap-edp", &table("hosp = 2"), Epsilon::Infinite, auto).unwrap_err();
+        assert_eq!(k, "hosp", "{m}");
+        assert_eq!(build_recipe("gap-edp", &table("epsilon = 2"), Epsilon::Infinite, auto).unwrap_err().0, "epsilon");
+        assert_eq!(build_recipe("gap-nope", &table(""), Epsilon::Infinite, auto).unwrap_err().0, "method");
+        assert!(build_recipe("gap-edp", &table("hops = \"two\""), Epsilon::Infinite, auto).is_err());
+        assert_eq!(grid_unit("gap-ndp"), Some(PrivacyUnit::Node));
+        assert_eq!(grid_unit("mlp"), None);
+    }
+
+    #[test]
+    fn attack_tables_are_checked() {
         let err = validate_attack_params("lira", &table("shadow_nodes_per_class = 100"), &table("shadow = 4"));
         assert_eq!(err.unwrap_err().0, "params.shadow");
     }
