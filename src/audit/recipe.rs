@@ -203,6 +203,29 @@ fn as_f64(v: &toml::Value) -> f64 {
     }
 }
 
+/// Applies a config table on top of a parameter struct's defaults: every key must be a field of
+/// `T` and have its type. This checks attack parameters against the attacks crate's own structs,
+/// so the config and the crate cannot drift apart. Errors are (key, message).
+pub fn overlay<T>(base: &T, table: &Params) -> Result<T, (String, String)>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let mut value = serde_json::to_value(base).map_err(|e| (String::new(), e.to_string()))?;
+    let known: Vec<String> = value.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    for (k, v) in table {
+        if !known.contains(k) {
+            return Err((k.clone(), format!("unknown parameter '{k}' (known: {})", known.join(", "))));
+        }
+        let v = serde_json::to_value(v).map_err(|e| (k.clone(), e.to_string()))?;
+        let previous = value[k.as_str()].clone();
+        value[k.as_str()] = v;
+        if let Err(e) = serde_json::from_value::<T>(value.clone()) {
+            return Err((k.clone(), format!("{e} (default: {previous})")));
+        }
+    }
+    serde_json::from_value(value).map_err(|e| (String::new(), e.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +250,23 @@ mod tests {
         assert!(build_recipe("gap-edp", &table("hops = \"two\""), Epsilon::Infinite, auto).is_err());
         assert_eq!(grid_unit("gap-ndp"), Some(PrivacyUnit::Node));
         assert_eq!(grid_unit("mlp"), None);
+    }
+
+    #[test]
+    fn overlay_sets_known_fields_and_names_bad_ones() {
+        #[derive(serde::Serialize, serde::Deserialize, Default, Debug, PartialEq)]
+        struct P {
+            shadows: usize,
+            online: bool,
+            rate: Option<f64>,
+        }
+        let base = P { shadows: 16, online: true, rate: None };
+        let p = overlay(&base, &table("shadows = 4\nrate = 0.5")).unwrap();
+        assert_eq!(p, P { shadows: 4, online: true, rate: Some(0.5) });
+        assert_eq!(overlay(&base, &table("shadow = 4")).unwrap_err().0, "shadow");
+        let (k, m) = overlay(&base, &table("online = \"yes\"")).unwrap_err();
+        assert_eq!(k, "online");
+        assert!(m.contains("default: true"), "{m}");
     }
 
     #[test]

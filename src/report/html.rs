@@ -108,33 +108,38 @@ pub fn render(r: &Report) -> String {
     }
 
     let _ = writeln!(o, "<h2 id=\"attacks\">Attacks</h2>");
-    let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th>ε</th><th class=\"l\">attack</th><th>AUC %</th><th>TPR@0.1% FPR</th><th>TPR@1% FPR</th><th>bal. acc %</th></tr>");
-    for s in &r.summary {
-        for a in &s.attacks {
-            let _ = writeln!(
-                o,
-                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&s.dataset),
-                esc(&s.method),
-                fmt_eps(s.epsilon),
-                esc(&a.attack),
-                pct(a.auc),
-                pct(a.tpr_at_0_1pct_fpr),
-                pct(a.tpr_at_1pct_fpr),
-                pct(a.balanced_accuracy)
-            );
+    let any_attack = r.summary.iter().any(|s| !s.attacks.is_empty());
+    if !any_attack {
+        let _ = writeln!(o, "<p>No attacks were configured.</p>");
+    } else {
+        let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th>ε</th><th class=\"l\">attack</th><th>AUC %</th><th>TPR@0.1% FPR</th><th>TPR@1% FPR</th><th>bal. acc %</th></tr>");
+        for s in &r.summary {
+            for a in &s.attacks {
+                let _ = writeln!(
+                    o,
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&s.dataset),
+                    esc(&s.method),
+                    fmt_eps(s.epsilon),
+                    esc(&a.attack),
+                    pct(a.auc),
+                    pct(a.tpr_at_0_1pct_fpr),
+                    pct(a.tpr_at_1pct_fpr),
+                    pct(a.balanced_accuracy)
+                );
+            }
         }
-    }
-    let _ = writeln!(o, "</table>");
-    let mut seen: Vec<&str> = vec![];
-    let _ = writeln!(o, "<ul>");
-    for a in r.summary.iter().flat_map(|s| &s.attacks) {
-        if !seen.contains(&a.attack.as_str()) {
-            seen.push(&a.attack);
-            let _ = writeln!(o, "<li><b>{}</b> ({}): {}</li>", esc(&a.attack), esc(&a.kind), esc(&a.game));
+        let _ = writeln!(o, "</table>");
+        let mut seen: Vec<&str> = vec![];
+        let _ = writeln!(o, "<ul>");
+        for a in r.summary.iter().flat_map(|s| &s.attacks) {
+            if !seen.contains(&a.attack.as_str()) {
+                seen.push(&a.attack);
+                let _ = writeln!(o, "<li><b>{}</b> ({}): {}</li>", esc(&a.attack), esc(&a.kind), esc(&a.game));
+            }
         }
+        let _ = writeln!(o, "</ul>");
     }
-    let _ = writeln!(o, "</ul>");
     for f in figs.iter().filter(|f| f.id.starts_with("auc-")) {
         figure_html(&mut o, f);
     }
@@ -192,6 +197,10 @@ fn claims_section(o: &mut String, r: &Report) {
          (node membership vs node-level DP, canary edges vs edge-level DP); other attacks measure practical leakage \
          and show “not comparable”.</p>"
     );
+    if r.summary.iter().all(|s| s.attacks.is_empty()) {
+        let _ = writeln!(o, "<p>No attacks were configured: this is a utility-only report.</p>");
+        return;
+    }
     let violations: usize = r.summary.iter().flat_map(|s| &s.attacks).map(|a| a.violations).sum();
     if violations > 0 {
         let _ = writeln!(o, "<p><b style=\"color:#b00\">{violations} violation(s): an attack proved more leakage than the claimed ε allows.</b></p>");
