@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 
 pub mod bench_methods;
 pub mod attack;
+pub mod audit;
+pub mod check;
 pub mod train;
 pub mod account;
 pub mod bench;
@@ -24,6 +26,12 @@ pub struct Cli {
 pub enum Command {
     /// Torch smoke check: prints the libtorch version and runs one forward/backward pass.
     Doctor,
+    /// Train every target of an audit config, attack it, and write report.json/.md/.html.
+    Audit(audit::AuditArgs),
+    /// Fail (exit 1) when a report exceeds the leakage thresholds; for CI.
+    Check(check::CheckArgs),
+    /// Redraw report.md and report.html from a report.json.
+    Render(audit::RenderArgs),
     /// List the available datasets or describe one (nodes, edges, degrees, classes).
     Datasets(datasets::DatasetsArgs),
     /// Train a method on a dataset and report accuracy, time and the privacy budget.
@@ -50,6 +58,9 @@ pub fn init_logging(verbose: u8) {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
+        Command::Audit(args) => audit::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Render(args) => audit::render(args),
         Command::Datasets(args) => datasets::run(args),
         Command::Train(a) => train::run(a),
         Command::Account(a) => account::run(a),
