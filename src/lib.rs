@@ -6,6 +6,7 @@ pub mod data;
 pub mod error;
 pub mod models;
 pub mod privacy;
+pub mod report;
 pub mod train;
 
 pub use error::{Error, Result};
