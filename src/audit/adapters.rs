@@ -161,3 +161,44 @@ pub fn carve_attribute(ds: &Dataset, prefix: &str) -> Result<(Dataset, Vec<usize
     let value_names = block.iter().map(|&c| names[c].clone()).chain([format!("{prefix}=(none)")]).collect();
     Ok((out, values, value_names))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> Dataset {
+        // 3 nodes, features [a, gender=1, gender=2, b]; node 2 has no gender.
+        let data = vec![1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0];
+        Dataset {
+            name: "tiny".into(),
+            graph: Graph::from_edges(3, [(0, 1), (1, 0), (1, 2), (2, 1)]).unwrap(),
+            features: Features::Dense { rows: 3, cols: 4, data },
+            labels: vec![0, 1, 0],
+            num_classes: 2,
+            split: Some(Split { train: vec![0], val: vec![1], test: vec![2] }),
+            class_names: None,
+            attr_names: Some(vec!["a".into(), "gender=1".into(), "gender=2".into(), "b".into()]),
+        }
+    }
+
+    #[test]
+    fn carving_removes_the_block_and_returns_its_values() {
+        let (ds, values, names) = carve_attribute(&tiny(), "gender").unwrap();
+        assert_eq!(values, vec![0, 1, 2]);
+        assert_eq!(names, vec!["gender=1", "gender=2", "gender=(none)"]);
+        assert_eq!(ds.features.cols(), 2);
+        assert_eq!(ds.features.to_dense(), vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0]);
+        assert!(matches!(carve_attribute(&tiny(), "age"), Err(Error::InvalidParam { .. })));
+    }
+
+    #[test]
+    fn attack_graph_round_trips_to_a_dataset() {
+        let ds = tiny();
+        let g = attack_graph(&ds).unwrap();
+        assert_eq!(g.edges, vec![(0, 1), (1, 2)]);
+        let back = dataset_from(&g, &node_split(ds.split().unwrap()), "tiny").unwrap();
+        assert_eq!(back.graph, ds.graph);
+        assert_eq!(back.features.to_dense(), ds.features.to_dense());
+        assert_eq!(back.labels, ds.labels);
+    }
+}
