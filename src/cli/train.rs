@@ -113,6 +113,9 @@ pub struct TrainArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Skip the PLD epsilon in the budget (RDP only): the PLD accountant costs seconds.
+    #[arg(long)]
+    pub no_pld: bool,
     #[command(flatten)]
     pub recipe: RecipeArgs,
 }
@@ -139,6 +142,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
         crate::ensure!(t >= 1, crate::Error::invalid("threads", "must be at least 1"));
         tch::set_num_threads(t);
     }
+    train::accounting::set_pld(!a.no_pld);
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, SplitRatios::default(), a.split_seed)?;
@@ -174,6 +178,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
             "seconds": seconds,
             "threads": tch::get_num_threads(),
             "peak_rss_mb": peak_rss_mb(),
+            "cpu_seconds": cpu_seconds(),
             "budget": budget,
             "recipe": recipe,
         });
@@ -248,4 +253,20 @@ pub fn peak_rss_mb() -> f64 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
         })
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// User + system CPU time of this process so far, in seconds (from /proc/self/stat, at the usual
+/// 100 clock ticks per second; NaN where /proc is unavailable). Unlike wall time it hardly moves
+/// when other processes compete for the cores.
+pub fn cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ut: f64 = f.get(11)?.parse().ok()?;
+            let st: f64 = f.get(12)?.parse().ok()?;
+            Some((ut + st) / 100.0)
+        })
+        .unwrap_or(f64::NAN)
 }
