@@ -143,6 +143,9 @@ pub struct TrainArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Skip the PLD epsilon in the budget (RDP only): the PLD accountant costs seconds.
+    #[arg(long)]
+    pub no_pld: bool,
     #[command(flatten)]
     pub recipe: RecipeArgs,
 }
@@ -169,6 +172,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
         crate::ensure!(t >= 1, crate::Error::invalid("threads", "must be at least 1"));
         tch::set_num_threads(t);
     }
+    train::accounting::set_pld(!a.no_pld);
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     // LPGNN's experiments use a 50/25/25 split (thesis Section 3.5.2); the others GAP's 75/10/15.
@@ -207,6 +211,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
             "seconds": seconds,
             "threads": tch::get_num_threads(),
             "peak_rss_mb": peak_rss_mb(),
+            "cpu_seconds": cpu_seconds(),
             "budget": budget,
             "recipe": recipe,
         });
@@ -281,4 +286,20 @@ pub fn peak_rss_mb() -> f64 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
         })
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// User + system CPU time of this process so far, in seconds (from /proc/self/stat, at the usual
+/// 100 clock ticks per second; NaN where /proc is unavailable). Unlike wall time it hardly moves
+/// when other processes compete for the cores.
+pub fn cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let ut: f64 = f.get(11)?.parse().ok()?;
+            let st: f64 = f.get(12)?.parse().ok()?;
+            Some((ut + st) / 100.0)
+        })
+        .unwrap_or(f64::NAN)
 }

@@ -45,7 +45,9 @@ pub fn delta_for(r: &Recipe, data: &Dataset) -> f64 {
 fn calibrate(r: &Recipe, data: &Dataset, expr: Expression) -> Result<Privacy> {
     match r.epsilon {
         Some(eps) => {
+            let t = std::time::Instant::now();
             let (sigma, budget) = expr.calibrate(eps, delta_for(r, data))?;
+            tracing::info!("calibrated sigma {sigma:.4} and budget in {:.2} s", t.elapsed().as_secs_f64());
             Ok(Privacy { sigma, budget })
         }
         None => {
