@@ -1,24 +1,156 @@
 //! Runs a cell's attacks against its trained target through the attacks crate's threat-model
-//! interface, and turns each result into the report's `AttackRecord`.
-use super::cell::{AttackRecord, CellSpec};
-use super::progress::Progress;
+//! interface (black-box posteriors and a shadow oracle that retrains the target's recipe), and
+//! turns each result into the report's `AttackRecord`.
+use super::adapters::{attack_graph, claim_of, from_attack, node_split, ModelBlackBox, RecipeOracle};
+use super::cell::{thin_roc, AttackRecord, CellSpec, TprAtFpr, ROC_POINTS};
+use super::config::{AttackSpec, Params};
+use super::progress::{Progress, Stage};
+use super::recipe::overlay;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::train::{Recipe, TrainedRun};
+use gnnaudit_attacks as attacks;
+use gnnaudit_attacks::{
+    run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, NodeSplit,
+    ShadowOracle, Target,
+};
 
-/// Every attack of the cell, in config order.
+/// The knowledge keys a config may set (the rest of `AdversaryKnowledge` follows from the
+/// attack's access and is filled in by the attack itself).
+const KNOWLEDGE_KEYS: &[&str] =
+    &["shadow_nodes_per_class", "known_edge_fraction", "public_features", "known_attribute_fraction"];
+
+/// The adversary knowledge and parameters of one attack entry; errors are (key path, message).
+pub fn attack_inputs(
+    kind: &str,
+    knowledge: &Params,
+    params: &Params,
+) -> std::result::Result<(AttackKind, AdversaryKnowledge, AttackParams), (String, String)> {
+    let k = AttackKind::parse(kind).ok_or_else(|| ("kind".to_string(), format!("unknown attack '{kind}'")))?;
+    if k == AttackKind::Attribute {
+        return Err((
+            "kind".to_string(),
+            "attribute inference needs the sensitive attribute removed from the target's features before \
+             training, which an audit cell shared with other attacks cannot do; run `gnnaudit attack --attack \
+             attribute` instead"
+                .to_string(),
+        ));
+    }
+    for key in knowledge.keys() {
+        if !KNOWLEDGE_KEYS.contains(&key.as_str()) {
+            return Err((
+                format!("knowledge.{key}"),
+                format!("unknown adversary knowledge '{key}' (known: {})", KNOWLEDGE_KEYS.join(", ")),
+            ));
+        }
+    }
+    let know =
+        overlay(&AdversaryKnowledge::default(), knowledge).map_err(|(key, m)| (format!("knowledge.{key}"), m))?;
+    let mut p = AttackParams::default();
+    // `confidence` (of the eps_lb bound) applies to every attack; the rest to the attack's own struct.
+    let mut own = params.clone();
+    if let Some(c) = own.remove("confidence") {
+        p.confidence = Some(
+            c.as_float()
+                .or(c.as_integer().map(|i| i as f64))
+                .ok_or_else(|| ("params.confidence".to_string(), "must be a number".to_string()))?,
+        );
+    }
+    let err = |(key, m): (String, String)| (format!("params.{key}"), m);
+    match k {
+        AttackKind::Mia => p.mia = overlay(&p.mia, &own).map_err(err)?,
+        AttackKind::MiaMetric => {
+            if let Some(m) = own.remove("metric") {
+                p.metric = Some(
+                    serde_json::from_value(serde_json::to_value(&m).unwrap())
+                        .map_err(|e| ("params.metric".to_string(), e.to_string()))?,
+                );
+            }
+            p.mia = overlay(&p.mia, &own).map_err(err)?
+        }
+        AttackKind::Lira => p.lira = overlay(&p.lira, &own).map_err(err)?,
+        AttackKind::LinkStealing => p.link = overlay(&p.link, &own).map_err(err)?,
+        AttackKind::CanaryEdge => p.canary = overlay(&p.canary, &own).map_err(err)?,
+        AttackKind::Inversion => p.inversion = overlay(&p.inversion, &own).map_err(err)?,
+        AttackKind::GraphReconstruction => p.reconstruction = overlay(&p.reconstruction, &own).map_err(err)?,
+        AttackKind::Attribute => p.attribute = overlay(&p.attribute, &own).map_err(err)?,
+    }
+    Ok((k, know, p))
+}
+
+/// A shadow oracle that counts its trainings on the progress bar.
+struct CountingOracle<'a> {
+    inner: RecipeOracle,
+    progress: &'a Progress,
+}
+
+impl ShadowOracle for CountingOracle<'_> {
+    fn train(&self, graph: &AttackGraph, split: &NodeSplit, seed: u64) -> attacks::Result<Box<dyn BlackBox>> {
+        self.progress.add_work(Stage::ShadowTraining, 1);
+        let out = self.inner.train(graph, split, seed);
+        self.progress.done(Stage::ShadowTraining);
+        out
+    }
+}
+
+/// Every attack of the cell, in config order, against the cell's target.
 pub fn run_attacks(
     cell: &CellSpec,
-    _recipe: &Recipe,
-    _ds: &Dataset,
-    _run: &TrainedRun,
-    _progress: &Progress,
+    recipe: &Recipe,
+    ds: &Dataset,
+    run: &TrainedRun,
+    progress: &Progress,
 ) -> Result<Vec<AttackRecord>> {
-    if let Some(a) = cell.attacks.first() {
-        return Err(Error::Other(format!(
-            "attack '{}': the attacks crate is not wired into this build yet",
-            a.label()
-        )));
+    if cell.attacks.is_empty() {
+        return Ok(vec![]);
     }
-    Ok(vec![])
+    let graph = attack_graph(ds)?;
+    let split = node_split(ds.split()?);
+    let black_box = ModelBlackBox::new(run.model.as_ref());
+    let oracle = CountingOracle { inner: RecipeOracle::new(recipe, &run.budget, &ds.name), progress };
+    let target = Target {
+        graph: &graph,
+        split: &split,
+        black_box: &black_box,
+        white_box: run.model.white_box(),
+        oracle: Some(&oracle),
+        claim: claim_of(&run.budget),
+    };
+    let mut out = vec![];
+    for (i, a) in cell.attacks.iter().enumerate() {
+        let (kind, knowledge, params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
+            .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
+        progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
+        let seed = cell.key.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
+        let result = run_attack(kind, &target, &knowledge, &params, seed).map_err(from_attack)?;
+        out.push(record(a, &result));
+        progress.done(Stage::Attack);
+    }
+    Ok(out)
+}
+
+/// The report's view of an attack result.
+pub fn record(a: &AttackSpec, r: &AttackResult) -> AttackRecord {
+    let s = &r.summary;
+    let roc: Vec<(f64, f64)> = s.roc.iter().map(|p| (p.fpr, p.tpr)).collect();
+    let mut details = r.details.clone();
+    details.insert("knowledge".into(), serde_json::to_value(&r.knowledge).unwrap_or_default());
+    details.insert("positives".into(), s.num_positives.into());
+    details.insert("negatives".into(), s.num_negatives.into());
+    details.insert("eps_lb_confidence".into(), r.eps_lb_confidence.into());
+    if let Some(n) = &r.note {
+        details.insert("note".into(), n.clone().into());
+    }
+    AttackRecord {
+        attack: a.label(),
+        kind: a.kind.clone(),
+        game: r.game.statement.clone(),
+        auc: s.auc,
+        tpr_at_fpr: TprAtFpr { fpr_0_1pct: s.tpr_at_fpr.at_0_001, fpr_1pct: s.tpr_at_fpr.at_0_01 },
+        balanced_accuracy: s.balanced_accuracy,
+        eps_lb: r.eps_lb,
+        violation: r.violation,
+        roc: thin_roc(&roc, ROC_POINTS),
+        details: serde_json::Value::Object(details),
+    }
 }

@@ -9,7 +9,7 @@ use super::runner::CellRunner;
 use crate::data::{self, Csbm, Dataset, DatasetStats, Features, SplitRatios};
 use crate::error::{Error, Result};
 use crate::report::DatasetInfo;
-use crate::train;
+use crate::train::{self, Method};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -54,11 +54,13 @@ fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -> Result<Da
 }
 
 /// The dataset a cell trains on: the GAP/ProGAP preprocessing with the config's class filter and
-/// split (drawn from `split_seed`, else the cell's seed).
-pub fn prepare(raw: &Dataset, spec: &DatasetSpec, seed: u64) -> Result<Dataset> {
-    let ratios = match spec.split {
-        Some(s) => SplitRatios::new(s.train, s.val, s.test)?,
-        None => SplitRatios::default(),
+/// split (drawn from `split_seed`, else the cell's seed). Without a configured split, LPGNN uses
+/// its paper's 50/25/25 (thesis Section 3.6.1) and every other method 75/10/15.
+pub fn prepare(raw: &Dataset, spec: &DatasetSpec, seed: u64, method: Option<Method>) -> Result<Dataset> {
+    let ratios = match (spec.split, method) {
+        (Some(s), _) => SplitRatios::new(s.train, s.val, s.test)?,
+        (None, Some(Method::Lpgnn)) => SplitRatios::new(0.5, 0.25, 0.25)?,
+        (None, _) => SplitRatios::default(),
     };
     data::prepare_like_gap(raw, spec.min_class_count, ratios, spec.split_seed.unwrap_or(seed))
 }
@@ -103,7 +105,7 @@ impl CellRunner for RealRunner {
                 (p.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned()), file_sha256(&p)?)
             }
         };
-        let prepared = prepare(raw, spec, spec.split_seed.unwrap_or(0))?;
+        let prepared = prepare(raw, spec, spec.split_seed.unwrap_or(0), None)?;
         let stats = DatasetStats::of(&prepared);
         Ok(DatasetInfo {
             label: spec.label(),
@@ -121,7 +123,7 @@ impl CellRunner for RealRunner {
         let key = &cell.key;
         let recipe = build_recipe(&cell.method.method, &cell.method.params, key.epsilon, cell.delta)
             .map_err(|(field, msg)| Error::invalid(format!("{}.{field}", cell.method.label()), msg))?;
-        let ds = prepare(self.raw(cell.dataset)?, cell.dataset, key.seed)?;
+        let ds = prepare(self.raw(cell.dataset)?, cell.dataset, key.seed, Some(recipe.method))?;
         progress.set_message(Stage::Training, format!("{key}"));
         let clock = Instant::now();
         let run = train::train(&recipe, &ds, key.seed)?;

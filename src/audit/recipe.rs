@@ -11,9 +11,10 @@ use serde::Deserialize;
 
 /// Keys of a [[methods]] table that are not recipe fields, and why.
 const RESERVED: &[(&str, &str)] = &[
-    ("epsilon", "use `epsilons` (the grid) instead"),
-    ("method", "it is the entry's own `method`"),
-    ("delta", "it is the entry's own `delta`"),
+    ("sweep", ""),
+    ("epsilon", ": use `epsilons` (the grid) instead"),
+    ("method", ": it is the entry's own `method`"),
+    ("delta", ": it is the entry's own `delta`"),
 ];
 
 /// Parses a method name as `gnnaudit train --method` spells it.
@@ -27,9 +28,22 @@ pub fn method_names() -> Vec<&'static str> {
 }
 
 /// The privacy unit a method's epsilon grid applies to; None when it takes no epsilon (it then
-/// runs once per seed at eps = inf).
+/// runs once per seed at eps = inf). LPGNN's grid sets one of its two local budgets (`sweep`).
 pub fn grid_unit(method: &str) -> Option<PrivacyUnit> {
-    parse_method(method).filter(|m| m.takes_epsilon()).map(|m| m.privacy_unit())
+    parse_method(method).filter(|m| m.takes_epsilon() || *m == Method::Lpgnn).map(|m| m.privacy_unit())
+}
+
+/// The LPGNN budget the epsilon grid sets: "epsilon_x" (default) or "epsilon_y"; the other one is
+/// a parameter (default inf). The claim is their sum (thesis Corollary 2).
+pub fn lpgnn_swept(params: &Params) -> Result<&'static str, (String, String)> {
+    match params.get("sweep") {
+        None => Ok("epsilon_x"),
+        Some(v) => match v.as_str() {
+            Some("epsilon_x") => Ok("epsilon_x"),
+            Some("epsilon_y") => Ok("epsilon_y"),
+            _ => Err(("sweep".into(), format!("must be \"epsilon_x\" or \"epsilon_y\", got {v}"))),
+        },
+    }
 }
 
 /// The training recipe of one cell: the method's hyper-parameters, the cell's epsilon (left out
@@ -46,9 +60,22 @@ pub fn build_recipe(
     let mut table = toml::Table::new();
     for (k, v) in params {
         if let Some((_, why)) = RESERVED.iter().find(|(r, _)| r == k) {
-            return Err((k.clone(), format!("'{k}' is not a hyper-parameter: {why}")));
+            if k == "sweep" && m == Method::Lpgnn {
+                continue;
+            }
+            return Err((k.clone(), format!("'{k}' is not a hyper-parameter of {method}{why}")));
         }
         table.insert(k.clone(), v.clone());
+    }
+    if m == Method::Lpgnn {
+        let swept = lpgnn_swept(params)?;
+        if params.contains_key(swept) {
+            return Err((
+                swept.into(),
+                format!("set by the epsilon grid (sweep = \"{swept}\"); remove it or sweep the other"),
+            ));
+        }
+        table.insert(swept.into(), toml::Value::Float(eps.as_f64()));
     }
     table.insert("method".into(), toml::Value::String(m.name().into()));
     if let (true, Epsilon::Finite(e)) = (m.takes_epsilon(), eps) {
@@ -83,124 +110,10 @@ pub fn validate_params(
     Ok(())
 }
 
-/// What one parameter accepts.
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    /// Integer in [min, max].
-    Int(i64, i64),
-    /// Float in (min, max] (exclusive lower bound) .
-    Float(f64, f64),
-    /// Probability-like float in [0, 1).
-    Fraction,
-    Bool,
-    Choice(&'static [&'static str]),
-}
-
-const ATTACK_KNOWLEDGE: &[(&str, Kind)] = &[
-    // Shadow graph drawn from the target's distribution (thesis Section 4.8.2: 1000 per class).
-    ("shadow_nodes_per_class", Kind::Int(1, 1 << 30)),
-    // Fraction of the target's edges the adversary knows (supervised link stealing).
-    ("known_edge_fraction", Kind::Fraction),
-    ("public_features", Kind::Bool),
-    // Nodes whose sensitive attribute the adversary knows (attribute inference).
-    ("known_attribute_fraction", Kind::Fraction),
-];
-
-fn attack_schema(kind: &str) -> Vec<(&'static str, Kind)> {
-    let own: &[(&str, Kind)] = match kind {
-        "mia" => &[("attack_epochs", Kind::Int(1, 100_000)), ("attack_hidden", Kind::Int(1, 4096))],
-        "mia-metric" => &[("metric", Kind::Choice(&["confidence", "entropy", "modified-entropy", "all"]))],
-        "lira" => &[
-            ("shadows", Kind::Int(1, 4096)),
-            ("variant", Kind::Choice(&["online", "offline"])),
-            ("global_variance", Kind::Bool),
-        ],
-        "link-stealing" => &[
-            ("pairs", Kind::Int(2, 1 << 30)),
-            ("mode", Kind::Choice(&["unsupervised", "supervised", "both"])),
-            (
-                "distance",
-                Kind::Choice(&[
-                    "cosine",
-                    "euclidean",
-                    "correlation",
-                    "chebyshev",
-                    "braycurtis",
-                    "manhattan",
-                    "canberra",
-                    "sqeuclidean",
-                    "best",
-                ]),
-            ),
-        ],
-        "canary-edge" => &[("canaries", Kind::Int(2, 1 << 30)), ("one_run", Kind::Bool)],
-        "inversion" => &[("steps", Kind::Int(1, 1 << 30)), ("lambda", Kind::Float(-1e-12, 1e6))],
-        "graph-reconstruction" => {
-            &[("steps", Kind::Int(1, 1 << 30)), ("source", Kind::Choice(&["white-box", "posteriors", "embeddings"]))]
-        }
-        "attribute" => &[("attribute", Kind::Int(0, 1 << 30))],
-        _ => &[],
-    };
-    own.to_vec()
-}
-
-/// Checks an attack's knowledge and parameter tables; the error is (key path, message).
+/// Checks an attack's knowledge and parameter tables against the attacks crate's own structs;
+/// the error is (key path, message).
 pub fn validate_attack_params(kind: &str, knowledge: &Params, params: &Params) -> Result<(), (String, String)> {
-    check_table(ATTACK_KNOWLEDGE, knowledge, "adversary knowledge").map_err(|(k, m)| (format!("knowledge.{k}"), m))?;
-    check_table(&attack_schema(kind), params, &format!("parameter of {kind}"))
-        .map_err(|(k, m)| (format!("params.{k}"), m))
-}
-
-fn check_table(schema: &[(&str, Kind)], params: &Params, what: &str) -> Result<(), (String, String)> {
-    for (key, value) in params {
-        let Some((_, kind)) = schema.iter().find(|(k, _)| k == key) else {
-            let mut known: Vec<_> = schema.iter().map(|(k, _)| *k).collect();
-            known.sort_unstable();
-            known.dedup();
-            let list = if known.is_empty() { "none".to_string() } else { known.join(", ") };
-            return Err((key.clone(), format!("unknown {what} '{key}' (known: {list})")));
-        };
-        check_value(*kind, value).map_err(|m| (key.clone(), m))?;
-    }
-    Ok(())
-}
-
-fn check_value(kind: Kind, v: &toml::Value) -> Result<(), String> {
-    use toml::Value as V;
-    match (kind, v) {
-        (Kind::Int(lo, hi), V::Integer(x)) if (lo..=hi).contains(x) => Ok(()),
-        (Kind::Int(lo, hi), V::Integer(x)) => Err(format!("{x} is outside [{lo}, {hi}]")),
-        (Kind::Float(lo, hi), V::Float(_) | V::Integer(_)) => {
-            let x = as_f64(v);
-            if x > lo && x <= hi {
-                Ok(())
-            } else {
-                Err(format!("{x} is outside ({lo}, {hi}]"))
-            }
-        }
-        (Kind::Fraction, V::Float(_) | V::Integer(_)) => {
-            let x = as_f64(v);
-            if (0.0..1.0).contains(&x) {
-                Ok(())
-            } else {
-                Err(format!("{x} is outside [0, 1)"))
-            }
-        }
-        (Kind::Bool, V::Boolean(_)) => Ok(()),
-        (Kind::Choice(opts), V::String(s)) if opts.contains(&s.as_str()) => Ok(()),
-        (Kind::Choice(opts), _) => Err(format!("must be one of {}", opts.join(", "))),
-        (Kind::Int(..), _) => Err(format!("must be an integer, got {v}")),
-        (Kind::Float(..) | Kind::Fraction, _) => Err(format!("must be a number, got {v}")),
-        (Kind::Bool, _) => Err(format!("must be true or false, got {v}")),
-    }
-}
-
-fn as_f64(v: &toml::Value) -> f64 {
-    match v {
-        toml::Value::Float(x) => *x,
-        toml::Value::Integer(i) => *i as f64,
-        _ => f64::NAN,
-    }
+    super::attack::attack_inputs(kind, knowledge, params).map(|_| ())
 }
 
 /// Applies a config table on top of a parameter struct's defaults: every key must be a field of
@@ -270,8 +183,28 @@ mod tests {
     }
 
     #[test]
-    fn attack_tables_are_checked() {
-        let err = validate_attack_params("lira", &table("shadow_nodes_per_class = 100"), &table("shadow = 4"));
+    fn attack_tables_are_checked_against_the_attacks_crate() {
+        assert!(validate_attack_params("lira", &table("shadow_nodes_per_class = 100"), &table("shadows = 4")).is_ok());
+        let err = validate_attack_params("lira", &table(""), &table("shadow = 4"));
         assert_eq!(err.unwrap_err().0, "params.shadow");
+        let err = validate_attack_params("mia", &table("shadow_nodes = 4"), &table(""));
+        assert_eq!(err.unwrap_err().0, "knowledge.shadow_nodes");
+        assert!(validate_attack_params("mia-metric", &table(""), &table("metric = \"entropy\"")).is_ok());
+        assert_eq!(validate_attack_params("attribute", &table(""), &table("")).unwrap_err().0, "kind");
+    }
+
+    #[test]
+    fn lpgnn_grid_sets_the_swept_budget() {
+        let auto = DeltaPolicy::Auto;
+        let r = build_recipe("lpgnn", &table("epsilon_y = 1"), Epsilon::Finite(0.5), auto).unwrap();
+        assert_eq!((r.epsilon_x, r.epsilon_y), (0.5, 1.0));
+        let p = table("sweep = \"epsilon_y\"\nepsilon_x = 1");
+        let r = build_recipe("lpgnn", &p, Epsilon::Finite(2.0), auto).unwrap();
+        assert_eq!((r.epsilon_x, r.epsilon_y), (1.0, 2.0));
+        assert_eq!(
+            build_recipe("lpgnn", &table("epsilon_x = 1"), Epsilon::Finite(2.0), auto).unwrap_err().0,
+            "epsilon_x"
+        );
+        assert_eq!(grid_unit("lpgnn"), Some(PrivacyUnit::Local));
     }
 }
