@@ -235,22 +235,31 @@ impl Discrete {
     /// (Doroshenko et al. 2022). `delta(eps)` must be the exact delta of the pair at eps.
     fn connect_dots(k0: i64, k1: i64, h: f64, delta: impl Fn(f64) -> f64) -> Discrete {
         let n = (k1 - k0 + 1) as usize;
-        let eps: Vec<f64> = (0..n).map(|i| (k0 + i as i64) as f64 * h).collect();
-        let d: Vec<f64> = eps.iter().map(|&e| delta(e).clamp(0.0, 1.0)).collect();
-        // Chord slopes in e^eps: S_k for k = 0..n-2; S_{n-1} = 0.
-        let mut s = vec![0.0; n];
-        for k in 0..n - 1 {
-            // e^{eps_{k+1}} - e^{eps_k} = e^{eps_k} (e^h - 1)
-            s[k] = (d[k] - d[k + 1]).max(0.0) / (eps[k].exp() * h.exp_m1());
-        }
+        let eps = |i: usize| (k0 + i as i64) as f64 * h;
+        let d = |i: usize| delta(eps(i)).clamp(0.0, 1.0);
+        let emh = h.exp_m1();
+        // One pass, no scratch vectors: keeps delta_k, delta_{k+1} and the previous chord slope
+        // S_{k-1}, with S_k = (delta_k - delta_{k+1}) / (e^{eps_k} (e^h - 1)) and S_{n-1} = 0.
         let mut masses = vec![0.0; n];
         let mut upper = 0.0;
-        for i in 1..n {
-            let w = (eps[i].exp() * (s[i - 1] - s[i])).max(0.0);
-            masses[i] = w;
-            upper += w;
+        let mut d_k = d(0);
+        let mut s_prev = 0.0;
+        for k in 0..n {
+            let (s_k, d_next) = if k + 1 < n {
+                let d_next = d(k + 1);
+                ((d_k - d_next).max(0.0) / (eps(k).exp() * emh), d_next)
+            } else {
+                (0.0, d_k)
+            };
+            if k > 0 {
+                let w = (eps(k).exp() * (s_prev - s_k)).max(0.0);
+                masses[k] = w;
+                upper += w;
+            }
+            s_prev = s_k;
+            d_k = d_next;
         }
-        let inf_mass = d[n - 1];
+        let inf_mass = d_k;
         masses[0] = (1.0 - upper - inf_mass).max(0.0);
         Discrete { offset: k0, masses, inf_mass }
     }
