@@ -301,31 +301,35 @@ impl Discrete {
         }
     }
 
-    /// log E[e^{l L}] over the finite atoms (a sub-probability measure), computed relative to
-    /// the extreme atom in the direction of l so that nothing overflows; inflated by 1e-9
-    /// relative to cover the rounding of the recursion (the window only needs an upper bound).
-    fn log_mgf(&self, l: f64, h: f64) -> f64 {
+    /// log E[e^{l L}] over the finite atoms (a sub-probability measure) at l = +ls[j]
+    /// (`upper`) or -ls[j], for all j in one pass (independent multiply-add chains, one per l),
+    /// computed relative to the extreme atom in the direction of l so that nothing overflows;
+    /// inflated by 1e-9 relative to cover the rounding of the recursion (the window only needs
+    /// an upper bound).
+    fn log_mgfs(&self, ls: &[f64; LAMBDAS], h: f64, upper: bool) -> [f64; LAMBDAS] {
         let n = self.masses.len();
-        let r = (-l.abs() * h).exp();
-        let mut acc = 0.0;
-        let mut f = 1.0;
-        if l > 0.0 {
-            for w in self.masses.iter().rev() {
-                acc += w * f;
-                f *= r;
+        let r: [f64; LAMBDAS] = std::array::from_fn(|j| (-ls[j] * h).exp());
+        let mut f = [1.0f64; LAMBDAS];
+        let mut acc = [0.0f64; LAMBDAS];
+        let mut step = |w: f64| {
+            for j in 0..LAMBDAS {
+                acc[j] += w * f[j];
+                f[j] *= r[j];
             }
-            let top = (self.offset + n as i64 - 1) as f64 * h;
-            l * top + acc.ln() + 1e-9
+        };
+        if upper {
+            self.masses.iter().rev().for_each(|&w| step(w));
         } else {
-            for w in self.masses.iter() {
-                acc += w * f;
-                f *= r;
-            }
-            let bottom = self.offset as f64 * h;
-            l * bottom + acc.ln() + 1e-9
+            self.masses.iter().for_each(|&w| step(w));
         }
+        let (end, sign) =
+            if upper { ((self.offset + n as i64 - 1) as f64 * h, 1.0) } else { (self.offset as f64 * h, -1.0) };
+        std::array::from_fn(|j| sign * ls[j] * end + acc[j].ln() + 1e-9)
     }
 }
+
+/// Number of Chernoff parameters tried by [`window`]: 2^-6, ..., 2^8.
+const LAMBDAS: usize = 15;
 
 /// Hockey-stick delta(eps) of the "remove" pair P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2):
 /// the loss log(1 - q + q e^{(2x-1)/(2s^2)}) exceeds eps iff x > x_eps = s^2 log((e^eps - 1 + q)/q)
@@ -370,12 +374,18 @@ fn window(parts: &[(Discrete, u64)], h: f64, tail: f64) -> (f64, f64) {
         hi += *c as f64 * (p.offset + p.masses.len() as i64 - 1) as f64 * h;
     }
     let (sup_lo, sup_hi) = (lo, hi);
-    for k in -6..=8 {
-        let l = 2f64.powi(k);
-        let kp: f64 = parts.iter().map(|(p, c)| *c as f64 * p.log_mgf(l, h)).sum();
-        let km: f64 = parts.iter().map(|(p, c)| *c as f64 * p.log_mgf(-l, h)).sum();
-        hi = hi.min((kp - lt) / l);
-        lo = lo.max((lt - km) / l);
+    let ls: [f64; LAMBDAS] = std::array::from_fn(|j| 2f64.powi(j as i32 - 6));
+    let (mut kp, mut km) = ([0.0f64; LAMBDAS], [0.0f64; LAMBDAS]);
+    for (p, c) in parts {
+        let (up, down) = (p.log_mgfs(&ls, h, true), p.log_mgfs(&ls, h, false));
+        for j in 0..LAMBDAS {
+            kp[j] += *c as f64 * up[j];
+            km[j] += *c as f64 * down[j];
+        }
+    }
+    for j in 0..LAMBDAS {
+        hi = hi.min((kp[j] - lt) / ls[j]);
+        lo = lo.max((lt - km[j]) / ls[j]);
     }
     if !(hi > lo) {
         return (sup_lo, sup_hi);
@@ -441,7 +451,12 @@ fn fft_compose_pair(
     let fwd = planner.plan_fft_forward(n);
     let inv = planner.plan_fft_inverse(n);
     let mut scratch = vec![Complex::new(0.0, 0.0); fwd.get_inplace_scratch_len().max(inv.get_inplace_scratch_len())];
-    let mut acc = [vec![Complex::new(1.0, 0.0); half + 1], vec![Complex::new(1.0, 0.0); half + 1]];
+    // With one part the composed spectra are written straight back into the buffer (pairwise,
+    // k with n - k); with several they are accumulated here first.
+    let single = parts[0].len() == 1;
+    let acc_len = if single { 0 } else { half + 1 };
+    let mut acc = [vec![Complex::new(1.0, 0.0); acc_len], vec![Complex::new(1.0, 0.0); acc_len]];
+    let i = Complex::new(0.0, 1.0);
     let mut offset = [0i64; 2];
     let mut log_finite = [0.0f64; 2]; // log of the composed finite mass fraction (1 - inf)^count
     let mut buf = vec![Complex::new(0.0, 0.0); n];
@@ -460,17 +475,22 @@ fn fft_compose_pair(
         let min_norm_sqr = (-2980.0 / cf).exp();
         let (ax, ay) = acc.split_at_mut(1);
         for k in 0..=half {
+            let m = (n - k) % n;
             let f = buf[k];
-            let g = buf[(n - k) % n].conj();
+            let g = buf[m].conj();
             let x = (f + g) * 0.5;
             let d = (f - g) * 0.5; // = i Y
             let y = Complex::new(d.im, -d.re);
-            if *c == 1 {
-                ax[0][k] *= x;
-                ay[0][k] *= y;
+            let (xc, yc) = if *c == 1 { (x, y) } else { (cpow(x, cf, min_norm_sqr), cpow(y, cf, min_norm_sqr)) };
+            if single {
+                // Pack X' + i Y' (X'_{n-k} = conj X'_k, likewise Y'); buf[m] is not read again.
+                buf[k] = xc + i * yc;
+                if k > 0 && k < m {
+                    buf[m] = xc.conj() + i * yc.conj();
+                }
             } else {
-                ax[0][k] *= cpow(x, cf, min_norm_sqr);
-                ay[0][k] *= cpow(y, cf, min_norm_sqr);
+                ax[0][k] *= xc;
+                ay[0][k] *= yc;
             }
         }
         offset[0] += *c as i64 * px.offset;
@@ -479,8 +499,7 @@ fn fft_compose_pair(
         log_finite[1] += cf * (-py.inf_mass).ln_1p();
     }
     // Pack X' + i Y' over the whole spectrum (X'_{n-k} = conj X'_k, likewise Y').
-    let i = Complex::new(0.0, 1.0);
-    for k in 0..=half {
+    for k in (0..=half).filter(|_| !single) {
         buf[k] = acc[0][k] + i * acc[1][k];
         if k > 0 && k < n - k {
             buf[n - k] = acc[0][k].conj() + i * acc[1][k].conj();
@@ -491,9 +510,11 @@ fn fft_compose_pair(
     let mut out = Vec::with_capacity(2);
     for d in 0..2 {
         let (a_idx, _) = idx[d];
-        let masses: Vec<f64> = (0..need[d] as i64)
+        let start = (a_idx - offset[d]).rem_euclid(n as i64) as usize;
+        let masses: Vec<f64> = (0..need[d])
             .map(|c| {
-                let z = buf[(a_idx + c - offset[d]).rem_euclid(n as i64) as usize];
+                let i = start + c;
+                let z = buf[if i >= n { i - n } else { i }];
                 ((if d == 0 { z.re } else { z.im }) / nf).max(0.0)
             })
             .collect();
