@@ -66,11 +66,8 @@ pub fn pld_delta(event: &Event, epsilon: f64) -> Result<f64> {
         return Ok(plan.gaussian_inv_s2.map_or(0.0, |v| gaussian_delta(1.0 / v.sqrt(), rest)));
     }
     let opts = PldOptions::default();
-    let mut worst: f64 = 0.0;
-    for dir in [Direction::Remove, Direction::Add] {
-        worst = worst.max(plan.compose(dir, &opts)?.delta(rest));
-    }
-    Ok(worst.min(1.0))
+    let [remove, add] = plan.compose_both(&opts)?;
+    Ok(remove.delta(rest).max(add.delta(rest)).min(1.0))
 }
 
 /// PLD epsilons of one event at several deltas, composing the PLD only once.
@@ -93,7 +90,7 @@ pub fn pld_epsilons_with(event: &Event, deltas: &[f64], opts: &PldOptions) -> Re
             })
             .collect();
     }
-    let composed = [plan.compose(Direction::Remove, opts)?, plan.compose(Direction::Add, opts)?];
+    let composed = plan.compose_both(opts)?;
     Ok(deltas.iter().map(|&d| composed[0].epsilon(d).max(composed[1].epsilon(d)) + plan.pure).collect())
 }
 
@@ -120,11 +117,8 @@ pub fn pld_epsilon_with(event: &Event, delta: f64, opts: &PldOptions) -> Result<
         };
         return Ok(g + plan.pure);
     }
-    let mut worst: f64 = 0.0;
-    for dir in [Direction::Remove, Direction::Add] {
-        worst = worst.max(plan.compose(dir, opts)?.epsilon(delta));
-    }
-    Ok(worst + plan.pure)
+    let [remove, add] = plan.compose_both(opts)?;
+    Ok(remove.epsilon(delta).max(add.epsilon(delta)) + plan.pure)
 }
 
 fn supported(e: &Event) -> bool {
@@ -193,30 +187,37 @@ impl Plan {
         }
     }
 
-    /// Composes all parts for one direction of the add/remove relation.
-    fn compose(&self, dir: Direction, opts: &PldOptions) -> Result<Composed> {
+    /// Composes all parts for both directions of the add/remove relation ([remove, add]) on one
+    /// grid, so that one packed FFT serves both (see [`fft_compose_pair`]).
+    fn compose_both(&self, opts: &PldOptions) -> Result<[Composed; 2]> {
         let total_count: f64 = self.poisson.iter().map(|p| p.2 as f64).sum::<f64>() + 1.0;
         let per_step_tail = opts.tail / total_count;
-        let mut parts: Vec<(Discrete, u64)> = vec![];
         let mut h = opts.interval;
-        // A first pass decides the grid; if the composed window is too wide for max_points, the
+        // A first pass decides the grid; if a composed window is too wide for max_points, the
         // grid is coarsened and the PLDs rebuilt.
         for _attempt in 0..4 {
-            parts.clear();
-            if let Some(v) = self.gaussian_inv_s2 {
-                let s = 1.0 / v.sqrt();
-                parts.push((Discrete::gaussian(s, h, per_step_tail), 1));
+            let parts = |dir: Direction| -> Vec<(Discrete, u64)> {
+                let mut parts = vec![];
+                if let Some(v) = self.gaussian_inv_s2 {
+                    let s = 1.0 / v.sqrt();
+                    parts.push((Discrete::gaussian(s, h, per_step_tail), 1));
+                }
+                for &(q, s, c) in &self.poisson {
+                    parts.push((Discrete::poisson_gaussian(q, s, dir, h, per_step_tail), c));
+                }
+                parts
+            };
+            let (remove, add) = (parts(Direction::Remove), parts(Direction::Add));
+            let (w_remove, w_add) = (window(&remove, h, opts.tail), window(&add, h, opts.tail));
+            let size = |p: &[(Discrete, u64)], (lo, hi): (f64, f64)| {
+                let need = ((hi - lo) / h).ceil() as usize + 2;
+                need.max(p.iter().map(|p| p.0.masses.len()).max().unwrap_or(1))
+            };
+            let worst = size(&remove, w_remove).max(size(&add, w_add));
+            if worst <= opts.max_points {
+                return fft_compose_pair([&remove, &add], [w_remove, w_add], h, opts.tail);
             }
-            for &(q, s, c) in &self.poisson {
-                parts.push((Discrete::poisson_gaussian(q, s, dir, h, per_step_tail), c));
-            }
-            let (lo, hi) = window(&parts, h, opts.tail);
-            let need = ((hi - lo) / h).ceil() as usize + 2;
-            let longest = parts.iter().map(|p| p.0.masses.len()).max().unwrap_or(1);
-            if need.max(longest) <= opts.max_points {
-                return fft_compose(&parts, lo, hi, h, opts.tail);
-            }
-            h *= (need.max(longest) as f64 / opts.max_points as f64) * 1.05;
+            h *= (worst as f64 / opts.max_points as f64) * 1.05;
         }
         Err(Error::Other("PLD window does not fit the point budget".into()))
     }
@@ -234,22 +235,31 @@ impl Discrete {
     /// (Doroshenko et al. 2022). `delta(eps)` must be the exact delta of the pair at eps.
     fn connect_dots(k0: i64, k1: i64, h: f64, delta: impl Fn(f64) -> f64) -> Discrete {
         let n = (k1 - k0 + 1) as usize;
-        let eps: Vec<f64> = (0..n).map(|i| (k0 + i as i64) as f64 * h).collect();
-        let d: Vec<f64> = eps.iter().map(|&e| delta(e).clamp(0.0, 1.0)).collect();
-        // Chord slopes in e^eps: S_k for k = 0..n-2; S_{n-1} = 0.
-        let mut s = vec![0.0; n];
-        for k in 0..n - 1 {
-            // e^{eps_{k+1}} - e^{eps_k} = e^{eps_k} (e^h - 1)
-            s[k] = (d[k] - d[k + 1]).max(0.0) / (eps[k].exp() * h.exp_m1());
-        }
+        let eps = |i: usize| (k0 + i as i64) as f64 * h;
+        let d = |i: usize| delta(eps(i)).clamp(0.0, 1.0);
+        let emh = h.exp_m1();
+        // One pass, no scratch vectors: keeps delta_k, delta_{k+1} and the previous chord slope
+        // S_{k-1}, with S_k = (delta_k - delta_{k+1}) / (e^{eps_k} (e^h - 1)) and S_{n-1} = 0.
         let mut masses = vec![0.0; n];
         let mut upper = 0.0;
-        for i in 1..n {
-            let w = (eps[i].exp() * (s[i - 1] - s[i])).max(0.0);
-            masses[i] = w;
-            upper += w;
+        let mut d_k = d(0);
+        let mut s_prev = 0.0;
+        for k in 0..n {
+            let (s_k, d_next) = if k + 1 < n {
+                let d_next = d(k + 1);
+                ((d_k - d_next).max(0.0) / (eps(k).exp() * emh), d_next)
+            } else {
+                (0.0, d_k)
+            };
+            if k > 0 {
+                let w = (eps(k).exp() * (s_prev - s_k)).max(0.0);
+                masses[k] = w;
+                upper += w;
+            }
+            s_prev = s_k;
+            d_k = d_next;
         }
-        let inf_mass = d[n - 1];
+        let inf_mass = d_k;
         masses[0] = (1.0 - upper - inf_mass).max(0.0);
         Discrete { offset: k0, masses, inf_mass }
     }
@@ -291,31 +301,35 @@ impl Discrete {
         }
     }
 
-    /// log E[e^{l L}] over the finite atoms (a sub-probability measure), computed relative to
-    /// the extreme atom in the direction of l so that nothing overflows; inflated by 1e-9
-    /// relative to cover the rounding of the recursion (the window only needs an upper bound).
-    fn log_mgf(&self, l: f64, h: f64) -> f64 {
+    /// log E[e^{l L}] over the finite atoms (a sub-probability measure) at l = +ls[j]
+    /// (`upper`) or -ls[j], for all j in one pass (independent multiply-add chains, one per l),
+    /// computed relative to the extreme atom in the direction of l so that nothing overflows;
+    /// inflated by 1e-9 relative to cover the rounding of the recursion (the window only needs
+    /// an upper bound).
+    fn log_mgfs(&self, ls: &[f64; LAMBDAS], h: f64, upper: bool) -> [f64; LAMBDAS] {
         let n = self.masses.len();
-        let r = (-l.abs() * h).exp();
-        let mut acc = 0.0;
-        let mut f = 1.0;
-        if l > 0.0 {
-            for w in self.masses.iter().rev() {
-                acc += w * f;
-                f *= r;
+        let r: [f64; LAMBDAS] = std::array::from_fn(|j| (-ls[j] * h).exp());
+        let mut f = [1.0f64; LAMBDAS];
+        let mut acc = [0.0f64; LAMBDAS];
+        let mut step = |w: f64| {
+            for j in 0..LAMBDAS {
+                acc[j] += w * f[j];
+                f[j] *= r[j];
             }
-            let top = (self.offset + n as i64 - 1) as f64 * h;
-            l * top + acc.ln() + 1e-9
+        };
+        if upper {
+            self.masses.iter().rev().for_each(|&w| step(w));
         } else {
-            for w in self.masses.iter() {
-                acc += w * f;
-                f *= r;
-            }
-            let bottom = self.offset as f64 * h;
-            l * bottom + acc.ln() + 1e-9
+            self.masses.iter().for_each(|&w| step(w));
         }
+        let (end, sign) =
+            if upper { ((self.offset + n as i64 - 1) as f64 * h, 1.0) } else { (self.offset as f64 * h, -1.0) };
+        std::array::from_fn(|j| sign * ls[j] * end + acc[j].ln() + 1e-9)
     }
 }
+
+/// Number of Chernoff parameters tried by [`window`]: 2^-6, ..., 2^8.
+const LAMBDAS: usize = 15;
 
 /// Hockey-stick delta(eps) of the "remove" pair P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2):
 /// the loss log(1 - q + q e^{(2x-1)/(2s^2)}) exceeds eps iff x > x_eps = s^2 log((e^eps - 1 + q)/q)
@@ -360,12 +374,18 @@ fn window(parts: &[(Discrete, u64)], h: f64, tail: f64) -> (f64, f64) {
         hi += *c as f64 * (p.offset + p.masses.len() as i64 - 1) as f64 * h;
     }
     let (sup_lo, sup_hi) = (lo, hi);
-    for k in -6..=8 {
-        let l = 2f64.powi(k);
-        let kp: f64 = parts.iter().map(|(p, c)| *c as f64 * p.log_mgf(l, h)).sum();
-        let km: f64 = parts.iter().map(|(p, c)| *c as f64 * p.log_mgf(-l, h)).sum();
-        hi = hi.min((kp - lt) / l);
-        lo = lo.max((lt - km) / l);
+    let ls: [f64; LAMBDAS] = std::array::from_fn(|j| 2f64.powi(j as i32 - 6));
+    let (mut kp, mut km) = ([0.0f64; LAMBDAS], [0.0f64; LAMBDAS]);
+    for (p, c) in parts {
+        let (up, down) = (p.log_mgfs(&ls, h, true), p.log_mgfs(&ls, h, false));
+        for j in 0..LAMBDAS {
+            kp[j] += *c as f64 * up[j];
+            km[j] += *c as f64 * down[j];
+        }
+    }
+    for j in 0..LAMBDAS {
+        hi = hi.min((kp[j] - lt) / ls[j]);
+        lo = lo.max((lt - km[j]) / ls[j]);
     }
     if !(hi > lo) {
         return (sup_lo, sup_hi);
@@ -395,54 +415,119 @@ fn fft_size(m: usize) -> usize {
     best
 }
 
-/// Convolves the parts (each `count` times) by one forward FFT per part, a pointwise power in
-/// polar form, and one inverse FFT; reads the window [lo, hi] out of the circular result.
-fn fft_compose(parts: &[(Discrete, u64)], lo: f64, hi: f64, h: f64, tail: f64) -> Result<Composed> {
-    let a_idx = (lo / h).floor() as i64;
-    let b_idx = (hi / h).ceil() as i64;
-    let need = (b_idx - a_idx + 1) as usize;
-    let longest = parts.iter().map(|p| p.0.masses.len()).max().unwrap_or(1);
-    let n = fft_size(need.max(longest));
+/// z^c for a characteristic-function value (|z| <= 1) in polar form, c >= 1. Values whose power
+/// is below the smallest double (|z|^c < e^-1490) are exactly 0 in f64 anyway, so the angle and
+/// the exponential are skipped for them: for a many-fold composition this is most of the spectrum.
+#[inline]
+fn cpow(z: Complex<f64>, c: f64, min_norm_sqr: f64) -> Complex<f64> {
+    let r2 = z.norm_sqr();
+    if r2 <= min_norm_sqr {
+        return Complex::new(0.0, 0.0);
+    }
+    Complex::from_polar((0.5 * c * r2.ln()).exp(), c * z.arg())
+}
+
+/// Convolves the parts (each `count` times) of two PLDs at once, by the FFT of real sequences:
+/// both are packed into one complex sequence x + i y, whose transform F splits into
+/// X_k = (F_k + conj F_{n-k})/2 and Y_k = (F_k - conj F_{n-k})/(2i); the pointwise powers are
+/// taken on the half spectrum k <= n/2 only (the rest is the conjugate mirror, the inputs being
+/// real), and the two composed spectra are packed again as X' + i Y' into one inverse FFT whose
+/// real and imaginary parts are the two composed PLDs. One forward FFT per pair of parts and one
+/// inverse FFT in all, instead of two and two. Reads each window [lo, hi] out of the circular
+/// result.
+fn fft_compose_pair(
+    parts: [&[(Discrete, u64)]; 2],
+    windows: [(f64, f64); 2],
+    h: f64,
+    tail: f64,
+) -> Result<[Composed; 2]> {
+    ensure!(parts[0].len() == parts[1].len(), Error::Other("PLD directions have different parts".into()));
+    let idx = windows.map(|(lo, hi)| ((lo / h).floor() as i64, (hi / h).ceil() as i64));
+    let need = idx.map(|(a, b)| (b - a + 1) as usize);
+    let longest = parts.iter().flat_map(|p| p.iter().map(|x| x.0.masses.len())).max().unwrap_or(1);
+    let n = fft_size(need[0].max(need[1]).max(longest));
+    let half = n / 2;
     let mut planner = FftPlanner::<f64>::new();
     let fwd = planner.plan_fft_forward(n);
     let inv = planner.plan_fft_inverse(n);
-    let mut acc = vec![Complex::new(1.0, 0.0); n];
-    let mut offset: i64 = 0;
-    let mut log_finite = 0.0; // log of the composed finite mass fraction (1 - inf)^count
-    for (p, c) in parts {
-        let mut buf = vec![Complex::new(0.0, 0.0); n];
-        for (b, &w) in buf.iter_mut().zip(&p.masses) {
+    let mut scratch = vec![Complex::new(0.0, 0.0); fwd.get_inplace_scratch_len().max(inv.get_inplace_scratch_len())];
+    // With one part the composed spectra are written straight back into the buffer (pairwise,
+    // k with n - k); with several they are accumulated here first.
+    let single = parts[0].len() == 1;
+    let acc_len = if single { 0 } else { half + 1 };
+    let mut acc = [vec![Complex::new(1.0, 0.0); acc_len], vec![Complex::new(1.0, 0.0); acc_len]];
+    let i = Complex::new(0.0, 1.0);
+    let mut offset = [0i64; 2];
+    let mut log_finite = [0.0f64; 2]; // log of the composed finite mass fraction (1 - inf)^count
+    let mut buf = vec![Complex::new(0.0, 0.0); n];
+    for j in 0..parts[0].len() {
+        let ((px, c), (py, cy)) = (&parts[0][j], &parts[1][j]);
+        ensure!(c == cy, Error::Other("PLD directions have different counts".into()));
+        buf.iter_mut().for_each(|b| *b = Complex::new(0.0, 0.0));
+        for (b, &w) in buf.iter_mut().zip(&px.masses) {
             b.re = w;
         }
-        fwd.process(&mut buf);
-        let cf = *c as f64;
-        for (a, z) in acc.iter_mut().zip(&buf) {
-            let zc = if *c == 1 {
-                *z
-            } else {
-                let r = z.norm();
-                if r == 0.0 {
-                    Complex::new(0.0, 0.0)
-                } else {
-                    Complex::from_polar((cf * r.ln()).exp(), cf * z.arg())
-                }
-            };
-            *a *= zc;
+        for (b, &w) in buf.iter_mut().zip(&py.masses) {
+            b.im = w;
         }
-        offset += *c as i64 * p.offset;
-        log_finite += cf * (-p.inf_mass).ln_1p();
+        fwd.process_with_scratch(&mut buf, &mut scratch);
+        let cf = *c as f64;
+        let min_norm_sqr = (-2980.0 / cf).exp();
+        let (ax, ay) = acc.split_at_mut(1);
+        for k in 0..=half {
+            let m = (n - k) % n;
+            let f = buf[k];
+            let g = buf[m].conj();
+            let x = (f + g) * 0.5;
+            let d = (f - g) * 0.5; // = i Y
+            let y = Complex::new(d.im, -d.re);
+            let (xc, yc) = if *c == 1 { (x, y) } else { (cpow(x, cf, min_norm_sqr), cpow(y, cf, min_norm_sqr)) };
+            if single {
+                // Pack X' + i Y' (X'_{n-k} = conj X'_k, likewise Y'); buf[m] is not read again.
+                buf[k] = xc + i * yc;
+                if k > 0 && k < m {
+                    buf[m] = xc.conj() + i * yc.conj();
+                }
+            } else {
+                ax[0][k] *= xc;
+                ay[0][k] *= yc;
+            }
+        }
+        offset[0] += *c as i64 * px.offset;
+        offset[1] += *c as i64 * py.offset;
+        log_finite[0] += cf * (-px.inf_mass).ln_1p();
+        log_finite[1] += cf * (-py.inf_mass).ln_1p();
     }
-    inv.process(&mut acc);
+    // Pack X' + i Y' over the whole spectrum (X'_{n-k} = conj X'_k, likewise Y').
+    for k in (0..=half).filter(|_| !single) {
+        buf[k] = acc[0][k] + i * acc[1][k];
+        if k > 0 && k < n - k {
+            buf[n - k] = acc[0][k].conj() + i * acc[1][k].conj();
+        }
+    }
+    inv.process_with_scratch(&mut buf, &mut scratch);
     let nf = n as f64;
-    let masses: Vec<f64> = (0..need as i64)
-        .map(|c| {
-            let idx = (a_idx + c - offset).rem_euclid(n as i64) as usize;
-            (acc[idx].re / nf).max(0.0)
-        })
-        .collect();
-    ensure!(masses.iter().all(|m| m.is_finite()), Error::Other("PLD composition produced a non-finite mass".into()));
-    let inf_mass = -log_finite.exp_m1();
-    Ok(Composed { lo_index: a_idx, h, masses, extra: inf_mass + 2.0 * tail })
+    let mut out = Vec::with_capacity(2);
+    for d in 0..2 {
+        let (a_idx, _) = idx[d];
+        let start = (a_idx - offset[d]).rem_euclid(n as i64) as usize;
+        let masses: Vec<f64> = (0..need[d])
+            .map(|c| {
+                let i = start + c;
+                let z = buf[if i >= n { i - n } else { i }];
+                ((if d == 0 { z.re } else { z.im }) / nf).max(0.0)
+            })
+            .collect();
+        ensure!(
+            masses.iter().all(|m| m.is_finite()),
+            Error::Other("PLD composition produced a non-finite mass".into())
+        );
+        let inf_mass = -log_finite[d].exp_m1();
+        out.push(Composed { lo_index: a_idx, h, masses, extra: inf_mass + 2.0 * tail });
+    }
+    let add = out.pop().expect("two directions");
+    let remove = out.pop().expect("two directions");
+    Ok([remove, add])
 }
 
 impl Composed {
@@ -502,11 +587,12 @@ mod tests {
         let s = 1.0;
         let d = Discrete::gaussian(s, 1e-3, 1e-15);
         let parts = vec![(d, 4u64)];
-        let (lo, hi) = window(&parts, 1e-3, 1e-15);
-        let c = fft_compose(&parts, lo, hi, 1e-3, 1e-15).unwrap();
+        let w = window(&parts, 1e-3, 1e-15);
+        let [c, c2] = fft_compose_pair([&parts, &parts], [w, w], 1e-3, 1e-15).unwrap();
         for eps in [0.5, 1.0, 2.0, 4.0] {
             let exact = gaussian_delta(s / 2.0, eps);
             let got = c.delta(eps);
+            assert!((c2.delta(eps) - got).abs() <= 1e-12, "eps {eps}: the packed halves differ");
             assert!(got >= exact * (1.0 - 1e-9), "eps {eps}: {got} < exact {exact}");
             assert!((got - exact) / exact < 2e-3, "eps {eps}: {got} vs {exact}");
         }

@@ -1,8 +1,20 @@
 //! Log-space helpers shared by the accountants: stable log-add/sub, the log of the normal CDF and
 //! of erfc, log binomial coefficients. Every RDP/PLD formula is evaluated through these so that
 //! nothing overflows or silently turns into NaN.
-use libm::erfc;
 use statrs::function::factorial::ln_binomial;
+
+/// The complementary error function of the platform's C math library (C99 `erfc`; glibc and musl
+/// both use fdlibm's rational approximations, < 1 ulp, the algorithm the `libm` crate ports).
+/// The `libm` crate builds unoptimised in our dev profile (dependencies at opt-level 0), where
+/// its erfc was the largest single cost of the PLD discretisation (two calls per grid point).
+pub fn erfc(x: f64) -> f64 {
+    extern "C" {
+        #[link_name = "erfc"]
+        fn c_erfc(x: f64) -> f64;
+    }
+    // SAFETY: erfc is a pure C99 function of one double, defined for every input (NaN included).
+    unsafe { c_erfc(x) }
+}
 
 /// log(e^a + e^b) without overflow.
 pub fn log_add(a: f64, b: f64) -> f64 {
@@ -101,6 +113,15 @@ mod tests {
         // Continuity across the -20 switch.
         let (a, b) = (log_ndtr(-20.0 + 1e-9), log_ndtr(-20.0 - 1e-9));
         assert!((a - b).abs() < 1e-6);
+    }
+
+    #[test]
+    fn erfc_agrees_with_the_libm_crate() {
+        for i in -400..=400 {
+            let x = i as f64 * 0.07 + 0.003;
+            let (a, b) = (erfc(x), libm::erfc(x));
+            assert!((a - b).abs() <= 2.0 * f64::EPSILON * b.abs() || a == b, "erfc({x}): {a} vs {b}");
+        }
     }
 
     #[test]
