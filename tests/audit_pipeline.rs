@@ -318,7 +318,9 @@ fn tiny_real_audit_is_reproducible() {
     let r = Report::load(&dir.path().join("a/report.json")).unwrap();
     let gap =
         r.summary.iter().find(|s| s.method == "gap-edp" && s.epsilon == gnnaudit::audit::Epsilon::Finite(2.0)).unwrap();
-    assert!((gap.epsilon_claimed.as_f64() - 2.0).abs() < 1e-3, "calibrated to the target: {:?}", gap.epsilon_claimed);
+    // Calibrated by RDP to the target; the tight PLD claim can only be lower.
+    assert!((gap.epsilon_rdp.as_f64() - 2.0).abs() < 1e-3, "calibrated to the target: {:?}", gap.epsilon_rdp);
+    assert!(gap.epsilon_claimed.as_f64() <= 2.0 + 1e-9, "{:?}", gap.epsilon_claimed);
     assert!(r.summary.iter().all(|s| s.test_accuracy.n == 1 && s.test_accuracy.mean > 1.0 / 3.0), "beats chance");
     assert_eq!(r.datasets[0].source, "embedded");
 }
