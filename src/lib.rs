@@ -1,10 +1,12 @@
 //! gnnaudit: train private and non-private GNNs through libtorch, attack them, and report each
 //! attack's success next to the epsilon the accountant claims.
+pub mod audit;
 pub mod cli;
 pub mod data;
 pub mod error;
 pub mod models;
 pub mod privacy;
+pub mod report;
 pub mod train;
 
 pub use error::{Error, Result};

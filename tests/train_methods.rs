@@ -63,7 +63,7 @@ fn edge_level_budgets_match_their_expressions() {
         assert!((b.epsilon_rdp - 2.0).abs() < 1e-3, "{m:?}: {}", b.epsilon_rdp);
         let sigma = b.noise[0].1;
         let expr = if m == Method::GapEdp { accounting::gap_edge(k) } else { accounting::progap_edge(k) };
-        assert!((expr.budget(sigma, None, delta).epsilon_rdp - b.epsilon_rdp).abs() < 1e-9);
+        assert!((expr.budget(sigma, None, delta).unwrap().epsilon_rdp - b.epsilon_rdp).abs() < 1e-9);
         // Thesis Prop. 6 / Theorem 4 closed form (classic RDP conversion) is an upper bound.
         let closed = k as f64 / (2.0 * sigma * sigma) + (2.0 * k as f64 * (1.0 / delta).ln()).sqrt() / sigma;
         assert!(closed >= b.epsilon_rdp && closed < b.epsilon_rdp * 1.3, "closed form {closed}");
@@ -81,21 +81,21 @@ fn node_level_budgets_compose_dp_sgd_and_aggregations_with_one_sigma() {
     assert_eq!(b.privacy_unit, PrivacyUnit::Node);
     assert!((b.epsilon_rdp - 8.0).abs() < 1e-3);
     let sigma = b.noise[0].1;
-    let s = accounting::SgdSchedule { q: 256.0 / n_train as f64, steps: 2 * (n_train / 256) };
+    let s = accounting::SgdSchedule::new(256.0 / n_train as f64, (2 * (n_train / 256)) as u64);
     let expr = accounting::gap_node(3, 100, s, s);
-    assert!((expr.budget(sigma, None, delta).epsilon_rdp - b.epsilon_rdp).abs() < 1e-9);
+    assert!((expr.budget(sigma, None, delta).unwrap().epsilon_rdp - b.epsilon_rdp).abs() < 1e-9);
     assert_eq!(b.components.len(), 3);
 
     let r = recipe(Method::ProgapNdp, Some(8.0));
     let run = train::train(&r, &ds, 1).unwrap();
     let sigma = run.budget.noise[0].1;
     let expr = accounting::progap_node(2, 100, s);
-    assert!((expr.budget(sigma, None, delta).epsilon_rdp - run.budget.epsilon_rdp).abs() < 1e-9);
+    assert!((expr.budget(sigma, None, delta).unwrap().epsilon_rdp - run.budget.epsilon_rdp).abs() < 1e-9);
 
     let r = recipe(Method::DpMlp, Some(8.0));
     let run = train::train(&r, &ds, 1).unwrap();
     let expr = accounting::dp_sgd(s);
-    assert!((expr.budget(run.budget.noise[0].1, None, delta).epsilon_rdp - 8.0).abs() < 1e-3);
+    assert!((expr.budget(run.budget.noise[0].1, None, delta).unwrap().epsilon_rdp - 8.0).abs() < 1e-3);
     // One DP-SGD run costs less than GAP-NDP's three mechanisms: DP-MLP gets less noise.
     assert!(run.budget.noise[0].1 < sigma);
 }

@@ -1,8 +1,16 @@
 //! Command-line interface: one file per subcommand, each with its clap arguments and `run`.
+pub mod datasets;
+
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
+pub mod bench_methods;
+pub mod attack;
+pub mod audit;
+pub mod check;
 pub mod train;
+pub mod account;
+pub mod bench;
 
 #[derive(Debug, Parser)]
 #[command(name = "gnnaudit", version, about = "Train private GNNs, attack them, and audit the claimed epsilon")]
@@ -18,8 +26,22 @@ pub struct Cli {
 pub enum Command {
     /// Torch smoke check: prints the libtorch version and runs one forward/backward pass.
     Doctor,
+    /// Train every target of an audit config, attack it, and write report.json/.md/.html.
+    Audit(audit::AuditArgs),
+    /// Fail (exit 1) when a report exceeds the leakage thresholds; for CI.
+    Check(check::CheckArgs),
+    /// Redraw report.md and report.html from a report.json.
+    Render(audit::RenderArgs),
+    /// List the available datasets or describe one (nodes, edges, degrees, classes).
+    Datasets(datasets::DatasetsArgs),
     /// Train a method on a dataset and report accuracy, time and the privacy budget.
     Train(train::TrainArgs),
+    /// Privacy accounting: a method's epsilon at a noise level, or the noise for a target epsilon.
+    Account(account::AccountArgs),
+    /// Speed benchmarks against the reference libraries' anchors.
+    Bench(bench::BenchArgs),
+    /// Train a target and run one privacy attack; reports AUC, TPR at low FPR and eps_lb.
+    Attack(attack::AttackArgs),
 }
 
 pub fn init_logging(verbose: u8) {
@@ -36,7 +58,14 @@ pub fn init_logging(verbose: u8) {
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor => doctor(),
+        Command::Audit(args) => audit::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Render(args) => audit::render(args),
+        Command::Datasets(args) => datasets::run(args),
         Command::Train(a) => train::run(a),
+        Command::Account(a) => account::run(a),
+        Command::Bench(b) => bench::run(b),
+        Command::Attack(a) => attack::run(a),
     }
 }
 

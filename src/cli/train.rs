@@ -125,11 +125,15 @@ pub struct TrainArgs {
     /// Drop classes with fewer nodes (the Facebook100 anchors use 1000).
     #[arg(long, default_value_t = 1)]
     pub min_class_count: usize,
-    /// Training runs with seeds seed, seed+1, ...; the split is drawn once from --seed.
+    /// Training runs with seeds seed, seed+1, ...
     #[arg(long, default_value_t = 1)]
     pub repeats: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Seed of the train/val/test split (drawn once; all training seeds share it, as in the
+    /// reference).
+    #[arg(long, default_value_t = 0)]
+    pub split_seed: u64,
     /// Torch threads (default: libtorch's choice).
     #[arg(long)]
     pub threads: Option<i32>,
@@ -170,7 +174,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     // LPGNN's experiments use a 50/25/25 split (thesis Section 3.5.2); the others GAP's 75/10/15.
     let ratios =
         if recipe.method == Method::Lpgnn { SplitRatios::new(0.5, 0.25, 0.25)? } else { SplitRatios::default() };
-    let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, a.seed)?;
+    let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, a.split_seed)?;
     let mut runs = Vec::new();
     let mut budget = None;
     for i in 0..a.repeats {
@@ -202,6 +206,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
             "train_seconds": runs.iter().map(|(_, s)| *s).collect::<Vec<_>>(),
             "seconds": seconds,
             "threads": tch::get_num_threads(),
+            "peak_rss_mb": peak_rss_mb(),
             "budget": budget,
             "recipe": recipe,
         });
@@ -264,4 +269,16 @@ pub fn print_budget(b: &crate::privacy::accountant::Budget, private: bool) {
             }
         }
     }
+}
+
+/// Peak resident set size of this process (VmHWM), in MB (0 where /proc is unavailable).
+pub fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok()))
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
 }

@@ -94,9 +94,32 @@ impl Graph {
     pub fn has_edge(&self, u: usize, v: usize) -> bool {
         self.in_neighbors(v).binary_search(&u).is_ok()
     }
-    /// True when every edge u -> v has its reverse v -> u.
+    /// True when every edge u -> v has its reverse v -> u (compares the CSR with its transpose,
+    /// O(edges)).
     pub fn is_symmetric(&self) -> bool {
-        self.edges().all(|(u, v)| self.has_edge(v, u))
+        let t = self.reversed();
+        t.indptr == self.indptr && t.indices == self.indices
+    }
+    /// The graph with every edge reversed: its row u lists the out-neighbours of u here. Counting
+    /// sort, O(nodes + edges); rows come out sorted.
+    pub fn reversed(&self) -> Graph {
+        let n = self.num_nodes;
+        let mut indptr = vec![0usize; n + 1];
+        for &u in &self.indices {
+            indptr[u + 1] += 1;
+        }
+        for i in 0..n {
+            indptr[i + 1] += indptr[i];
+        }
+        let mut next = indptr[..n].to_vec();
+        let mut indices = vec![0usize; self.indices.len()];
+        for v in 0..n {
+            for &u in self.in_neighbors(v) {
+                indices[next[u]] = v;
+                next[u] += 1;
+            }
+        }
+        Graph { num_nodes: n, indptr, indices }
     }
     /// Undirected edges {u, v} with u < v, each once (self loops listed as (u, u)).
     pub fn undirected_edges(&self) -> Vec<(usize, usize)> {

@@ -1,4 +1,18 @@
 //! Graphs, loaders (npz, CSV/Parquet, synthetic CSBM), transforms and splits.
+//!
+//! | need | call |
+//! | --- | --- |
+//! | a dataset by name, path or `synthetic[:k=v,..]` | [`load_dataset`] (resolution order in [`registry`]) |
+//! | a gnn-benchmark `.npz` / edge + node tables | [`npz::load`] / [`table::load`] |
+//! | a synthetic graph with set homophily | [`Csbm::generate`] |
+//! | the GAP/ProGAP reference preprocessing | [`prepare_like_gap`] |
+//! | a split | [`random_split`] (75/10/15 default), [`split_per_class`] |
+//! | node-level DP degree bound | [`bound_degree`] |
+//! | shadow graph | [`induced_subgraph`] |
+//! | counts as `datasets describe` prints them | [`DatasetStats::of`] |
+//!
+//! Every transform returns a new [`Dataset`]; those that drop nodes keep features, labels, class
+//! names and split aligned.
 pub mod csbm;
 pub mod dataset;
 pub mod graph;

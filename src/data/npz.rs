@@ -26,12 +26,16 @@ pub fn load(path: &Path) -> Result<Dataset> {
     let mut npz = Npz::new(path, zip)?;
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "npz".into());
 
+    let t = std::time::Instant::now();
     let graph = npz.adjacency()?;
+    tracing::debug!("{}: adjacency in {:?}", path.display(), t.elapsed());
     let n = graph.num_nodes();
     let features = npz.features(n)?;
+    tracing::debug!("{}: + features in {:?}", path.display(), t.elapsed());
     let labels = npz.labels(n)?;
     let class_names = npz.strings("class_names")?;
     let attr_names = npz.strings("attr_names")?.filter(|a| a.len() == features.cols());
+    tracing::debug!("{}: + labels and names in {:?}", path.display(), t.elapsed());
     let max_label = labels.iter().copied().max().map_or(0, |m| m + 1);
     let num_classes = max_label.max(class_names.as_ref().map_or(0, |c| c.len()));
     let ds = Dataset { name, graph, features, labels, num_classes, split: None, class_names, attr_names };
@@ -98,6 +102,7 @@ impl<R: Read + Seek> Npz<R> {
     }
 
     /// Any integer (or bool) array as i64.
+    #[allow(clippy::unnecessary_cast)] // the macro casts every candidate type, i64 included
     fn ints(&mut self, key: &str) -> Result<Array<i64>> {
         self.require(key, "integer array")?;
         read_as!(self, key, |x| x as i64, [i64, i32, u32, i16, u16, i8, u8, u64]);
@@ -411,7 +416,7 @@ fn decode_unicode_npy(raw: &[u8]) -> std::result::Result<Vec<String>, String> {
     }
     let body = &raw[start + header_len..];
     let item = 4 * width;
-    if item == 0 || body.len() % item != 0 {
+    if item == 0 || !body.len().is_multiple_of(item) {
         return Err("body length is not a multiple of the item size".into());
     }
     Ok(body

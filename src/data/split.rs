@@ -35,7 +35,9 @@ impl SplitRatios {
             );
         }
         let sum = self.train + self.val + self.test;
-        crate::ensure!(sum <= 1.0 + 1e-9, Error::invalid("split", format!("ratios sum to {sum} > 1")));
+        if sum > 1.0 + 1e-9 {
+            return Err(Error::invalid("split", format!("ratios sum to {sum} > 1")));
+        }
         Ok(())
     }
 }

@@ -35,7 +35,8 @@ impl DatasetStats {
     pub fn of(ds: &Dataset) -> Self {
         let g = &ds.graph;
         let n = g.num_nodes();
-        let degrees = undirected_degrees(ds);
+        let symmetric = g.is_symmetric();
+        let degrees = degrees_in_undirected_view(ds, symmetric);
         let edges = degrees.iter().sum::<usize>() / 2;
         let mut sorted = degrees.clone();
         sorted.sort_unstable();
@@ -52,7 +53,7 @@ impl DatasetStats {
             edges,
             directed_edges: g.num_directed_edges(),
             self_loops: g.num_self_loops(),
-            symmetric: g.is_symmetric(),
+            symmetric,
             features: ds.num_features(),
             feature_storage: match ds.features {
                 Features::Dense { .. } => "dense".into(),
@@ -113,8 +114,12 @@ impl DatasetStats {
 
 /// Degree of every node in the undirected view: distinct other nodes it links to or from.
 pub fn undirected_degrees(ds: &Dataset) -> Vec<usize> {
+    degrees_in_undirected_view(ds, ds.graph.is_symmetric())
+}
+
+fn degrees_in_undirected_view(ds: &Dataset, symmetric: bool) -> Vec<usize> {
     let g = &ds.graph;
-    if g.is_symmetric() {
+    if symmetric {
         return (0..g.num_nodes()).map(|v| g.in_neighbors(v).iter().filter(|&&u| u != v).count()).collect();
     }
     let mut d = vec![0usize; g.num_nodes()];

@@ -1,7 +1,8 @@
 //! Aggregation perturbation: GAP's Private Multi-hop Aggregation (thesis Algorithm 5) and
 //! ProGAP's Normalize-Aggregate-Perturb (Eq. 5.8). Both use SUM aggregation `A^T X` as one sparse
-//! matmul, whose edge-level sensitivity is 1 on row-normalised inputs (Lemma 6) and node-level
-//! sensitivity sqrt(D)... i.e. D compositions (Lemma 8) on graphs of out-degree <= D.
+//! matmul, whose edge-level sensitivity is 1 on row-normalised inputs (Lemma 6); at node level, on
+//! graphs of out-degree <= D, a node changes at most D rows by a unit vector each (Lemma 8), so
+//! node-level methods add noise with std sigma sqrt(D).
 use crate::data::Graph;
 use crate::models::row_normalize;
 use tch::Tensor;

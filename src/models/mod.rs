@@ -70,9 +70,16 @@ impl ParamStore {
         self.names.push(name.to_string());
         self.params.len() - 1
     }
-    /// A Linear layer initialised as PyTorch does (Kaiming-uniform weight, uniform bias).
+    /// A Linear layer initialised as PyTorch's `nn.Linear` (kaiming_uniform with a = sqrt(5),
+    /// i.e. U(+-1/sqrt(in)) for weight and bias; tch's default weight init is sqrt(6) x wider).
     pub fn linear(&mut self, name: &str, input: i64, output: i64) -> Linear {
-        let l = nn::linear(self.path(name), input, output, Default::default());
+        let bound = 1.0 / (input.max(1) as f64).sqrt();
+        let cfg = nn::LinearConfig {
+            ws_init: nn::Init::Uniform { lo: -bound, up: bound },
+            bs_init: Some(nn::Init::Uniform { lo: -bound, up: bound }),
+            bias: true,
+        };
+        let l = nn::linear(self.path(name), input, output, cfg);
         let bs = l.bs.expect("linear layers have a bias");
         let weight = self.register(&format!("{name}.weight"), &l.ws);
         let bias = self.register(&format!("{name}.bias"), &bs);
@@ -82,7 +89,9 @@ impl ParamStore {
         match kind {
             NormKind::None => Norm::None,
             NormKind::Batch => {
-                let bn = nn::batch_norm1d(self.path(name), dim, Default::default());
+                // PyTorch's BatchNorm1d starts from weight 1 (tch's default draws U(0, 1)).
+                let cfg = nn::BatchNormConfig { ws_init: nn::Init::Const(1.0), ..Default::default() };
+                let bn = nn::batch_norm1d(self.path(name), dim, cfg);
                 if let Some(w) = &bn.ws {
                     self.register(&format!("{name}.weight"), w);
                 }

@@ -59,7 +59,7 @@ fn calibrate(r: &Recipe, data: &Dataset, expr: Expression) -> Result<Privacy> {
 /// DP-SGD schedule of one training run over the training nodes.
 fn schedule(r: &Recipe, n_train: usize) -> SgdSchedule {
     let b = r.batch_size().unwrap_or(n_train).min(n_train).max(1);
-    SgdSchedule { q: b as f64 / n_train as f64, steps: r.epochs() * steps_per_epoch(n_train, b) }
+    SgdSchedule::new(b as f64 / n_train as f64, (r.epochs() * steps_per_epoch(n_train, b)) as u64)
 }
 
 fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
@@ -229,11 +229,13 @@ pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     let cfg = fit_config(r, n_train, privacy.sigma);
     let (ps, encoder, mut classifier) = build_gap(r, features(data), data.num_classes);
     // 1. pre-train the encoder; 2-4. encode, normalise, PMA once (cached); 5. train CM.
-    fit(&encoder, &ps, &labels, &cfg);
+    let rep = fit(&encoder, &ps, &labels, &cfg);
+    tracing::info!("GAP encoder: best val {:.4} at epoch {} ({} steps)", rep.best_val, rep.best_epoch, rep.steps);
     let noise_std = privacy.sigma * sensitivity;
     let x0 = encoder.embed(&encoder.x.x);
     classifier.inputs = pma(&aggregation_operator(&graph), &x0, hops, noise_std);
-    fit(&classifier, &ps, &labels, &cfg);
+    let rep = fit(&classifier, &ps, &labels, &cfg);
+    tracing::info!("GAP classifier: best val {:.4} at epoch {} ({} steps)", rep.best_val, rep.best_epoch, rep.steps);
     let accuracy = measure(&classifier, &labels);
     let model = GapModel { ps, encoder, classifier, hops, noise_std, max_degree: node.then_some(r.max_degree) };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
@@ -314,7 +316,13 @@ pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun>
             net.inputs.push(crate::models::Rows::new(nap(&adj, &e, noise_std)));
         }
         net.stage = s;
-        fit(&net, &ps, &labels, &cfg);
+        let rep = fit(&net, &ps, &labels, &cfg);
+        tracing::info!(
+            "ProGAP stage {s}: best val {:.4} at epoch {} ({} steps)",
+            rep.best_val,
+            rep.best_epoch,
+            rep.steps
+        );
     }
     let accuracy = measure(&net, &labels);
     let model = ProgapModel { ps, net, noise_std, max_degree: node.then_some(r.max_degree) };

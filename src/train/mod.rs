@@ -35,6 +35,11 @@ pub trait TrainedModel {
     fn embeddings(&self) -> Option<Tensor> {
         None
     }
+    /// White-box access for inversion and graph-reconstruction attacks: parameters and a
+    /// differentiable forward (`gnnaudit_attacks::WhiteBox`), where the method can give one.
+    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
+        None
+    }
     /// Saves the model to a directory (checkpoint, cached private aggregations, and a JSON
     /// sidecar with the recipe and budget) so that it can be attacked later without retraining.
     fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {

@@ -25,5 +25,5 @@ pub use budget::{budget, default_delta, Budget, BudgetComponent, PrivacyUnit};
 pub use calibrate::{calibrate, calibrate_with};
 pub use event::Event;
 pub use methods::SgdSchedule;
-pub use pld::{pld_delta, pld_epsilon};
+pub use pld::{pld_delta, pld_epsilon, pld_epsilons};
 pub use rdp::{rdp_epsilon, rdp_epsilon_classic, RdpEpsilon};

@@ -73,6 +73,30 @@ pub fn pld_delta(event: &Event, epsilon: f64) -> Result<f64> {
     Ok(worst.min(1.0))
 }
 
+/// PLD epsilons of one event at several deltas, composing the PLD only once.
+pub fn pld_epsilons(event: &Event, deltas: &[f64]) -> Result<Vec<f64>> {
+    pld_epsilons_with(event, deltas, &PldOptions::default())
+}
+
+/// [`pld_epsilons`] with explicit options.
+pub fn pld_epsilons_with(event: &Event, deltas: &[f64], opts: &PldOptions) -> Result<Vec<f64>> {
+    deltas.iter().try_for_each(|&d| check_delta(d))?;
+    let plan = Plan::new(event)?;
+    if plan.poisson.is_empty() {
+        return deltas
+            .iter()
+            .map(|&d| {
+                Ok(match plan.gaussian_inv_s2 {
+                    Some(v) => gaussian_epsilon(1.0 / v.sqrt(), d)?,
+                    None => 0.0,
+                } + plan.pure)
+            })
+            .collect();
+    }
+    let composed = [plan.compose(Direction::Remove, opts)?, plan.compose(Direction::Add, opts)?];
+    Ok(deltas.iter().map(|&d| composed[0].epsilon(d).max(composed[1].epsilon(d)) + plan.pure).collect())
+}
+
 /// `Some(epsilon)` when the PLD accountant supports every part of the event (Gaussian, Poisson-
 /// subsampled Gaussian, pure DP, and their compositions), `None` otherwise (fixed-size batches
 /// without replacement, DP-GNN's hypergeometric bound).

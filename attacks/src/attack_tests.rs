@@ -1,0 +1,216 @@
+//! Each attack succeeds on a deliberately leaky target and stays at chance on a target trained
+//! without the relevant signal; small synthetic graphs so that every test takes a few seconds.
+use crate::graph::{AttackGraph, NodeSplit};
+use crate::membership::{MembershipMetric, MiaParams, ShadowSource};
+use crate::result::{run_attack, AttackKind, AttackParams, AttackResult, Target};
+use crate::threat::{AdversaryKnowledge, Claim, ClaimUnit};
+use crate::toy::*;
+
+fn attack(
+    kind: AttackKind,
+    g: &AttackGraph,
+    split: &NodeSplit,
+    model: &ToyModel,
+    oracle: &ToyOracle,
+    params: &AttackParams,
+    claim: Claim,
+) -> AttackResult {
+    let target = Target { graph: g, split, black_box: model, white_box: Some(model), oracle: Some(oracle), claim };
+    run_attack(kind, &target, &AdversaryKnowledge::default(), params, 7).unwrap()
+}
+
+fn overfit_mlp() -> ToyConfig {
+    ToyConfig { arch: Arch::Mlp, hidden: 128, epochs: 200, lr: 0.01 }
+}
+
+fn near_chance(auc: f64) -> bool {
+    (0.38..=0.62).contains(&auc)
+}
+
+/// Membership: an overfit MLP leaks; the same recipe trained on other nodes (never on the
+/// members) does not.
+#[test]
+fn membership_attacks_detect_overfitting_and_not_unseen_nodes() {
+    let g = csbm(600, 3, 32, 1.0, 0.02, 0.005, 1);
+    let split = split_per_class(&g, 40, 20);
+    let oracle = ToyOracle(overfit_mlp());
+    let leaky = ToyModel::train(&g, &split, overfit_mlp(), 3);
+    let blind_split = NodeSplit { train: split.val.clone(), val: vec![], test: vec![] };
+    let blind = ToyModel::train(&g, &blind_split, overfit_mlp(), 3);
+    let mut params = AttackParams::default();
+    params.mia = MiaParams { shadow_per_class: Some(150), ..Default::default() };
+    let claim = Claim::non_private();
+    for kind in [AttackKind::Mia, AttackKind::MiaMetric] {
+        let hit = attack(kind, &g, &split, &leaky, &oracle, &params, claim);
+        let miss = attack(kind, &g, &split, &blind, &oracle, &params, claim);
+        assert!(hit.summary.auc > 0.7, "{kind:?} on an overfit model: AUC {}", hit.summary.auc);
+        assert!(
+            near_chance(miss.summary.auc),
+            "{kind:?} on a model that never saw the members: AUC {}",
+            miss.summary.auc
+        );
+        assert!(hit.eps_lb.unwrap() > 0.0, "a non-private leaky model gives evidence of leakage");
+        assert!(!hit.violation, "no claim, no violation");
+        assert_eq!(hit.summary.num_positives, hit.summary.num_negatives);
+    }
+    // The reference set-up (attack trained on the target's own members) and every metric work too.
+    params.mia.source = ShadowSource::TargetSplit;
+    params.metric = Some(MembershipMetric::Confidence);
+    let hit = attack(AttackKind::MiaMetric, &g, &split, &leaky, &oracle, &params, claim);
+    assert!(hit.summary.auc > 0.7, "confidence threshold: {}", hit.summary.auc);
+    // eps_lb is computed for node-level claims and not for edge-level ones.
+    let edge_claim = Claim { unit: ClaimUnit::Edge, epsilon: Some(1.0), delta: 1e-5 };
+    let r = attack(AttackKind::Mia, &g, &split, &leaky, &oracle, &params, edge_claim);
+    assert!(r.eps_lb.is_none() && !r.violation);
+    let node_claim = Claim { unit: ClaimUnit::Node, epsilon: Some(0.01), delta: 1e-5 };
+    let r = attack(AttackKind::Mia, &g, &split, &leaky, &oracle, &params, node_claim);
+    assert!(r.violation, "an overfit model cannot be 0.01-node-DP: eps_lb {:?}", r.eps_lb);
+}
+
+#[test]
+fn lira_detects_overfitting_and_not_unseen_nodes() {
+    let g = csbm(240, 3, 16, 1.0, 0.02, 0.005, 2);
+    let split = split_per_class(&g, 20, 10);
+    let cfg = ToyConfig { arch: Arch::Mlp, hidden: 64, epochs: 150, lr: 0.01 };
+    let oracle = ToyOracle(cfg);
+    let leaky = ToyModel::train(&g, &split, cfg, 5);
+    let blind = ToyModel::train(&g, &NodeSplit { train: split.val.clone(), ..Default::default() }, cfg, 5);
+    let mut params = AttackParams::default();
+    params.lira.shadows = 8;
+    let claim = Claim::non_private();
+    let hit = attack(AttackKind::Lira, &g, &split, &leaky, &oracle, &params, claim);
+    let miss = attack(AttackKind::Lira, &g, &split, &blind, &oracle, &params, claim);
+    assert!(hit.summary.auc > 0.75, "LiRA on an overfit model: {}", hit.summary.auc);
+    assert!(near_chance(miss.summary.auc), "LiRA on a model that never saw the members: {}", miss.summary.auc);
+    let offline = hit.details["offline"]["auc"].as_f64().unwrap();
+    assert!(offline > 0.7, "offline LiRA: {offline}");
+}
+
+/// Link stealing on a graph without homophily: a GCN's posteriors reveal its edges, an MLP's
+/// (which never saw them) do not, since linked nodes are no more alike than unlinked ones.
+#[test]
+fn link_stealing_finds_gcn_edges_and_not_mlp_ones() {
+    let g = csbm(400, 4, 32, 2.0, 0.005, 0.005, 3);
+    let split = split_per_class(&g, 30, 10);
+    let gcn = ToyConfig { arch: Arch::Gcn, hidden: 32, epochs: 100, lr: 0.01 };
+    let mlp = ToyConfig { arch: Arch::Mlp, hidden: 32, epochs: 100, lr: 0.01 };
+    let oracle = ToyOracle(gcn);
+    let params = AttackParams::default();
+    let claim = Claim { unit: ClaimUnit::Edge, epsilon: Some(1.0), delta: 1e-5 };
+    let hit =
+        attack(AttackKind::LinkStealing, &g, &split, &ToyModel::train(&g, &split, gcn, 1), &oracle, &params, claim);
+    let miss =
+        attack(AttackKind::LinkStealing, &g, &split, &ToyModel::train(&g, &split, mlp, 1), &oracle, &params, claim);
+    let cos = |r: &AttackResult| r.details["unsupervised_auc"]["cosine"].as_f64().unwrap();
+    assert!(hit.summary.auc > 0.6 && cos(&hit) > 0.65, "GCN: MLP {} cosine {}", hit.summary.auc, cos(&hit));
+    assert!(hit.details["logistic_auc"].as_f64().unwrap() > 0.6, "logistic: {}", hit.details["logistic_auc"]);
+    assert!(near_chance(miss.summary.auc) && near_chance(cos(&miss)), "MLP: {} {}", miss.summary.auc, cos(&miss));
+    // Natural pairs never yield an epsilon comparison.
+    assert!(hit.eps_lb.is_none() && !hit.violation && hit.note.as_deref().unwrap().contains("homophily"));
+}
+
+/// The canary audit of an un-noised edge mechanism finds a large epsilon; calibrated noise keeps
+/// the bound below the claim.
+#[test]
+fn canary_edge_audit_catches_missing_noise() {
+    let g = csbm(800, 2, 64, 0.5, 0.002, 0.002, 4);
+    let split = split_per_class(&g, 50, 20);
+    let mut params = AttackParams::default();
+    params.canary.canaries = 300;
+    params.canary.use_embeddings = true;
+    params.canary.crafted = false;
+    let delta = 1e-5;
+    let broken = ToyConfig { arch: Arch::NoisyAgg { sigma: 0.0 }, hidden: 16, epochs: 20, lr: 0.01 };
+    let model = ToyModel::train(&g, &split, broken, 1);
+    let claim = Claim { unit: ClaimUnit::Edge, epsilon: Some(1.0), delta };
+    let r = attack(AttackKind::CanaryEdge, &g, &split, &model, &ToyOracle(broken), &params, claim);
+    assert!(r.eps_lb.unwrap() > 2.5, "no noise: eps_lb {:?}, AUC {}", r.eps_lb, r.summary.auc);
+    assert!(r.violation);
+    // sigma for (1, 1e-5)-DP with L2 sensitivity sqrt(2) (one edge moves two rows by unit vectors).
+    let mut sigma = 1.0;
+    while gaussian_epsilon(2f64.sqrt(), sigma, delta) > 1.0 {
+        sigma *= 1.05;
+    }
+    let eps = gaussian_epsilon(2f64.sqrt(), sigma, delta);
+    let noised = ToyConfig { arch: Arch::NoisyAgg { sigma }, ..broken };
+    let claim = Claim { unit: ClaimUnit::Edge, epsilon: Some(eps), delta };
+    let r = attack(AttackKind::CanaryEdge, &g, &split, &model, &ToyOracle(noised), &params, claim);
+    assert!(r.eps_lb.unwrap() <= eps && !r.violation, "sigma {sigma}: eps_lb {:?} > {eps}", r.eps_lb);
+    assert_eq!(r.details["coins"].as_array().unwrap().len(), 300);
+}
+
+#[test]
+fn inversion_recovers_class_features_only_from_a_trained_model() {
+    // Binary bag-of-words-like features: a word is present where the CSBM feature exceeds 1.
+    let mut g = csbm(300, 3, 32, 4.0, 0.01, 0.01, 5);
+    g.features = g.features.gt(1.0).to_kind(tch::Kind::Float);
+    let split = split_per_class(&g, 40, 10);
+    let cfg = ToyConfig { arch: Arch::Mlp, hidden: 32, epochs: 100, lr: 0.01 };
+    let oracle = ToyOracle(cfg);
+    let mut params = AttackParams::default();
+    params.inversion.steps = 200;
+    let claim = Claim::non_private();
+    let hit = attack(AttackKind::Inversion, &g, &split, &ToyModel::train(&g, &split, cfg, 1), &oracle, &params, claim);
+    let constant = ToyConfig { arch: Arch::Constant, ..cfg };
+    let miss =
+        attack(AttackKind::Inversion, &g, &split, &ToyModel::train(&g, &split, constant, 1), &oracle, &params, claim);
+    assert!(hit.summary.auc > 0.8, "trained MLP: {}", hit.summary.auc);
+    assert!(near_chance(miss.summary.auc), "constant model: {}", miss.summary.auc);
+    assert!(hit.eps_lb.is_none());
+}
+
+#[test]
+fn graph_reconstruction_uses_the_white_box_gcn() {
+    let g = csbm(200, 2, 16, 1.0, 0.05, 0.01, 6);
+    let split = split_per_class(&g, 30, 10);
+    let gcn = ToyConfig { arch: Arch::Gcn, hidden: 16, epochs: 100, lr: 0.01 };
+    let oracle = ToyOracle(gcn);
+    let mut params = AttackParams::default();
+    params.reconstruction.steps = 100;
+    let claim = Claim::non_private();
+    let hit = attack(
+        AttackKind::GraphReconstruction,
+        &g,
+        &split,
+        &ToyModel::train(&g, &split, gcn, 1),
+        &oracle,
+        &params,
+        claim,
+    );
+    assert!(hit.summary.auc > 0.6, "white-box GCN: {} ({:?})", hit.summary.auc, hit.details);
+    // An MLP's output ignores the adjacency; without the feature-smoothness prior nothing is left.
+    params.reconstruction.alpha = 0.0;
+    let mlp = ToyConfig { arch: Arch::Mlp, ..gcn };
+    let miss = attack(
+        AttackKind::GraphReconstruction,
+        &g,
+        &split,
+        &ToyModel::train(&g, &split, mlp, 1),
+        &oracle,
+        &params,
+        claim,
+    );
+    assert!(near_chance(miss.summary.auc), "MLP: {}", miss.summary.auc);
+}
+
+#[test]
+fn attribute_inference_beats_majority_only_when_the_attribute_leaks() {
+    let base = csbm(600, 3, 16, 3.0, 0.01, 0.01, 7);
+    let split = split_per_class(&base, 40, 10);
+    let cfg = ToyConfig { arch: Arch::Mlp, hidden: 32, epochs: 100, lr: 0.01 };
+    let model = ToyModel::train(&base, &split, cfg, 1);
+    let oracle = ToyOracle(cfg);
+    let params = AttackParams::default();
+    let claim = Claim::non_private();
+    // Correlated with the class (the model predicts it) vs independent of everything.
+    let correlated: Vec<usize> =
+        base.labels.iter().enumerate().map(|(i, &y)| ((y == 0) ^ (i % 10 == 0)) as usize).collect();
+    let g = base.clone().with_sensitive(correlated).unwrap();
+    let hit = attack(AttackKind::Attribute, &g, &split, &model, &oracle, &params, claim);
+    assert!(hit.summary.auc > 0.8, "correlated attribute: {}", hit.summary.auc);
+    assert!(hit.details["accuracy"].as_f64().unwrap() > hit.details["majority_baseline"].as_f64().unwrap());
+    let random: Vec<usize> = (0..base.num_nodes).map(|i| (i * 7919 + 13) % 97 % 2).collect();
+    let g = base.clone().with_sensitive(random).unwrap();
+    let miss = attack(AttackKind::Attribute, &g, &split, &model, &oracle, &params, claim);
+    assert!(near_chance(miss.summary.auc), "independent attribute: {}", miss.summary.auc);
+}

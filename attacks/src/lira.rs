@@ -1,0 +1,145 @@
+//! The likelihood-ratio attack (LiRA, Carlini et al. 2022) for nodes: S shadow models trained with
+//! the target's recipe on the target graph, each pool node IN for exactly half of them; per-node
+//! Gaussian fits of the logit-scaled confidence IN and OUT; online (likelihood ratio) and offline
+//! (one-sided test against OUT only) scores; optional global variance for small S.
+use crate::error::{check, Error, Result};
+use crate::graph::NodeSplit;
+use crate::membership::partition;
+use crate::posterior::{rows, scaled_logit};
+use crate::result::{Outcome, Target};
+use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LiraParams {
+    /// Number of shadow models (Carlini et al. use 16-256; 16 by default here).
+    pub shadows: usize,
+    /// Online (IN and OUT fits) or offline (OUT only) primary score.
+    pub online: bool,
+    /// One variance over all nodes instead of per-node variances (better for small S).
+    pub global_variance: bool,
+}
+
+impl Default for LiraParams {
+    fn default() -> Self {
+        LiraParams { shadows: 16, online: true, global_variance: false }
+    }
+}
+
+const MIN_STD: f64 = 1e-3;
+
+fn mean_std(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len().max(1) as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let v = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n;
+    (m, v.sqrt())
+}
+
+fn log_normal_pdf(x: f64, m: f64, s: f64) -> f64 {
+    -0.5 * ((x - m) / s).powi(2) - s.ln()
+}
+
+pub fn lira(target: &Target, params: &LiraParams, seed: u64) -> Result<Outcome> {
+    check!(
+        params.shadows >= 2 && params.shadows % 2 == 0,
+        "shadows",
+        "need an even number >= 2, got {}",
+        params.shadows
+    );
+    let oracle = target.oracle.ok_or_else(|| Error::Unsupported("LiRA needs a shadow-training oracle".into()))?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let g = target.graph;
+    let n = target.split.train.len().min(target.split.test.len());
+    check!(n >= 2, "split", "need members and non-members");
+    let mut tr = target.split.train.clone();
+    let mut te = target.split.test.clone();
+    tr.shuffle(&mut rng);
+    te.shuffle(&mut rng);
+    let pool: Vec<usize> = tr[..n].iter().chain(&te[..n]).copied().collect();
+    let member: Vec<bool> = (0..2 * n).map(|i| i < n).collect();
+    let s_count = params.shadows;
+    // in_mask[s][i]: pool node i is in shadow s's training set; each node IN for exactly S/2.
+    let mut in_mask = vec![vec![false; pool.len()]; s_count];
+    for i in 0..pool.len() {
+        let mut order: Vec<usize> = (0..s_count).collect();
+        order.shuffle(&mut rng);
+        for &s in &order[..s_count / 2] {
+            in_mask[s][i] = true;
+        }
+    }
+    let labels: Vec<usize> = pool.iter().map(|&v| g.labels[v]).collect();
+    let mut ins = vec![Vec::new(); pool.len()];
+    let mut outs = vec![Vec::new(); pool.len()];
+    for (s, mask) in in_mask.iter().enumerate() {
+        let split = NodeSplit {
+            train: pool.iter().zip(mask).filter(|(_, &m)| m).map(|(&v, _)| v).collect(),
+            val: target.split.val.clone(),
+            test: vec![],
+        };
+        let model = oracle.train(g, &split, seed.wrapping_add(1000 + s as u64))?;
+        let post = rows(&model.posteriors(&pool)?);
+        for i in 0..pool.len() {
+            let phi = scaled_logit(&post[i], labels[i]);
+            if mask[i] {
+                ins[i].push(phi)
+            } else {
+                outs[i].push(phi)
+            }
+        }
+    }
+    let target_phi: Vec<f64> =
+        rows(&target.black_box.posteriors(&pool)?).iter().zip(&labels).map(|(p, &y)| scaled_logit(p, y)).collect();
+    let fits_in: Vec<(f64, f64)> = ins.iter().map(|x| mean_std(x)).collect();
+    let fits_out: Vec<(f64, f64)> = outs.iter().map(|x| mean_std(x)).collect();
+    let pooled_std = |fits: &[(f64, f64)]| (fits.iter().map(|f| f.1 * f.1).sum::<f64>() / fits.len() as f64).sqrt();
+    let (g_in, g_out) = (pooled_std(&fits_in), pooled_std(&fits_out));
+    let std_of = |f: (f64, f64), global: f64| if params.global_variance { global } else { f.1 }.max(MIN_STD);
+    let online: Vec<f64> = (0..pool.len())
+        .map(|i| {
+            let (fi, fo) = (fits_in[i], fits_out[i]);
+            log_normal_pdf(target_phi[i], fi.0, std_of(fi, g_in))
+                - log_normal_pdf(target_phi[i], fo.0, std_of(fo, g_out))
+        })
+        .collect();
+    // Offline: how far above the OUT distribution the target's confidence lies (monotone in the
+    // one-sided p-value of Carlini et al.'s offline test).
+    let offline: Vec<f64> =
+        (0..pool.len()).map(|i| (target_phi[i] - fits_out[i].0) / std_of(fits_out[i], g_out)).collect();
+    let mut details = serde_json::Map::new();
+    for (name, sc) in [("online", &online), ("offline", &offline)] {
+        let (p, q) = partition(sc, &member);
+        let s = crate::metrics::ScoreSummary::new(&p, &q, None);
+        details.insert(name.into(), serde_json::json!({"auc": s.auc, "tpr_at_fpr": s.tpr_at_fpr}));
+    }
+    details.insert("shadows".into(), s_count.into());
+    details.insert("global_variance".into(), params.global_variance.into());
+    let (pos, neg) = partition(if params.online { &online } else { &offline }, &member);
+    let game = Game {
+        unit: GameUnit::NodeMembership,
+        positive: "a node of the target's training set".into(),
+        negative: "a held-out node of the same class-balanced random split".into(),
+        statement: format!(
+            "The adversary knows the target graph, features and labels and the recipe, trains {s_count} shadow models \
+             each including every candidate node in half of them, and tests whether the target's logit-scaled \
+             confidence on a node looks like its IN or its OUT distribution ({}); candidates are a random half \
+             members, half non-members.",
+            if params.online { "online likelihood ratio" } else { "offline, OUT only" }
+        ),
+    };
+    let knowledge = AdversaryKnowledge {
+        black_box: true,
+        shadow_training: true,
+        public_features: true,
+        notes: vec![format!(
+            "{s_count} shadow models on the target graph; the candidate pool is known, not its membership"
+        )],
+        ..Default::default()
+    };
+    let threshold = if params.online { Some(0.0) } else { None };
+    let mut out = Outcome::new(pos, neg, threshold, game, knowledge);
+    out.details = details;
+    Ok(out)
+}

@@ -1,0 +1,300 @@
+//! Node membership inference: the shadow-model attack of thesis ch.4 Sec. 4.8.2 (TSTF: the shadow
+//! model is trained on a shadow subgraph, the target answers on its full graph) and the
+//! threshold attacks of Song & Mittal (2021) with class-dependent thresholds from the shadow.
+use crate::classifier::{split_indices, AttackMlp, MlpConfig};
+use crate::error::{check, Error, Result};
+use crate::graph::{class_balanced_split, NodeSplit};
+use crate::posterior::{self, with_one_hot};
+use crate::result::{Outcome, Target};
+use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use tch::Tensor;
+
+/// Where the attack's labelled training data comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShadowSource {
+    /// An independent shadow model trained by the oracle on a shadow graph of `per_class` nodes per
+    /// class drawn uniformly from the target dataset (thesis ch.4 Sec. 4.8.2).
+    Independent,
+    /// GAP's reference code (`test_on_target=False`): the attack is trained on 70% of the target's
+    /// own sampled members/non-members (60 train, 10 val) and tested on the other 30%.
+    TargetSplit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MiaParams {
+    pub source: ShadowSource,
+    /// Shadow graph nodes per class; None = min(1000, smallest class).
+    pub shadow_per_class: Option<usize>,
+    pub mlp: MlpConfig,
+}
+
+impl Default for MiaParams {
+    fn default() -> Self {
+        MiaParams { source: ShadowSource::Independent, shadow_per_class: None, mlp: MlpConfig::default() }
+    }
+}
+
+/// Posteriors, labels and membership of a set of nodes, for training or evaluating an attack.
+pub struct MembershipSamples {
+    pub posteriors: Tensor,
+    pub labels: Vec<usize>,
+    pub member: Vec<bool>,
+}
+
+impl MembershipSamples {
+    fn select(&self, idx: &[i64]) -> MembershipSamples {
+        let t = Tensor::from_slice(idx);
+        MembershipSamples {
+            posteriors: self.posteriors.index_select(0, &t),
+            labels: idx.iter().map(|&i| self.labels[i as usize]).collect(),
+            member: idx.iter().map(|&i| self.member[i as usize]).collect(),
+        }
+    }
+    fn targets(&self) -> Vec<i64> {
+        self.member.iter().map(|&m| m as i64).collect()
+    }
+}
+
+/// Balanced, shuffled members and non-members of a model: n = min(#train, #test) of each.
+fn balanced_samples(
+    bb: &dyn crate::threat::BlackBox,
+    labels: &[usize],
+    split: &NodeSplit,
+    rng: &mut ChaCha8Rng,
+) -> Result<MembershipSamples> {
+    let n = split.train.len().min(split.test.len());
+    check!(
+        n >= 2,
+        "split",
+        "need at least 2 members and 2 non-members, got {} and {}",
+        split.train.len(),
+        split.test.len()
+    );
+    let mut tr = split.train.clone();
+    let mut te = split.test.clone();
+    tr.shuffle(rng);
+    te.shuffle(rng);
+    let mut nodes: Vec<(usize, bool)> =
+        tr[..n].iter().map(|&v| (v, true)).chain(te[..n].iter().map(|&v| (v, false))).collect();
+    nodes.shuffle(rng);
+    let ids: Vec<usize> = nodes.iter().map(|p| p.0).collect();
+    Ok(MembershipSamples {
+        posteriors: bb.posteriors(&ids)?,
+        labels: ids.iter().map(|&v| labels[v]).collect(),
+        member: nodes.iter().map(|p| p.1).collect(),
+    })
+}
+
+/// The attack's training samples (from the shadow) and evaluation samples (from the target).
+pub fn membership_data(
+    target: &Target,
+    params: &MiaParams,
+    seed: u64,
+) -> Result<(MembershipSamples, MembershipSamples, AdversaryKnowledge)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let g = target.graph;
+    let eval_all = balanced_samples(target.black_box, &g.labels, target.split, &mut rng)?;
+    match params.source {
+        ShadowSource::TargetSplit => {
+            let n = eval_all.member.len();
+            let (tr, va, te) = split_indices(n, 0.6, 0.1);
+            let train: Vec<i64> = tr.into_iter().chain(va).collect();
+            let knowledge = AdversaryKnowledge {
+                black_box: true,
+                notes: vec![
+                    "GAP reference set-up (test_on_target=False): the attack is trained on 70% of the target's own \
+                     sampled members and non-members and tested on the other 30%"
+                        .into(),
+                ],
+                ..Default::default()
+            };
+            Ok((eval_all.select(&train), eval_all.select(&te), knowledge))
+        }
+        ShadowSource::Independent => {
+            let oracle = target
+                .oracle
+                .ok_or_else(|| Error::Unsupported("the shadow-model attack needs a shadow-training oracle".into()))?;
+            let mut counts = vec![0usize; g.num_classes];
+            for &y in &g.labels {
+                counts[y] += 1;
+            }
+            let smallest = counts.iter().copied().filter(|&c| c > 0).min().unwrap_or(0);
+            let k = params.shadow_per_class.unwrap_or(smallest.min(1000));
+            let shadow = class_balanced_split(&g.labels, g.num_classes, k, 0.4, 0.2, &mut rng)?;
+            let nodes: Vec<usize> =
+                shadow.train.iter().chain(&shadow.val).chain(&shadow.test).copied().collect::<Vec<_>>();
+            let sub = g.induced(&nodes)?;
+            let (a, b) = (shadow.train.len(), shadow.train.len() + shadow.val.len());
+            let local = NodeSplit { train: (0..a).collect(), val: (a..b).collect(), test: (b..nodes.len()).collect() };
+            let model = oracle.train(&sub, &local, seed ^ 0x5eed)?;
+            let train = balanced_samples(model.as_ref(), &sub.labels, &local, &mut rng)?;
+            let knowledge = AdversaryKnowledge {
+                black_box: true,
+                shadow_training: true,
+                shadow_nodes_per_class: Some(k),
+                public_features: true,
+                notes: vec![format!(
+                    "shadow graph: {k} nodes per class drawn uniformly from the target dataset (its induced subgraph, \
+                     {} nodes, {} edges), split 40/20/40; the shadow model has the target's recipe",
+                    sub.num_nodes,
+                    sub.edges.len()
+                )],
+                ..Default::default()
+            };
+            Ok((train, eval_all, knowledge))
+        }
+    }
+}
+
+fn membership_game(knowledge_sentence: &str) -> Game {
+    Game {
+        unit: GameUnit::NodeMembership,
+        positive: "a node of the target's training set".into(),
+        negative: "a held-out node of the same class-balanced random split".into(),
+        statement: format!(
+            "The adversary queries the target's posteriors for a node whose label it knows ({knowledge_sentence}) \
+             and decides whether the node was in the training set; members and non-members are drawn at random \
+             from the same population, so they differ in exactly one node's membership."
+        ),
+    }
+}
+
+/// Shadow-model attack: a 3-layer MLP (64 hidden) on [posteriors, one-hot label].
+pub fn shadow_mia(target: &Target, params: &MiaParams, seed: u64) -> Result<Outcome> {
+    let (train, eval, knowledge) = membership_data(target, params, seed)?;
+    let c = target.graph.num_classes;
+    let x = with_one_hot(&train.posteriors, &train.labels, c);
+    let y = train.targets();
+    // Hold out the last 1/7 of the training samples (GAP's 60/10 ratio) for checkpoint selection.
+    let n_val = (y.len() / 7).max(1);
+    let n_fit = y.len() - n_val;
+    let xf = x.narrow(0, 0, n_fit as i64);
+    let xv = x.narrow(0, n_fit as i64, n_val as i64);
+    let mlp = AttackMlp::fit(&xf, &y[..n_fit], Some((&xv, &y[n_fit..])), 2, params.mlp, seed)?;
+    let scores = mlp.positive_scores(&with_one_hot(&eval.posteriors, &eval.labels, c));
+    let (pos, neg) = partition(&scores, &eval.member);
+    let sentence = if params.source == ShadowSource::Independent { "shadow model" } else { "reference set-up" };
+    Ok(Outcome::new(pos, neg, Some(0.5), membership_game(sentence), knowledge))
+}
+
+/// Song & Mittal (2021) metrics: confidence, negated entropy, negated modified entropy; larger
+/// means "member".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MembershipMetric {
+    Confidence,
+    Entropy,
+    ModifiedEntropy,
+}
+
+impl MembershipMetric {
+    pub const ALL: [MembershipMetric; 3] =
+        [MembershipMetric::Confidence, MembershipMetric::Entropy, MembershipMetric::ModifiedEntropy];
+    fn score(self, p: &[f64], y: usize) -> f64 {
+        match self {
+            MembershipMetric::Confidence => posterior::confidence(p, y),
+            MembershipMetric::Entropy => -posterior::entropy_of(p),
+            MembershipMetric::ModifiedEntropy => -posterior::modified_entropy(p, y),
+        }
+    }
+}
+
+/// The threshold maximising the accuracy of "score >= t means member" on labelled samples.
+fn best_threshold(scores: &[(f64, bool)]) -> f64 {
+    let mut s: Vec<(f64, bool)> = scores.to_vec();
+    s.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
+    let n_neg = s.iter().filter(|p| !p.1).count() as i64;
+    // Threshold above everything: all predicted non-member.
+    let (mut best_acc, mut best_t) = (n_neg, f64::INFINITY);
+    let mut correct = n_neg;
+    let mut i = 0;
+    while i < s.len() {
+        let t = s[i].0;
+        while i < s.len() && s[i].0 == t {
+            correct += if s[i].1 { 1 } else { -1 };
+            i += 1;
+        }
+        if correct > best_acc {
+            best_acc = correct;
+            // Midway to the next lower score so that unseen scores between them split evenly.
+            best_t = if i < s.len() { (t + s[i].0) / 2.0 } else { t };
+        }
+    }
+    best_t
+}
+
+/// Threshold attacks with class-dependent thresholds learned on the shadow samples. The primary
+/// score is `metric`; the result's details give the AUC of all three metrics.
+pub fn metric_mia(target: &Target, params: &MiaParams, metric: MembershipMetric, seed: u64) -> Result<Outcome> {
+    let (train, eval, knowledge) = membership_data(target, params, seed)?;
+    let c = target.graph.num_classes;
+    let tr_rows = posterior::rows(&train.posteriors);
+    let ev_rows = posterior::rows(&eval.posteriors);
+    let mut details = serde_json::Map::new();
+    let mut primary = None;
+    for m in MembershipMetric::ALL {
+        // Per-class thresholds; a class absent from the shadow falls back to the global one.
+        let all: Vec<(f64, bool)> =
+            tr_rows.iter().zip(&train.labels).zip(&train.member).map(|((p, &y), &mb)| (m.score(p, y), mb)).collect();
+        let global = best_threshold(&all);
+        let thresholds: Vec<f64> = (0..c)
+            .map(|k| {
+                let of_k: Vec<(f64, bool)> =
+                    all.iter().zip(&train.labels).filter(|(_, &y)| y == k).map(|(s, _)| *s).collect();
+                if of_k.iter().any(|s| s.1) && of_k.iter().any(|s| !s.1) {
+                    best_threshold(&of_k)
+                } else {
+                    global
+                }
+            })
+            .collect();
+        // Score = margin over the class threshold, so the decision threshold is 0.
+        let scores: Vec<f64> = ev_rows
+            .iter()
+            .zip(&eval.labels)
+            .map(|(p, &y)| {
+                let t = thresholds[y];
+                let s = m.score(p, y);
+                if t.is_finite() {
+                    s - t
+                } else {
+                    f64::NEG_INFINITY
+                }
+            })
+            .collect();
+        let (pos, neg) = partition(&scores, &eval.member);
+        let summary = crate::metrics::ScoreSummary::new(&pos, &neg, Some(0.0));
+        details.insert(
+            serde_json::to_value(m).unwrap().as_str().unwrap().to_string(),
+            serde_json::json!({"auc": summary.auc, "balanced_accuracy": summary.balanced_accuracy,
+                               "tpr_at_fpr": summary.tpr_at_fpr}),
+        );
+        if m == metric {
+            primary = Some((pos, neg));
+        }
+    }
+    let (pos, neg) = primary.expect("metric is one of ALL");
+    let mut out = Outcome::new(pos, neg, Some(0.0), membership_game("class-dependent metric thresholds"), knowledge);
+    out.details.insert("metric".into(), serde_json::to_value(metric).unwrap());
+    out.details.insert("per_metric".into(), serde_json::Value::Object(details));
+    Ok(out)
+}
+
+/// Splits scores into positives and negatives by a membership mask.
+pub fn partition(scores: &[f64], positive: &[bool]) -> (Vec<f64>, Vec<f64>) {
+    let mut pos = Vec::new();
+    let mut neg = Vec::new();
+    for (&s, &p) in scores.iter().zip(positive) {
+        if p {
+            pos.push(s)
+        } else {
+            neg.push(s)
+        }
+    }
+    (pos, neg)
+}

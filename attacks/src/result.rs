@@ -1,0 +1,210 @@
+//! The one entry point (`run_attack`) and what every attack returns (`AttackResult`).
+use crate::attribute::AttributeParams;
+use crate::canary::CanaryParams;
+use crate::error::Result;
+use crate::graph::{AttackGraph, NodeSplit};
+use crate::inversion::InversionParams;
+use crate::link_stealing::LinkStealingParams;
+use crate::lira::LiraParams;
+use crate::membership::{MembershipMetric, MiaParams};
+use crate::metrics::{epsilon_lower_bound, ScoreSummary};
+use crate::reconstruction::ReconstructionParams;
+use crate::threat::{AdversaryKnowledge, BlackBox, Claim, ClaimUnit, Game, GameUnit, ShadowOracle, WhiteBox};
+use serde::{Deserialize, Serialize};
+
+/// Everything an attack may be handed about one target. Each attack uses only what its threat
+/// model allows and records that in its `AdversaryKnowledge`; `split` is the ground truth the
+/// scorer uses (membership attacks in the reference set-up also learn part of it, and say so).
+pub struct Target<'a> {
+    /// The target's training graph (the adversary's copy; public features and labels).
+    pub graph: &'a AttackGraph,
+    pub split: &'a NodeSplit,
+    pub black_box: &'a dyn BlackBox,
+    pub white_box: Option<&'a dyn WhiteBox>,
+    pub oracle: Option<&'a dyn ShadowOracle>,
+    pub claim: Claim,
+}
+
+/// Scores of one attack on its positives and negatives, before the common summary.
+pub struct Outcome {
+    pub pos: Vec<f64>,
+    pub neg: Vec<f64>,
+    /// The attack's own decision threshold (None: the median score).
+    pub threshold: Option<f64>,
+    pub game: Game,
+    pub knowledge: AdversaryKnowledge,
+    pub details: serde_json::Map<String, serde_json::Value>,
+    pub note: Option<String>,
+}
+
+impl Outcome {
+    pub fn new(
+        pos: Vec<f64>,
+        neg: Vec<f64>,
+        threshold: Option<f64>,
+        game: Game,
+        knowledge: AdversaryKnowledge,
+    ) -> Self {
+        Outcome { pos, neg, threshold, game, knowledge, details: Default::default(), note: None }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttackKind {
+    Mia,
+    MiaMetric,
+    Lira,
+    LinkStealing,
+    CanaryEdge,
+    Inversion,
+    GraphReconstruction,
+    Attribute,
+}
+
+impl AttackKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AttackKind::Mia => "mia",
+            AttackKind::MiaMetric => "mia-metric",
+            AttackKind::Lira => "lira",
+            AttackKind::LinkStealing => "link-stealing",
+            AttackKind::CanaryEdge => "canary-edge",
+            AttackKind::Inversion => "inversion",
+            AttackKind::GraphReconstruction => "graph-reconstruction",
+            AttackKind::Attribute => "attribute",
+        }
+    }
+    pub fn parse(s: &str) -> Option<AttackKind> {
+        use AttackKind::*;
+        [Mia, MiaMetric, Lira, LinkStealing, CanaryEdge, Inversion, GraphReconstruction, Attribute]
+            .into_iter()
+            .find(|k| k.name() == s)
+    }
+}
+
+/// Parameters of every attack (each attack reads its own part).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AttackParams {
+    pub mia: MiaParams,
+    pub metric: Option<MembershipMetric>,
+    pub lira: LiraParams,
+    pub link: LinkStealingParams,
+    pub canary: CanaryParams,
+    pub inversion: InversionParams,
+    pub reconstruction: ReconstructionParams,
+    pub attribute: AttributeParams,
+    /// Confidence level of the Clopper-Pearson bounds behind eps_lb (default 0.95).
+    pub confidence: Option<f64>,
+}
+
+/// One attack's result: success, its game and knowledge, and the epsilon lower bound where the
+/// game matches the claim.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AttackResult {
+    pub attack: AttackKind,
+    pub game: Game,
+    pub knowledge: AdversaryKnowledge,
+    #[serde(flatten)]
+    pub summary: ScoreSummary,
+    pub epsilon: Option<f64>,
+    pub delta: f64,
+    pub privacy_unit: ClaimUnit,
+    /// Empirical epsilon lower bound at `eps_lb_confidence`; None where the game does not match.
+    pub eps_lb: Option<f64>,
+    pub eps_lb_confidence: f64,
+    /// True only when the game matches the claim and eps_lb exceeds the claimed epsilon.
+    pub violation: bool,
+    pub details: serde_json::Map<String, serde_json::Value>,
+    pub note: Option<String>,
+    pub seed: u64,
+    /// The raw scores of positives and negatives, for pooling runs (not serialised).
+    #[serde(skip)]
+    pub scores: (Vec<f64>, Vec<f64>),
+}
+
+impl AttackResult {
+    /// Summarises an outcome; computes eps_lb only when the game's unit matches the claim's.
+    pub fn from_outcome(attack: AttackKind, out: Outcome, claim: Claim, confidence: f64, seed: u64) -> Self {
+        let summary = ScoreSummary::new(&out.pos, &out.neg, out.threshold);
+        let scores = (out.pos.clone(), out.neg.clone());
+        let eps_lb = claim
+            .matches(out.game.unit)
+            .then(|| epsilon_lower_bound(&out.pos, &out.neg, claim.delta, 1.0 - confidence));
+        let violation = match (eps_lb, claim.epsilon, claim.unit) {
+            (Some(lb), Some(eps), u) if u != ClaimUnit::None => lb > eps,
+            _ => false,
+        };
+        let mut note = out.note;
+        if out.game.unit == GameUnit::Practical && note.is_none() {
+            note = Some(
+                "Practical leakage: positives and negatives differ in more than one private unit, so this result \
+                 is never compared with a claimed epsilon."
+                    .into(),
+            );
+        }
+        AttackResult {
+            attack,
+            game: out.game,
+            knowledge: out.knowledge,
+            summary,
+            epsilon: claim.epsilon,
+            delta: claim.delta,
+            privacy_unit: claim.unit,
+            eps_lb,
+            eps_lb_confidence: confidence,
+            violation,
+            details: out.details,
+            note,
+            seed,
+            scores,
+        }
+    }
+}
+
+/// Runs one attack against one target. `knowledge` overrides the attack's default assumptions
+/// where it sets them (shadow graph size, known edge/attribute fraction).
+pub fn run_attack(
+    kind: AttackKind,
+    target: &Target,
+    knowledge: &AdversaryKnowledge,
+    params: &AttackParams,
+    seed: u64,
+) -> Result<AttackResult> {
+    let confidence = params.confidence.unwrap_or(0.95);
+    crate::error::check!(confidence > 0.5 && confidence < 1.0, "confidence", "{confidence} is outside (0.5, 1)");
+    let mut mia = params.mia;
+    if let Some(k) = knowledge.shadow_nodes_per_class {
+        mia.shadow_per_class = Some(k);
+    }
+    let out = match kind {
+        AttackKind::Mia => crate::membership::shadow_mia(target, &mia, seed)?,
+        AttackKind::MiaMetric => crate::membership::metric_mia(
+            target,
+            &mia,
+            params.metric.unwrap_or(MembershipMetric::ModifiedEntropy),
+            seed,
+        )?,
+        AttackKind::Lira => crate::lira::lira(target, &params.lira, seed)?,
+        AttackKind::LinkStealing => {
+            let mut p = params.link;
+            if let Some(f) = knowledge.known_edge_fraction {
+                p.train_fraction = f;
+            }
+            crate::link_stealing::link_stealing(target, &p, seed)?
+        }
+        AttackKind::CanaryEdge => crate::canary::canary_edge_audit(target, &params.canary, seed)?,
+        AttackKind::Inversion => crate::inversion::class_inversion(target, &params.inversion, seed)?,
+        AttackKind::GraphReconstruction => {
+            crate::reconstruction::graph_reconstruction(target, &params.reconstruction, seed)?
+        }
+        AttackKind::Attribute => {
+            let mut p = params.attribute;
+            if let Some(f) = knowledge.known_attribute_fraction {
+                p.known_fraction = f;
+            }
+            crate::attribute::attribute_inference(target, &p, seed)?
+        }
+    };
+    Ok(AttackResult::from_outcome(kind, out, target.claim, confidence, seed))
+}

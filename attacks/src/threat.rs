@@ -1,0 +1,116 @@
+//! The threat model: what an adversary can do to a target. Every attack takes only the access its
+//! game assumes, so a result can say exactly what the adversary had.
+use crate::error::Result;
+use crate::graph::{AttackGraph, NodeSplit};
+use serde::{Deserialize, Serialize};
+use tch::Tensor;
+
+/// Black-box access: the deployment answers queries about nodes of the graph it was trained on.
+pub trait BlackBox {
+    fn num_classes(&self) -> usize;
+    /// Softmax posteriors [nodes.len(), C] of the queried nodes.
+    fn posteriors(&self, nodes: &[usize]) -> Result<Tensor>;
+    /// Node embeddings [nodes.len(), h], where the deployment releases them.
+    fn embeddings(&self, _nodes: &[usize]) -> Result<Option<Tensor>> {
+        Ok(None)
+    }
+}
+
+/// White-box access: parameters and a differentiable forward pass.
+pub trait WhiteBox {
+    fn num_classes(&self) -> usize;
+    /// The trained parameters.
+    fn parameters(&self) -> Vec<Tensor>;
+    /// Posteriors [N, C] of the target graph's nodes as a differentiable function of a feature
+    /// tensor [N, d] (the graph structure fixed to the training graph).
+    fn forward_features(&self, x: &Tensor) -> Result<Tensor>;
+    /// Posteriors [n, C] as a differentiable function of features [n, d] and a dense relaxed
+    /// adjacency [n, n] with entries in [0, 1]; `None` when the model has no such form.
+    fn forward_dense(&self, _x: &Tensor, _adj: &Tensor) -> Option<Result<Tensor>> {
+        None
+    }
+}
+
+/// "Train a fresh model with the target's recipe (method, hyper-parameters, privacy level,
+/// epsilon) on this graph and split": shadow models, LiRA and canary audits use it.
+pub trait ShadowOracle {
+    fn train(&self, graph: &AttackGraph, split: &NodeSplit, seed: u64) -> Result<Box<dyn BlackBox>>;
+}
+
+/// What the adversary is assumed to hold, recorded in every result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AdversaryKnowledge {
+    /// Black-box queries of posteriors for target-graph nodes.
+    pub black_box: bool,
+    /// Parameters and a differentiable forward.
+    pub white_box: bool,
+    /// Shadow models trained with the target's recipe.
+    pub shadow_training: bool,
+    /// Shadow graph: this many nodes per class, drawn uniformly from the target dataset.
+    pub shadow_nodes_per_class: Option<usize>,
+    /// Fraction of the target's edges the adversary knows (for supervised link attacks).
+    pub known_edge_fraction: Option<f64>,
+    /// Node features and labels of the target graph are public.
+    pub public_features: bool,
+    /// Fraction of nodes whose sensitive attribute the adversary knows (attribute inference).
+    pub known_attribute_fraction: Option<f64>,
+    /// Free-text assumptions beyond the fields above.
+    pub notes: Vec<String>,
+}
+
+/// The private unit a game's positives and negatives differ in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GameUnit {
+    /// Positives are training nodes, negatives nodes drawn from the same population but held out.
+    NodeMembership,
+    /// Positives are canary edges inserted into the training graph, negatives canaries left out.
+    EdgeCanary,
+    /// Positives and negatives differ in more than one private unit (e.g. natural edges vs
+    /// non-edges, which also differ by homophily): practical leakage, no epsilon comparison.
+    Practical,
+}
+
+/// The game an attack plays, in words and as a unit, recorded in every result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Game {
+    pub unit: GameUnit,
+    pub positive: String,
+    pub negative: String,
+    /// One sentence: what the adversary knows and what tells positives from negatives.
+    pub statement: String,
+}
+
+/// The privacy unit a target claims (mirrors the main crate's `PrivacyUnit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimUnit {
+    None,
+    Edge,
+    Node,
+    Local,
+}
+
+/// What the target claims: the epsilon compared against the attack's lower bound.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    pub unit: ClaimUnit,
+    /// None for non-private targets.
+    pub epsilon: Option<f64>,
+    pub delta: f64,
+}
+
+impl Claim {
+    pub fn non_private() -> Self {
+        Claim { unit: ClaimUnit::None, epsilon: None, delta: 0.0 }
+    }
+    /// Whether an attack in `game` can lower-bound this claim's epsilon. Non-private targets get a
+    /// bound too, as evidence of leakage (never a violation).
+    pub fn matches(&self, game: GameUnit) -> bool {
+        matches!(
+            (game, self.unit),
+            (GameUnit::NodeMembership, ClaimUnit::Node | ClaimUnit::None)
+                | (GameUnit::EdgeCanary, ClaimUnit::Edge | ClaimUnit::None)
+        )
+    }
+}

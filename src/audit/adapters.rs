@@ -1,0 +1,163 @@
+//! The main crate's side of the attacks' threat model: a trained model as a black box, a shadow
+//! oracle that trains the target's recipe on whatever graph and split an attack hands it, and the
+//! conversions between `Dataset` and the attacks' `AttackGraph`.
+use crate::data::{Dataset, Features, Graph, Split};
+use crate::error::{Error, Result};
+use crate::privacy::accountant::{Budget, PrivacyUnit};
+use crate::train::{self, Recipe, TrainedModel};
+use gnnaudit_attacks as attacks;
+use gnnaudit_attacks::{AttackGraph, BlackBox, Claim, ClaimUnit, NodeSplit, ShadowOracle};
+use tch::{Kind, Tensor};
+
+/// Maps an attack error into the crate's error (bad parameters stay exit code 2).
+pub fn from_attack(e: attacks::Error) -> Error {
+    match e {
+        attacks::Error::Invalid { field, message } => Error::invalid(field, message),
+        other => Error::Other(other.to_string()),
+    }
+}
+
+/// The adversary's view of a dataset: nodes, undirected edges, dense features, labels.
+pub fn attack_graph(ds: &Dataset) -> Result<AttackGraph> {
+    let edges = ds.graph.edges().filter(|(u, v)| u != v).map(|(u, v)| (u.min(v), u.max(v)));
+    AttackGraph::new(
+        ds.num_nodes(),
+        edges.collect::<Vec<_>>(),
+        ds.features.to_tensor(),
+        ds.labels.clone(),
+        ds.num_classes,
+    )
+    .map_err(from_attack)
+}
+
+pub fn node_split(s: &Split) -> NodeSplit {
+    NodeSplit { train: s.train.clone(), val: s.val.clone(), test: s.test.clone() }
+}
+
+/// A dataset for training on an attack's graph (shadow graph, canary graph), edges both ways.
+pub fn dataset_from(g: &AttackGraph, split: &NodeSplit, name: &str) -> Result<Dataset> {
+    let graph = Graph::from_edges(g.num_nodes, g.edges.iter().flat_map(|&(u, v)| [(u, v), (v, u)]))?;
+    let (rows, cols) = (g.num_nodes, g.num_features());
+    let data = Vec::<f32>::try_from(&g.features.to_kind(Kind::Float).contiguous().view([-1]))?;
+    let ds = Dataset {
+        name: name.to_string(),
+        graph,
+        features: Features::Dense { rows, cols, data },
+        labels: g.labels.clone(),
+        num_classes: g.num_classes,
+        split: Some(Split { train: split.train.clone(), val: split.val.clone(), test: split.test.clone() }),
+        class_names: None,
+        attr_names: None,
+    };
+    ds.validate(name)?;
+    Ok(ds)
+}
+
+/// What a trained model claims, in the attacks' terms, from its budget alone (an MLP claims edge
+/// epsilon 0: it uses no edge).
+pub fn claim_of(budget: &Budget) -> Claim {
+    let unit = match budget.privacy_unit {
+        PrivacyUnit::None => ClaimUnit::None,
+        PrivacyUnit::Edge => ClaimUnit::Edge,
+        PrivacyUnit::Node => ClaimUnit::Node,
+        PrivacyUnit::Local => ClaimUnit::Local,
+    };
+    let eps = budget.claimed_epsilon();
+    if unit == ClaimUnit::None || !eps.is_finite() {
+        return Claim { unit: ClaimUnit::None, epsilon: None, delta: budget.delta };
+    }
+    Claim { unit, epsilon: Some(eps), delta: budget.delta }
+}
+
+/// Black-box access to a trained model: its posteriors (and embeddings, where the method
+/// releases them) for nodes of its training graph, computed once.
+pub struct ModelBlackBox {
+    posteriors: Tensor,
+    embeddings: Option<Tensor>,
+    classes: usize,
+}
+
+impl ModelBlackBox {
+    pub fn new(model: &dyn TrainedModel) -> Self {
+        let posteriors = tch::no_grad(|| model.posteriors()).to_kind(Kind::Float);
+        let classes = posteriors.size()[1] as usize;
+        ModelBlackBox { posteriors, embeddings: tch::no_grad(|| model.embeddings()), classes }
+    }
+}
+
+fn rows_of(t: &Tensor, nodes: &[usize]) -> attacks::Result<Tensor> {
+    let n = t.size()[0] as usize;
+    if let Some(&bad) = nodes.iter().find(|&&v| v >= n) {
+        return Err(attacks::Error::invalid("node", format!("{bad} is not a node of the target graph ({n} nodes)")));
+    }
+    Ok(t.index_select(0, &Tensor::from_slice(&nodes.iter().map(|&v| v as i64).collect::<Vec<_>>())))
+}
+
+impl BlackBox for ModelBlackBox {
+    fn num_classes(&self) -> usize {
+        self.classes
+    }
+    fn posteriors(&self, nodes: &[usize]) -> attacks::Result<Tensor> {
+        rows_of(&self.posteriors, nodes)
+    }
+    fn embeddings(&self, nodes: &[usize]) -> attacks::Result<Option<Tensor>> {
+        self.embeddings.as_ref().map(|e| rows_of(e, nodes)).transpose()
+    }
+}
+
+/// "Train a fresh model with the target's recipe on this graph and split": the recipe is the
+/// target's, with delta pinned to the target's so that shadows carry the same noise calibration
+/// rule rather than one derived from the (smaller) shadow graph.
+pub struct RecipeOracle {
+    pub recipe: Recipe,
+    pub name: String,
+}
+
+impl RecipeOracle {
+    pub fn new(recipe: &Recipe, target_budget: &Budget, name: &str) -> Self {
+        let mut recipe = recipe.clone();
+        if recipe.delta.is_none() && target_budget.delta > 0.0 {
+            recipe.delta = Some(target_budget.delta);
+        }
+        RecipeOracle { recipe, name: name.to_string() }
+    }
+}
+
+impl ShadowOracle for RecipeOracle {
+    fn train(&self, graph: &AttackGraph, split: &NodeSplit, seed: u64) -> attacks::Result<Box<dyn BlackBox>> {
+        let ds = dataset_from(graph, split, &self.name).map_err(|e| attacks::Error::Target(e.to_string()))?;
+        let run = train::train(&self.recipe, &ds, seed).map_err(|e| attacks::Error::Target(e.to_string()))?;
+        Ok(Box::new(ModelBlackBox::new(run.model.as_ref())))
+    }
+}
+
+/// Carves a sensitive attribute out of one-hot feature blocks named `{prefix}=...` in
+/// `attr_names` (Facebook100: `gender=1`, `gender=2`, ...): returns the dataset without those
+/// columns and each node's value (index of the block's set column; the block's width if none).
+pub fn carve_attribute(ds: &Dataset, prefix: &str) -> Result<(Dataset, Vec<usize>, Vec<String>)> {
+    let names = ds
+        .attr_names
+        .as_ref()
+        .ok_or_else(|| Error::invalid("sensitive", format!("dataset '{}' has no attr_names", ds.name)))?;
+    let key = format!("{prefix}=");
+    let block: Vec<usize> = names.iter().enumerate().filter(|(_, n)| n.starts_with(&key)).map(|(i, _)| i).collect();
+    crate::ensure!(
+        !block.is_empty(),
+        Error::invalid("sensitive", format!("no feature column of '{}' is named '{key}...'", ds.name))
+    );
+    let (rows, cols) = (ds.features.rows(), ds.features.cols());
+    let dense = ds.features.to_dense();
+    let keep: Vec<usize> = (0..cols).filter(|c| !block.contains(c)).collect();
+    let mut data = Vec::with_capacity(rows * keep.len());
+    let mut values = Vec::with_capacity(rows);
+    for r in 0..rows {
+        let row = &dense[r * cols..(r + 1) * cols];
+        values.push(block.iter().position(|&c| row[c] > 0.0).unwrap_or(block.len()));
+        data.extend(keep.iter().map(|&c| row[c]));
+    }
+    let mut out = ds.clone();
+    out.features = Features::Dense { rows, cols: keep.len(), data };
+    out.attr_names = Some(keep.iter().map(|&c| names[c].clone()).collect());
+    let value_names = block.iter().map(|&c| names[c].clone()).chain([format!("{prefix}=(none)")]).collect();
+    Ok((out, values, value_names))
+}

@@ -1,0 +1,347 @@
+//! The leakage check: a report passes when every attack stays within its allowed AUC and TPR at
+//! low FPR, no empirical lower bound exceeds the claimed epsilon, and utility stays above its
+//! floor. Used as a leakage regression test in CI (`gnnaudit check`).
+//!
+//! Limits come from a TOML file: global values, then `[[overrides]]` in file order, each applying
+//! the limits it sets to the (dataset, method, epsilon, attack) it selects; a later match wins.
+use super::epsilon::Epsilon;
+use crate::error::{Error, Result};
+use crate::report::{fmt_eps, Report, Stat};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thresholds {
+    /// Largest allowed attack AUC.
+    #[serde(default)]
+    pub max_auc: Option<f64>,
+    /// Largest allowed TPR at 1% FPR.
+    #[serde(default)]
+    pub max_tpr_at_1pct_fpr: Option<f64>,
+    /// Largest allowed TPR at 0.1% FPR.
+    #[serde(default)]
+    pub max_tpr_at_0_1pct_fpr: Option<f64>,
+    /// Smallest allowed test accuracy (utility floor).
+    #[serde(default)]
+    pub min_test_accuracy: Option<f64>,
+    /// Fail when an attack's eps_lb exceeds the claimed epsilon (default true).
+    #[serde(default = "yes")]
+    pub fail_on_violation: bool,
+    /// How seeds are combined: "mean" (default) or "worst" (every seed must pass).
+    #[serde(default)]
+    pub aggregate: Aggregate,
+    #[serde(default)]
+    pub overrides: Vec<Override>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The limits in force somewhere; an absent one is not checked.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Limits {
+    pub max_auc: Option<f64>,
+    pub max_tpr_at_1pct_fpr: Option<f64>,
+    pub max_tpr_at_0_1pct_fpr: Option<f64>,
+    pub min_test_accuracy: Option<f64>,
+}
+
+impl Limits {
+    fn apply(&mut self, o: &Limits) {
+        self.max_auc = o.max_auc.or(self.max_auc);
+        self.max_tpr_at_1pct_fpr = o.max_tpr_at_1pct_fpr.or(self.max_tpr_at_1pct_fpr);
+        self.max_tpr_at_0_1pct_fpr = o.max_tpr_at_0_1pct_fpr.or(self.max_tpr_at_0_1pct_fpr);
+        self.min_test_accuracy = o.min_test_accuracy.or(self.min_test_accuracy);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Aggregate {
+    #[default]
+    Mean,
+    Worst,
+}
+
+/// Limits for the cells an override selects; an absent selector matches everything.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Override {
+    #[serde(default)]
+    pub dataset: Option<String>,
+    #[serde(default)]
+    pub method: Option<String>,
+    #[serde(default)]
+    pub epsilon: Option<Epsilon>,
+    /// Attack label; an override with an attack does not change the utility floor.
+    #[serde(default)]
+    pub attack: Option<String>,
+    /// Largest allowed attack AUC.
+    #[serde(default)]
+    pub max_auc: Option<f64>,
+    /// Largest allowed TPR at 1% FPR.
+    #[serde(default)]
+    pub max_tpr_at_1pct_fpr: Option<f64>,
+    /// Largest allowed TPR at 0.1% FPR.
+    #[serde(default)]
+    pub max_tpr_at_0_1pct_fpr: Option<f64>,
+    /// Smallest allowed test accuracy (utility floor).
+    #[serde(default)]
+    pub min_test_accuracy: Option<f64>,
+}
+
+impl Override {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_auc: self.max_auc,
+            max_tpr_at_1pct_fpr: self.max_tpr_at_1pct_fpr,
+            max_tpr_at_0_1pct_fpr: self.max_tpr_at_0_1pct_fpr,
+            min_test_accuracy: self.min_test_accuracy,
+        }
+    }
+    fn matches(&self, dataset: &str, method: &str, eps: Epsilon, attack: Option<&str>) -> bool {
+        self.dataset.as_deref().is_none_or(|d| d == dataset)
+            && self.method.as_deref().is_none_or(|m| m == method)
+            && self.epsilon.is_none_or(|e| e == eps)
+            && match (&self.attack, attack) {
+                (None, _) => true,
+                (Some(a), Some(b)) => a == b,
+                (Some(_), None) => false,
+            }
+    }
+}
+
+impl Thresholds {
+    /// The global limits.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_auc: self.max_auc,
+            max_tpr_at_1pct_fpr: self.max_tpr_at_1pct_fpr,
+            max_tpr_at_0_1pct_fpr: self.max_tpr_at_0_1pct_fpr,
+            min_test_accuracy: self.min_test_accuracy,
+        }
+    }
+    /// Reads and validates a thresholds file (errors name the file and field; exit code 2).
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::bad_file(path, e))?;
+        let t: Thresholds = toml::from_str(&text).map_err(|e| Error::bad_file(path, e.to_string().trim_end()))?;
+        t.validate().map_err(|e| Error::bad_file(path, e))?;
+        Ok(t)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let check = |field: String, l: &Limits| -> Result<()> {
+            for (k, v) in [
+                ("max_auc", l.max_auc),
+                ("max_tpr_at_1pct_fpr", l.max_tpr_at_1pct_fpr),
+                ("max_tpr_at_0_1pct_fpr", l.max_tpr_at_0_1pct_fpr),
+                ("min_test_accuracy", l.min_test_accuracy),
+            ] {
+                if let Some(v) = v {
+                    if !(0.0..=1.0).contains(&v) {
+                        return Err(Error::invalid(format!("{field}{k}"), format!("{v} is outside [0, 1]")));
+                    }
+                }
+            }
+            Ok(())
+        };
+        check(String::new(), &self.limits())?;
+        for (i, o) in self.overrides.iter().enumerate() {
+            check(format!("overrides[{i}]."), &o.limits())?;
+            if let Some(Epsilon::Finite(e)) = o.epsilon {
+                if !(e > 0.0) {
+                    return Err(Error::invalid(
+                        format!("overrides[{i}].epsilon"),
+                        format!("{e} must be > 0 or \"inf\""),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The limits in force for a (dataset, method, epsilon[, attack]).
+    pub fn limits_for(&self, dataset: &str, method: &str, eps: Epsilon, attack: Option<&str>) -> Limits {
+        let mut l = self.limits();
+        for o in &self.overrides {
+            if o.matches(dataset, method, eps, attack) {
+                if attack.is_none() && o.attack.is_some() {
+                    continue;
+                }
+                l.apply(&o.limits());
+            }
+        }
+        l
+    }
+}
+
+/// One broken limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub dataset: String,
+    pub method: String,
+    pub epsilon: Epsilon,
+    pub attack: Option<String>,
+    pub problem: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} / {} / ε={}", self.dataset, self.method, fmt_eps(self.epsilon))?;
+        if let Some(a) = &self.attack {
+            write!(f, " / {a}")?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+/// What a check looked at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckOutcome {
+    pub findings: Vec<Finding>,
+    pub rows_checked: usize,
+    pub attacks_checked: usize,
+    /// Overrides (by index) that matched nothing in this report: likely typos.
+    pub unused_overrides: Vec<usize>,
+}
+
+impl CheckOutcome {
+    pub fn passed(&self) -> bool {
+        self.findings.is_empty()
+    }
+}
+
+/// Checks every (dataset, method, epsilon) row and every attack of a report.
+pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
+    let mut findings = vec![];
+    let (mut rows, mut attacks) = (0, 0);
+    let mut used = vec![false; t.overrides.len()];
+    let agg_desc = |s: &Stat| match t.aggregate {
+        Aggregate::Mean if s.n > 1 => format!(" (mean of {} seeds)", s.n),
+        Aggregate::Worst if s.n > 1 => format!(" (worst of {} seeds)", s.n),
+        _ => String::new(),
+    };
+    for row in &report.summary {
+        rows += 1;
+        let (d, m, e) = (row.dataset.as_str(), row.method.as_str(), row.epsilon);
+        for (i, o) in t.overrides.iter().enumerate() {
+            let attack_match = o.attack.as_ref().is_none_or(|a| row.attacks.iter().any(|x| &x.attack == a));
+            if o.matches(d, m, e, None) || (attack_match && o.matches(d, m, e, o.attack.as_deref())) {
+                used[i] = true;
+            }
+        }
+        let cells: Vec<_> = report.cells_of(row).collect();
+        let finding = |attack: Option<&str>, problem: String| Finding {
+            dataset: d.into(),
+            method: m.into(),
+            epsilon: e,
+            attack: attack.map(String::from),
+            problem,
+        };
+        let limits = t.limits_for(d, m, e, None);
+        if let Some(floor) = limits.min_test_accuracy {
+            let acc = match t.aggregate {
+                Aggregate::Mean => row.test_accuracy.mean,
+                Aggregate::Worst => cells.iter().map(|c| c.utility.test).fold(f64::INFINITY, f64::min),
+            };
+            if !(acc >= floor) {
+                findings.push(finding(
+                    None,
+                    format!("test accuracy {:.3} < min_test_accuracy {floor:.3}{}", acc, agg_desc(&row.test_accuracy)),
+                ));
+            }
+        }
+        for a in &row.attacks {
+            attacks += 1;
+            let l = t.limits_for(d, m, e, Some(&a.attack));
+            let runs: Vec<_> = cells.iter().flat_map(|c| c.attacks.iter().filter(|x| x.attack == a.attack)).collect();
+            let value = |mean: f64, per_run: &dyn Fn(&crate::audit::AttackRecord) -> f64| match t.aggregate {
+                Aggregate::Mean => mean,
+                Aggregate::Worst => runs.iter().map(|r| per_run(r)).fold(f64::NEG_INFINITY, f64::max),
+            };
+            let mut over = |name: &str, limit: Option<f64>, v: f64, what: &str| {
+                if let Some(limit) = limit {
+                    if !(v <= limit) {
+                        findings.push(finding(
+                            Some(&a.attack),
+                            format!("{what} {v:.3} > {name} {limit:.3}{}", agg_desc(&a.auc)),
+                        ));
+                    }
+                }
+            };
+            over("max_auc", l.max_auc, value(a.auc.mean, &|r| r.auc), "AUC");
+            over(
+                "max_tpr_at_1pct_fpr",
+                l.max_tpr_at_1pct_fpr,
+                value(a.tpr_at_1pct_fpr.mean, &|r| r.tpr_at_fpr.fpr_1pct),
+                "TPR at 1% FPR",
+            );
+            over(
+                "max_tpr_at_0_1pct_fpr",
+                l.max_tpr_at_0_1pct_fpr,
+                value(a.tpr_at_0_1pct_fpr.mean, &|r| r.tpr_at_fpr.fpr_0_1pct),
+                "TPR at 0.1% FPR",
+            );
+            if t.fail_on_violation {
+                for c in &cells {
+                    for r in c.attacks.iter().filter(|x| x.attack == a.attack) {
+                        let claimed = c.budget.epsilon_claimed.as_f64();
+                        let exceeds = r.eps_lb.is_some_and(|lb| lb > claimed);
+                        if r.violation || exceeds {
+                            findings.push(finding(
+                                Some(&a.attack),
+                                format!(
+                                    "seed {}: empirical ε_lb {} exceeds the claimed ε {} (privacy claim violated)",
+                                    c.seed,
+                                    r.eps_lb.map_or("?".into(), |x| format!("{x:.3}")),
+                                    fmt_eps(c.budget.epsilon_claimed)
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let unused_overrides = used.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| i).collect();
+    CheckOutcome { findings, rows_checked: rows, attacks_checked: attacks, unused_overrides }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn later_overrides_win_and_attack_overrides_leave_the_floor_alone() {
+        let t: Thresholds = toml::from_str(
+            r#"
+            max_auc = 0.6
+            min_test_accuracy = 0.5
+            [[overrides]]
+            epsilon = "inf"
+            max_auc = 0.9
+            [[overrides]]
+            method = "mlp"
+            epsilon = inf
+            attack = "mia"
+            max_auc = 0.95
+            min_test_accuracy = 0.1
+            "#,
+        )
+        .unwrap();
+        t.validate().unwrap();
+        let l = t.limits_for("cora", "gap-edp", Epsilon::Finite(1.0), Some("mia"));
+        assert_eq!(l.max_auc, Some(0.6));
+        let l = t.limits_for("cora", "gap-edp", Epsilon::Infinite, Some("mia"));
+        assert_eq!(l.max_auc, Some(0.9));
+        let l = t.limits_for("cora", "mlp", Epsilon::Infinite, Some("mia"));
+        assert_eq!(l.max_auc, Some(0.95));
+        assert_eq!(t.limits_for("cora", "mlp", Epsilon::Infinite, None).min_test_accuracy, Some(0.5));
+        assert!(toml::from_str::<Thresholds>("max_aux = 0.5").is_err());
+        let bad: Thresholds = toml::from_str("max_auc = 1.5").unwrap();
+        assert!(bad.validate().is_err());
+    }
+}

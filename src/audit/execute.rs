@@ -1,0 +1,144 @@
+//! The real cell runner: loads each dataset once, prepares it as the GAP/ProGAP pipeline does
+//! (symmetrise, split, class filter, self loops and isolated nodes removed), trains the cell's
+//! target with its recipe, and runs the configured attacks against it.
+use super::cell::{hex, BudgetRecord, CellMeasurement, CellSeconds, CellSpec};
+use super::config::{resolve_dataset, DatasetSource, DatasetSpec};
+use super::progress::{Progress, Stage};
+use super::recipe::build_recipe;
+use super::runner::CellRunner;
+use crate::data::{self, Csbm, Dataset, DatasetStats, Features, SplitRatios};
+use crate::error::{Error, Result};
+use crate::report::DatasetInfo;
+use crate::train;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct RealRunner {
+    data_dir: Option<PathBuf>,
+    /// Raw datasets by config label, loaded once.
+    raw: HashMap<String, Dataset>,
+}
+
+impl RealRunner {
+    pub fn new(data_dir: Option<PathBuf>) -> Self {
+        RealRunner { data_dir, raw: HashMap::new() }
+    }
+
+    fn raw(&mut self, spec: &DatasetSpec) -> Result<&Dataset> {
+        let label = spec.label();
+        if !self.raw.contains_key(&label) {
+            let ds = load_raw(spec, self.data_dir.as_deref())?;
+            self.raw.insert(label.clone(), ds);
+        }
+        Ok(&self.raw[&label])
+    }
+}
+
+/// The synthetic generator's parameters from the config table (unknown keys are errors).
+pub fn csbm_of(spec: &DatasetSpec) -> Result<Csbm> {
+    let table = spec.synthetic.clone().unwrap_or_default();
+    let csbm = Csbm::deserialize(toml::Value::Table(table.into_iter().collect()))
+        .map_err(|e| Error::invalid("synthetic", e.to_string().trim().replace('\n', " ")))?;
+    csbm.validate()?;
+    Ok(csbm)
+}
+
+fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -> Result<Dataset> {
+    if spec.name == data::SYNTHETIC {
+        return csbm_of(spec)?.generate();
+    }
+    data::load_dataset(&spec.name, data_dir)
+}
+
+/// The dataset a cell trains on: the GAP/ProGAP preprocessing with the config's class filter and
+/// split (drawn from `split_seed`, else the cell's seed).
+pub fn prepare(raw: &Dataset, spec: &DatasetSpec, seed: u64) -> Result<Dataset> {
+    let ratios = match spec.split {
+        Some(s) => SplitRatios::new(s.train, s.val, s.test)?,
+        None => SplitRatios::default(),
+    };
+    data::prepare_like_gap(raw, spec.min_class_count, ratios, spec.split_seed.unwrap_or(seed))
+}
+
+/// sha256 of a file's bytes.
+pub fn file_sha256(path: &std::path::Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| Error::bad_file(path, e))?;
+    Ok(hex(&Sha256::digest(&bytes)))
+}
+
+/// sha256 of a dataset's content (graph, features, labels), for datasets without a file.
+pub fn content_sha256(ds: &Dataset) -> String {
+    let mut h = Sha256::new();
+    let words = |h: &mut Sha256, xs: &[usize]| {
+        h.update((xs.len() as u64).to_le_bytes());
+        for &x in xs {
+            h.update((x as u64).to_le_bytes());
+        }
+    };
+    words(&mut h, ds.graph.indptr());
+    words(&mut h, ds.graph.indices());
+    words(&mut h, &ds.labels);
+    h.update((ds.features.rows() as u64).to_le_bytes());
+    h.update((ds.features.cols() as u64).to_le_bytes());
+    if let Features::Sparse { indptr, indices, .. } = &ds.features {
+        words(&mut h, indptr);
+        words(&mut h, indices);
+    }
+    for v in ds.features.values() {
+        h.update(v.to_le_bytes());
+    }
+    hex(&h.finalize())
+}
+
+impl CellRunner for RealRunner {
+    fn dataset_info(&mut self, spec: &DatasetSpec) -> Result<DatasetInfo> {
+        let source = resolve_dataset(&spec.name, self.data_dir.as_deref())?;
+        let raw = self.raw(spec)?;
+        let (source, sha256) = match source {
+            DatasetSource::Embedded => ("embedded".to_string(), content_sha256(raw)),
+            DatasetSource::File(p) => {
+                (p.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned()), file_sha256(&p)?)
+            }
+        };
+        let prepared = prepare(raw, spec, spec.split_seed.unwrap_or(0))?;
+        let stats = DatasetStats::of(&prepared);
+        Ok(DatasetInfo {
+            label: spec.label(),
+            name: spec.name.clone(),
+            source,
+            sha256,
+            nodes: stats.nodes,
+            undirected_edges: stats.edges,
+            features: stats.features,
+            classes: stats.classes,
+        })
+    }
+
+    fn run_cell(&mut self, cell: &CellSpec, progress: &Progress) -> Result<CellMeasurement> {
+        let key = &cell.key;
+        let recipe = build_recipe(&cell.method.method, &cell.method.params, key.epsilon, cell.delta)
+            .map_err(|(field, msg)| Error::invalid(format!("{}.{field}", cell.method.label()), msg))?;
+        let ds = prepare(self.raw(cell.dataset)?, cell.dataset, key.seed)?;
+        progress.set_message(Stage::Training, format!("{key}"));
+        let clock = Instant::now();
+        let run = train::train(&recipe, &ds, key.seed)?;
+        let train_seconds = clock.elapsed().as_secs_f64();
+        progress.done(Stage::Training);
+
+        let clock = Instant::now();
+        let attacks = super::attack::run_attacks(cell, &recipe, &ds, &run, progress)?;
+        let attack_seconds = clock.elapsed().as_secs_f64();
+
+        Ok(CellMeasurement {
+            privacy_unit: run.budget.privacy_unit,
+            utility: run.accuracy,
+            budget: BudgetRecord::from(&run.budget),
+            recipe: serde_json::to_value(&recipe)?,
+            attacks,
+            seconds: CellSeconds { train: train_seconds, attacks: attack_seconds },
+        })
+    }
+}

@@ -1,0 +1,254 @@
+//! `gnnaudit account epsilon|calibrate`: a method's privacy budget from its noise, or the noise for
+//! a target epsilon, with the per-mechanism breakdown (RDP and PLD epsilon).
+use crate::ensure;
+use crate::error::{Error, Result};
+use crate::privacy::accountant::methods::{self, SgdSchedule};
+use crate::privacy::accountant::{budget, calibrate, default_delta, Budget, Event, PrivacyUnit};
+use clap::{Args, Subcommand, ValueEnum};
+
+#[derive(Debug, Args)]
+pub struct AccountArgs {
+    #[command(subcommand)]
+    pub command: AccountCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AccountCommand {
+    /// The (epsilon, delta) a method spends at a given noise multiplier.
+    Epsilon(EpsilonArgs),
+    /// The smallest noise multiplier meeting a target epsilon.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Method {
+    GapEdp,
+    GapNdp,
+    ProgapEdp,
+    ProgapNdp,
+    Dpgnn,
+    DpMlp,
+    DpSgd,
+    Lpgnn,
+    EdgeRand,
+}
+
+#[derive(Debug, Args)]
+pub struct MethodArgs {
+    #[arg(long, value_enum)]
+    pub method: Method,
+    /// Hops K (GAP) or stages K (ProGAP).
+    #[arg(long, default_value_t = 2)]
+    pub hops: u64,
+    /// Degree bound D (node-level GAP/ProGAP, DP-GNN's K).
+    #[arg(long, default_value_t = 100)]
+    pub degree: u64,
+    /// DP-SGD steps (per module for GAP-NDP, per stage for ProGAP-NDP, total for DP-GNN).
+    #[arg(long, default_value_t = 1000)]
+    pub steps: u64,
+    /// Poisson sampling rate q of DP-SGD.
+    #[arg(long, default_value_t = 0.01)]
+    pub sample_rate: f64,
+    /// Encoder DP-SGD steps for GAP-NDP (0 = no encoder).
+    #[arg(long, default_value_t = 0)]
+    pub encoder_steps: u64,
+    /// DP-GNN: number of nodes N.
+    #[arg(long, default_value_t = 10_000)]
+    pub num_nodes: u64,
+    /// DP-GNN: batch size m (sampled without replacement).
+    #[arg(long, default_value_t = 256)]
+    pub batch_size: u64,
+    /// Target delta; defaults to 1/10^digits(--units) when --units is given.
+    #[arg(long)]
+    pub delta: Option<f64>,
+    /// Number of private units (edges for edge-level, nodes for node-level) for the default delta.
+    #[arg(long)]
+    pub units: Option<usize>,
+    /// LPGNN feature epsilon (eps_x).
+    #[arg(long)]
+    pub epsilon_x: Option<f64>,
+    /// LPGNN label epsilon (eps_y).
+    #[arg(long)]
+    pub epsilon_y: Option<f64>,
+    /// EdgeRand: epsilon of the randomized response on the adjacency.
+    #[arg(long)]
+    pub ldp_epsilon: Option<f64>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EpsilonArgs {
+    #[command(flatten)]
+    pub m: MethodArgs,
+    /// Noise multiplier sigma (std / sensitivity; GAP/ProGAP-NDP: the shared noise scale).
+    #[arg(long)]
+    pub sigma: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub m: MethodArgs,
+    /// Target epsilon.
+    #[arg(long)]
+    pub epsilon: f64,
+}
+
+impl Method {
+    fn unit(self) -> PrivacyUnit {
+        match self {
+            Method::GapEdp | Method::ProgapEdp | Method::EdgeRand => PrivacyUnit::Edge,
+            Method::Lpgnn => PrivacyUnit::Local,
+            _ => PrivacyUnit::Node,
+        }
+    }
+    fn has_noise(self) -> bool {
+        !matches!(self, Method::Lpgnn | Method::EdgeRand)
+    }
+    fn name(self) -> String {
+        self.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
+    }
+}
+
+impl MethodArgs {
+    /// Validates the method's parameters once, naming the flag.
+    fn validate(&self) -> Result<f64> {
+        let m = self.method;
+        if matches!(m, Method::GapEdp | Method::GapNdp | Method::ProgapEdp | Method::ProgapNdp) {
+            ensure!(self.hops >= 1, Error::invalid("--hops", "must be at least 1"));
+        }
+        if matches!(m, Method::GapNdp | Method::ProgapNdp | Method::Dpgnn | Method::DpMlp | Method::DpSgd) {
+            ensure!(self.steps >= 1, Error::invalid("--steps", "must be at least 1"));
+        }
+        if matches!(m, Method::GapNdp | Method::ProgapNdp | Method::DpMlp | Method::DpSgd) {
+            let q = self.sample_rate;
+            ensure!(q > 0.0 && q <= 1.0, Error::invalid("--sample-rate", format!("must be in (0, 1], got {q}")));
+        }
+        if matches!(m, Method::GapNdp | Method::ProgapNdp | Method::Dpgnn) {
+            ensure!(self.degree >= 1, Error::invalid("--degree", "must be at least 1"));
+        }
+        if m == Method::Dpgnn {
+            ensure!(
+                self.batch_size >= 1 && self.batch_size <= self.num_nodes,
+                Error::invalid("--batch-size", format!("must be in [1, --num-nodes = {}]", self.num_nodes))
+            );
+        }
+        for (flag, v) in
+            [("--epsilon-x", self.epsilon_x), ("--epsilon-y", self.epsilon_y), ("--ldp-epsilon", self.ldp_epsilon)]
+        {
+            if let Some(e) = v {
+                ensure!(e > 0.0, Error::invalid(flag, format!("must be > 0, got {e}")));
+            }
+        }
+        let delta = match (self.delta, self.units) {
+            (Some(d), _) => d,
+            (None, Some(n)) => {
+                ensure!(n >= 1, Error::invalid("--units", "must be at least 1"));
+                default_delta(n)
+            }
+            (None, None) if !m.has_noise() => 1e-10, // pure LDP: delta plays no role
+            (None, None) => {
+                return Err(Error::invalid("--delta", "give --delta or --units (the number of private units)"))
+            }
+        };
+        ensure!(delta > 0.0 && delta < 1.0, Error::invalid("--delta", format!("must be in (0, 1), got {delta}")));
+        Ok(delta)
+    }
+
+    fn event(&self, sigma: f64) -> Result<Event> {
+        let sched = SgdSchedule::new(self.sample_rate, self.steps);
+        Ok(match self.method {
+            Method::GapEdp => methods::gap_edge(self.hops, sigma),
+            Method::GapNdp => methods::gap_node(
+                self.hops,
+                self.degree,
+                sigma,
+                (self.encoder_steps > 0).then(|| SgdSchedule::new(self.sample_rate, self.encoder_steps)),
+                sched,
+            ),
+            Method::ProgapEdp => methods::progap_edge(self.hops, sigma),
+            Method::ProgapNdp => methods::progap_node(self.hops, self.degree, sigma, sched),
+            Method::Dpgnn => methods::dpgnn(self.num_nodes, self.degree, self.batch_size, sigma, self.steps),
+            Method::DpMlp | Method::DpSgd => methods::dp_sgd(self.sample_rate, self.steps, sigma),
+            Method::Lpgnn => {
+                let (x, y) = (self.epsilon_x.unwrap_or(f64::INFINITY), self.epsilon_y.unwrap_or(f64::INFINITY));
+                ensure!(
+                    x.is_finite() || y.is_finite(),
+                    Error::invalid("--epsilon-x", "LPGNN needs --epsilon-x and/or --epsilon-y")
+                );
+                methods::lpgnn(x, y)
+            }
+            Method::EdgeRand => methods::edge_rand(
+                self.ldp_epsilon.ok_or_else(|| Error::invalid("--ldp-epsilon", "EdgeRand needs --ldp-epsilon"))?,
+            ),
+        })
+    }
+}
+
+pub fn run(args: AccountArgs) -> Result<()> {
+    match args.command {
+        AccountCommand::Epsilon(a) => {
+            let delta = a.m.validate()?;
+            let sigma = if a.m.method.has_noise() {
+                let s = a.sigma.ok_or_else(|| Error::invalid("--sigma", "required for this method"))?;
+                ensure!(s.is_finite() && s > 0.0, Error::invalid("--sigma", format!("must be > 0, got {s}")));
+                s
+            } else {
+                1.0
+            };
+            let event = a.m.event(sigma)?;
+            let noise = if a.m.method.has_noise() { vec![("sigma".to_string(), sigma)] } else { vec![] };
+            let b = budget(&event, a.m.method.unit(), None, delta, noise)?;
+            print_budget(&a.m, &b, a.m.json)
+        }
+        AccountCommand::Calibrate(a) => {
+            ensure!(
+                a.epsilon.is_finite() && a.epsilon > 0.0,
+                Error::invalid("--epsilon", format!("must be > 0, got {}", a.epsilon))
+            );
+            let delta = a.m.validate()?;
+            ensure!(
+                a.m.method.has_noise(),
+                Error::invalid(
+                    "--method",
+                    format!("{} has no noise to calibrate: its epsilon is its parameter", a.m.method.name())
+                )
+            );
+            a.m.event(1.0)?.validate()?;
+            let sigma = calibrate(a.epsilon, delta, |s| a.m.event(s).expect("validated"))?;
+            let event = a.m.event(sigma)?;
+            let b = budget(&event, a.m.method.unit(), Some(a.epsilon), delta, vec![("sigma".into(), sigma)])?;
+            print_budget(&a.m, &b, a.m.json)
+        }
+    }
+}
+
+fn print_budget(m: &MethodArgs, b: &Budget, json: bool) -> Result<()> {
+    if json {
+        let v = serde_json::json!({ "method": m.method.name(), "budget": b });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!("method: {} ({:?}-level), delta = {:e}", m.method.name(), b.privacy_unit, b.delta);
+    for (k, v) in &b.noise {
+        println!("{k} = {v:.6}");
+    }
+    if let Some(t) = b.target_epsilon {
+        println!("target epsilon = {t}");
+    }
+    match b.rdp_order {
+        Some(a) => println!("epsilon (RDP, Balle et al. 2020 conversion) = {:.6} at order {a}", b.epsilon_rdp),
+        None => println!("epsilon (pure composition) = {:.6}", b.epsilon_rdp),
+    }
+    match b.epsilon_pld {
+        Some(e) => println!("epsilon (PLD, tight) = {e:.6}"),
+        None => println!("epsilon (PLD) = n/a (event not supported by the PLD accountant)"),
+    }
+    println!("components (each alone at the same delta, RDP):");
+    for c in &b.components {
+        println!("  {:<50} eps = {:>10.6}   {}", c.name, c.epsilon, c.mechanism);
+    }
+    Ok(())
+}

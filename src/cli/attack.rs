@@ -1,0 +1,310 @@
+//! `gnnaudit attack`: train a target (and, as the threat model allows, shadow models) with any
+//! trainable method, run one attack over several seeds, and report its success next to the
+//! claimed epsilon.
+use crate::audit::adapters::{
+    attack_graph, carve_attribute, claim_of, from_attack, node_split, ModelBlackBox, RecipeOracle,
+};
+use crate::cli::train::RecipeArgs;
+use crate::data::{self, Split, SplitRatios};
+use crate::error::{Error, Result};
+use crate::train;
+use clap::Args;
+use gnnaudit_attacks::membership::{MembershipMetric, ShadowSource};
+use gnnaudit_attacks::metrics::epsilon_lower_bound;
+use gnnaudit_attacks::{run_attack, AdversaryKnowledge, AttackKind, AttackParams, AttackResult, Target};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct AttackArgs {
+    /// Dataset name (in the data directory), path, or `synthetic`.
+    #[arg(long, default_value = "synthetic")]
+    pub dataset: String,
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Drop classes with fewer nodes (the Facebook100 anchors use 1000).
+    #[arg(long, default_value_t = 1)]
+    pub min_class_count: usize,
+    /// mia | mia-metric | lira | link-stealing | canary-edge | inversion | graph-reconstruction | attribute
+    #[arg(long, value_parser = parse_attack)]
+    pub attack: AttackKind,
+    /// LiRA shadow models.
+    #[arg(long, default_value_t = 16)]
+    pub shadows: usize,
+    /// Runs with seeds seed, seed+1, ... (new split, target, shadows and attack each).
+    #[arg(long, default_value_t = 1)]
+    pub repeats: usize,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long)]
+    pub threads: Option<i32>,
+    /// Membership attacks: K nodes per class in the target's split (0.4K train, 0.2K val, 0.4K test)
+    /// and in the shadow graph (default min(1000, smallest class), thesis ch.4 Sec. 4.8.2).
+    #[arg(long)]
+    pub nodes_per_class: Option<usize>,
+    /// Membership attacks: `shadow` (independent shadow model, thesis) or `reference` (GAP's
+    /// test_on_target=False: the attack trains on part of the target's own members).
+    #[arg(long, default_value = "shadow")]
+    pub mia_setup: String,
+    /// mia-metric: confidence | entropy | modified-entropy.
+    #[arg(long, default_value = "modified-entropy")]
+    pub metric: String,
+    /// LiRA: offline (OUT-only) score instead of online.
+    #[arg(long)]
+    pub offline: bool,
+    /// LiRA: one global variance instead of per-node variances.
+    #[arg(long)]
+    pub global_variance: bool,
+    /// canary-edge: canary edges per run.
+    #[arg(long, default_value_t = 200)]
+    pub canaries: usize,
+    /// attribute: prefix of the one-hot feature block to carve out (Facebook100: gender).
+    #[arg(long, default_value = "gender")]
+    pub sensitive: String,
+    /// Attack released embeddings instead of posteriors (link stealing, attribute, canary-edge).
+    #[arg(long)]
+    pub use_embeddings: bool,
+    /// Attack a model saved by `gnnaudit train --save DIR` instead of training one; pass the same
+    /// --dataset, --min-class-count and --seed so that the graph and split match. Its recipe
+    /// (from the checkpoint) drives the shadow models.
+    #[arg(long)]
+    pub target: Option<PathBuf>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+}
+
+fn parse_attack(s: &str) -> std::result::Result<AttackKind, String> {
+    AttackKind::parse(s).ok_or_else(|| {
+        "expected one of mia, mia-metric, lira, link-stealing, canary-edge, inversion, graph-reconstruction, attribute"
+            .to_string()
+    })
+}
+
+fn params_of(a: &AttackArgs) -> Result<AttackParams> {
+    let mut p = AttackParams::default();
+    p.mia.source = match a.mia_setup.as_str() {
+        "shadow" => ShadowSource::Independent,
+        "reference" => ShadowSource::TargetSplit,
+        other => return Err(Error::invalid("mia-setup", format!("'{other}' is neither 'shadow' nor 'reference'"))),
+    };
+    p.mia.shadow_per_class = a.nodes_per_class;
+    p.metric = Some(match a.metric.as_str() {
+        "confidence" => MembershipMetric::Confidence,
+        "entropy" => MembershipMetric::Entropy,
+        "modified-entropy" => MembershipMetric::ModifiedEntropy,
+        other => return Err(Error::invalid("metric", format!("unknown metric '{other}'"))),
+    });
+    p.lira.shadows = a.shadows;
+    p.lira.online = !a.offline;
+    p.lira.global_variance = a.global_variance;
+    p.canary.canaries = a.canaries;
+    p.canary.use_embeddings = a.use_embeddings;
+    p.link.use_embeddings = a.use_embeddings;
+    p.attribute.use_embeddings = a.use_embeddings;
+    crate::ensure!(a.shadows >= 2 && a.shadows % 2 == 0, Error::invalid("shadows", "must be even and at least 2"));
+    crate::ensure!(a.canaries >= 2, Error::invalid("canaries", "must be at least 2"));
+    crate::ensure!(a.repeats >= 1, Error::invalid("repeats", "must be at least 1"));
+    Ok(p)
+}
+
+fn mean_std(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len().max(1) as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    (m, (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n).sqrt())
+}
+
+/// Train, validation and test accuracy of argmax posteriors on a split.
+fn accuracy_of(post: &tch::Tensor, ds: &crate::data::Dataset) -> Result<train::Accuracy> {
+    let pred = Vec::<i64>::try_from(&post.argmax(1, false))?;
+    let s = ds.split()?;
+    let acc = |idx: &[usize]| {
+        idx.iter().filter(|&&v| pred[v] as usize == ds.labels[v]).count() as f64 / idx.len().max(1) as f64
+    };
+    Ok(train::Accuracy { train: acc(&s.train), val: acc(&s.val), test: acc(&s.test) })
+}
+
+pub fn run(a: AttackArgs) -> Result<()> {
+    let loaded = match &a.target {
+        Some(dir) => {
+            crate::ensure!(a.repeats == 1, Error::invalid("repeats", "a saved --target is one model: use --repeats 1"));
+            crate::ensure!(
+                a.attack != AttackKind::Attribute,
+                Error::invalid(
+                    "target",
+                    "attribute inference carves the attribute out before training; train the target here"
+                )
+            );
+            Some(train::load_model(dir)?)
+        }
+        None => None,
+    };
+    let recipe = loaded.as_ref().map_or_else(|| a.recipe.to_recipe(), |l| l.recipe.clone());
+    recipe.validate()?;
+    let params = params_of(&a)?;
+    if let Some(t) = a.threads {
+        crate::ensure!(t >= 1, Error::invalid("threads", "must be at least 1"));
+        tch::set_num_threads(t);
+    }
+    let start = std::time::Instant::now();
+    let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
+    let membership = matches!(a.attack, AttackKind::Mia | AttackKind::MiaMetric | AttackKind::Lira);
+    let mut results: Vec<AttackResult> = Vec::new();
+    let mut utility = Vec::new();
+    let mut claim = None;
+    let mut sensitive_names = None;
+    for r in 0..a.repeats {
+        let seed = a.seed + r as u64;
+        let mut ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, SplitRatios::default(), seed)?;
+        let mut sensitive = None;
+        if a.attack == AttackKind::Attribute {
+            let (carved, values, names) = carve_attribute(&ds, &a.sensitive)?;
+            ds = carved;
+            sensitive = Some(values);
+            sensitive_names = Some(names);
+        }
+        if membership && loaded.is_none() {
+            // The membership game: members and non-members drawn from one class-balanced sample.
+            let counts = ds.class_counts();
+            let smallest = counts.iter().copied().filter(|&c| c > 0).min().unwrap_or(0);
+            let k = a.nodes_per_class.unwrap_or(smallest.min(1000));
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let s = gnnaudit_attacks::class_balanced_split(&ds.labels, ds.num_classes, k, 0.4, 0.2, &mut rng)
+                .map_err(from_attack)?;
+            ds.split = Some(Split { train: s.train, val: s.val, test: s.test });
+        }
+        let mut trained = None;
+        let (bb, budget, accuracy) = match &loaded {
+            Some(l) => {
+                let bb = ModelBlackBox::new(l.model.as_ref());
+                let post = l.model.posteriors();
+                crate::ensure!(
+                    post.size()[0] as usize == ds.num_nodes(),
+                    Error::invalid("target", format!("the saved model answers for {} nodes, the dataset has {}; pass the dataset options it was trained with", post.size()[0], ds.num_nodes()))
+                );
+                (bb, l.budget.clone(), accuracy_of(&post, &ds)?)
+            }
+            None => {
+                let run = train::train(&recipe, &ds, seed)?;
+                let out = (ModelBlackBox::new(run.model.as_ref()), run.budget.clone(), run.accuracy);
+                trained = Some(run);
+                out
+            }
+        };
+        let mut g = attack_graph(&ds)?;
+        if let Some(v) = sensitive {
+            g = g.with_sensitive(v).map_err(from_attack)?;
+        }
+        let split = node_split(ds.split()?);
+        let oracle = RecipeOracle::new(&recipe, &budget, &ds.name);
+        let c = claim_of(&budget);
+        let white_box = match (&loaded, &trained) {
+            (Some(l), _) => l.model.white_box(),
+            (None, Some(run)) => run.model.white_box(),
+            _ => None,
+        };
+        let target = Target { graph: &g, split: &split, black_box: &bb, white_box, oracle: Some(&oracle), claim: c };
+        let result =
+            run_attack(a.attack, &target, &AdversaryKnowledge::default(), &params, seed).map_err(from_attack)?;
+        tracing::info!(seed, auc = result.summary.auc, "attack run done");
+        utility.push(accuracy);
+        claim = Some(c);
+        results.push(result);
+    }
+    let claim = claim.expect("at least one run");
+    let aucs: Vec<f64> = results.iter().map(|r| r.summary.auc).collect();
+    let (auc, auc_std) = mean_std(&aucs);
+    let (t1, _) = mean_std(&results.iter().map(|r| r.summary.tpr_at_fpr.at_0_001).collect::<Vec<_>>());
+    let (t2, t2_std) = mean_std(&results.iter().map(|r| r.summary.tpr_at_fpr.at_0_01).collect::<Vec<_>>());
+    let (bacc, _) = mean_std(&results.iter().map(|r| r.summary.balanced_accuracy).collect::<Vec<_>>());
+    // eps_lb over all runs' scores pooled (each run is an independent draw of the game).
+    let first = &results[0];
+    let eps_lb = first.eps_lb.map(|_| {
+        let pos: Vec<f64> = results.iter().flat_map(|r| r.scores.0.iter().copied()).collect();
+        let neg: Vec<f64> = results.iter().flat_map(|r| r.scores.1.iter().copied()).collect();
+        epsilon_lower_bound(&pos, &neg, claim.delta, 1.0 - first.eps_lb_confidence)
+    });
+    let violation = match (eps_lb, claim.epsilon) {
+        (Some(lb), Some(eps)) => lb > eps,
+        _ => false,
+    };
+    let acc = |f: fn(&train::Accuracy) -> f64| mean_std(&utility.iter().map(f).collect::<Vec<_>>());
+    let seconds = start.elapsed().as_secs_f64();
+    if a.json {
+        let out = json!({
+            "attack": a.attack.name(),
+            "method": recipe.method.name(),
+            "dataset": a.dataset,
+            "epsilon": claim.epsilon,
+            "delta": claim.delta,
+            "privacy_unit": claim.unit,
+            "game": first.game.statement,
+            "game_detail": first.game,
+            "knowledge": first.knowledge,
+            "auc": auc,
+            "auc_std": auc_std,
+            "tpr_at_fpr": {"0.001": t1, "0.01": t2},
+            "tpr_at_1pct_fpr_std": t2_std,
+            "balanced_accuracy": bacc,
+            "eps_lb": eps_lb,
+            "eps_lb_confidence": first.eps_lb_confidence,
+            "violation": violation,
+            "utility": {"train": acc(|u| u.train).0, "val": acc(|u| u.val).0, "test": acc(|u| u.test).0,
+                        "test_std": acc(|u| u.test).1},
+            "note": first.note,
+            "sensitive_values": sensitive_names,
+            "repeats": a.repeats,
+            "seconds": seconds,
+            "runs": results,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!(
+        "{} against {} on {} ({} run{})",
+        a.attack.name(),
+        recipe.method.name(),
+        a.dataset,
+        a.repeats,
+        if a.repeats == 1 { "" } else { "s" }
+    );
+    println!("game: {}", first.game.statement);
+    println!(
+        "AUC {:.2} ± {:.2}%   TPR@0.1%FPR {:.2}%   TPR@1%FPR {:.2}%   balanced acc {:.2}%",
+        100.0 * auc,
+        100.0 * auc_std,
+        100.0 * t1,
+        100.0 * t2,
+        100.0 * bacc
+    );
+    let (te, te_std) = acc(|u| u.test);
+    println!(
+        "target accuracy: train {:.2}%  test {:.2} ± {:.2}%",
+        100.0 * acc(|u| u.train).0,
+        100.0 * te,
+        100.0 * te_std
+    );
+    match (eps_lb, claim.epsilon) {
+        (Some(lb), Some(eps)) => println!(
+            "eps_lb {lb:.3} vs claimed eps {eps:.3} ({:?} level): {}",
+            claim.unit,
+            if violation { "VIOLATION" } else { "consistent" }
+        ),
+        (Some(lb), None) => println!("eps_lb {lb:.3} (non-private target: evidence of leakage)"),
+        _ => println!("eps_lb: not computed (the game does not match the claimed privacy unit)"),
+    }
+    if let Some(n) = &first.note {
+        println!("note: {n}");
+    }
+    for (k, v) in &first.details {
+        if k != "coins" && k != "per_class" {
+            println!("  {k}: {v}");
+        }
+    }
+    println!("wall time: {seconds:.1} s");
+    Ok(())
+}

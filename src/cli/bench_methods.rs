@@ -1,0 +1,223 @@
+//! `gnnaudit bench methods`: runs the cells of the reference anchors table
+//! (../shared/anchors/reference_progap.md) for MLP, DP-MLP, GAP and ProGAP, one child process per
+//! (cell, seed) so that wall time and peak RSS are whole-process figures like the anchors', and
+//! prints accuracy, time and memory next to the reference with the ratios.
+use crate::error::{Error, Result};
+use clap::Args;
+use std::process::Command;
+use std::time::Instant;
+
+#[derive(Debug, Args)]
+pub struct BenchMethodsArgs {
+    /// `cora` or `facebook100-Cornell5` (the latter with min class count 1000, as the anchors).
+    #[arg(long, default_value = "cora")]
+    pub dataset: String,
+    /// Seeds per cell (1..=N).
+    #[arg(long, default_value_t = 5)]
+    pub seeds: u64,
+    /// Torch threads of the timed runs (the anchors' main table uses 1).
+    #[arg(long, default_value_t = 1)]
+    pub threads: i32,
+    #[arg(long)]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Only cells whose label contains this text.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Skip the extra all-cores timing run per cell.
+    #[arg(long)]
+    pub no_all_cores: bool,
+}
+
+/// One anchors row: accuracy mean and population sd (%), wall seconds per process, max RSS MB.
+struct Reference {
+    acc: f64,
+    sd: f64,
+    wall: f64,
+    rss: f64,
+}
+
+struct Cell {
+    label: &'static str,
+    args: &'static [&'static str],
+    cora: Reference,
+    cornell5: Reference,
+}
+
+const fn r(acc: f64, sd: f64, wall: f64, rss: f64) -> Reference {
+    Reference { acc, sd, wall, rss }
+}
+
+/// The anchors' cells for these methods. Edge-level rows are the "explicit delta" ones (1e-5 on
+/// Cora, 1e-7 on Cornell5), which is what our default delta gives; eps = inf rows are GAP/ProGAP
+/// run without noise.
+fn cells() -> Vec<Cell> {
+    vec![
+        Cell {
+            label: "MLP",
+            args: &["--method", "mlp"],
+            cora: r(71.27, 1.69, 6.3, 976.),
+            cornell5: r(52.16, 0.28, 7.4, 1029.),
+        },
+        Cell {
+            label: "GAP-EDP eps=1",
+            args: &["--method", "gap-edp", "--epsilon", "1"],
+            cora: r(71.35, 1.71, 6.5, 979.),
+            cornell5: r(71.58, 0.39, 9.0, 1040.),
+        },
+        Cell {
+            label: "GAP-EDP eps=4",
+            args: &["--method", "gap-edp", "--epsilon", "4"],
+            cora: r(74.47, 0.82, 6.6, 969.),
+            cornell5: r(79.34, 0.66, 8.7, 1039.),
+        },
+        Cell {
+            label: "GAP-inf",
+            args: &["--method", "gap-inf"],
+            cora: r(84.56, 1.01, 6.7, 969.),
+            cornell5: r(81.69, 1.12, 8.9, 1038.),
+        },
+        Cell {
+            label: "ProGAP-EDP eps=1",
+            args: &["--method", "progap-edp", "--epsilon", "1"],
+            cora: r(63.87, 2.17, 13.0, 999.),
+            cornell5: r(81.42, 0.17, 24.2, 1106.),
+        },
+        Cell {
+            label: "ProGAP-EDP eps=4",
+            args: &["--method", "progap-edp", "--epsilon", "4"],
+            cora: r(66.91, 1.34, 13.4, 997.),
+            cornell5: r(87.63, 0.29, 24.1, 1087.),
+        },
+        Cell {
+            label: "ProGAP-inf",
+            args: &["--method", "progap-inf"],
+            cora: r(86.70, 0.88, 13.4, 1000.),
+            cornell5: r(89.18, 0.18, 24.0, 1091.),
+        },
+        Cell {
+            label: "DP-MLP eps=8",
+            args: &["--method", "dp-mlp", "--epsilon", "8"],
+            cora: r(67.32, 0.90, 7.0, 1008.),
+            cornell5: r(51.02, 0.22, 7.5, 1007.),
+        },
+        Cell {
+            label: "GAP-NDP eps=8",
+            args: &["--method", "gap-ndp", "--epsilon", "8"],
+            cora: r(56.57, 0.84, 7.5, 1011.),
+            cornell5: r(64.06, 0.04, 10.4, 1080.),
+        },
+        Cell {
+            label: "ProGAP-NDP eps=8",
+            args: &["--method", "progap-ndp", "--epsilon", "8"],
+            cora: r(43.76, 0.64, 9.3, 1018.),
+            cornell5: r(74.28, 0.99, 18.3, 1091.),
+        },
+    ]
+}
+
+struct Measured {
+    acc: f64,
+    wall: f64,
+    rss_mb: f64,
+}
+
+fn run_child(
+    dataset: &str,
+    extra: &[&str],
+    cell: &Cell,
+    seed: u64,
+    threads: i32,
+    data_dir: &Option<std::path::PathBuf>,
+) -> Result<Measured> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["train", "--dataset", dataset, "--json", "--seed", &seed.to_string(), "--threads", &threads.to_string()]);
+    cmd.args(extra).args(cell.args);
+    if let Some(d) = data_dir {
+        cmd.arg("--data-dir").arg(d);
+    }
+    let start = Instant::now();
+    let out = cmd.output()?;
+    let wall = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(Error::Other(format!(
+            "{} seed {seed} failed: {}",
+            cell.label,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    Ok(Measured {
+        acc: 100.0 * v["test_accuracy"]["mean"].as_f64().unwrap_or(f64::NAN),
+        wall,
+        rss_mb: v["peak_rss_mb"].as_f64().unwrap_or(f64::NAN),
+    })
+}
+
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    (m, (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n).sqrt())
+}
+
+pub fn run(a: BenchMethodsArgs) -> Result<()> {
+    let cornell = a.dataset.to_lowercase().contains("cornell5");
+    if !cornell && a.dataset != "cora" {
+        return Err(Error::invalid("dataset", "the anchors cover cora and facebook100-Cornell5"));
+    }
+    let extra: &[&str] = if cornell { &["--min-class-count", "1000"] } else { &[] };
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as i32;
+    println!(
+        "gnnaudit bench methods: {} ({} seeds, {} torch thread(s); one process per run, wall time includes start-up)",
+        a.dataset, a.seeds, a.threads
+    );
+    println!(
+        "| cell | ours acc % (mean ± sd) | ref acc % | ok (>= ref - 2 sd) | ours wall s | ref wall s | ratio | ours RSS MB | ref RSS MB | ratio | ours wall s, {cores} threads |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let mut means = std::collections::HashMap::new();
+    for cell in cells() {
+        if a.only.as_ref().is_some_and(|o| !cell.label.contains(o.as_str())) {
+            continue;
+        }
+        let reference = if cornell { &cell.cornell5 } else { &cell.cora };
+        let mut ms = Vec::new();
+        for seed in 1..=a.seeds {
+            ms.push(run_child(&a.dataset, extra, &cell, seed, a.threads, &a.data_dir)?);
+        }
+        let (acc, sd) = mean_sd(&ms.iter().map(|m| m.acc).collect::<Vec<_>>());
+        let (wall, _) = mean_sd(&ms.iter().map(|m| m.wall).collect::<Vec<_>>());
+        let rss = ms.iter().map(|m| m.rss_mb).fold(0.0, f64::max);
+        let all = if a.no_all_cores {
+            "-".to_string()
+        } else {
+            format!("{:.2}", run_child(&a.dataset, extra, &cell, 1, cores, &a.data_dir)?.wall)
+        };
+        let ok = acc >= reference.acc - 2.0 * reference.sd;
+        means.insert(cell.label, acc);
+        println!(
+            "| {} | {acc:.2} ± {sd:.2} | {:.2} ± {:.2} | {} | {wall:.2} | {:.1} | {:.2}x | {rss:.0} | {:.0} | {:.2}x | {all} |",
+            cell.label,
+            reference.acc,
+            reference.sd,
+            if ok { "yes" } else { "NO" },
+            reference.wall,
+            wall / reference.wall,
+            reference.rss,
+            rss / reference.rss,
+        );
+    }
+    let order = |a_: &str, b: &str| match (means.get(a_), means.get(b)) {
+        (Some(x), Some(y)) => {
+            println!("ordering {a_} ({x:.2}) > {b} ({y:.2}): {}", if x > y { "holds" } else { "FAILS" })
+        }
+        _ => {}
+    };
+    for eps in ["1", "4"] {
+        order(&format!("ProGAP-EDP eps={eps}"), &format!("GAP-EDP eps={eps}"));
+        order(&format!("GAP-EDP eps={eps}"), "MLP");
+    }
+    order("GAP-NDP eps=8", "DP-MLP eps=8");
+    order("ProGAP-NDP eps=8", "DP-MLP eps=8");
+    Ok(())
+}

@@ -1,0 +1,236 @@
+//! report.html: one self-contained page (inline CSS and SVG, no scripts, no external resources)
+//! that a reviewer can open offline or attach to a ticket.
+use super::plots::{figures, Figure};
+use super::{fmt_eps, fmt_num, unit_name, Report, Stat, SummaryRow};
+use std::fmt::Write;
+
+const CSS: &str = "
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1.5em;color:#222;line-height:1.45}
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.8em 0;font-size:.9em}th,td{border:1px solid #ddd;padding:.3em .6em;text-align:right}
+th{background:#f4f4f4}td.l,th.l{text-align:left}code{font-size:.9em}
+tr.violation td{background:#fde2e1}td.violation{color:#b00;font-weight:bold}td.holds{color:#2a7a2a}td.na{color:#888}
+figure{margin:1em 0;border:1px solid #eee;padding:.5em;display:inline-block;max-width:100%}
+figure svg{max-width:100%;height:auto;display:block}figcaption{font-size:.85em;color:#555;max-width:760px}
+.muted{color:#666;font-size:.9em}nav a{margin-right:1em}
+";
+
+/// HTML-escapes text for element content and attribute values.
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn pct(s: Stat) -> String {
+    if s.n == 0 {
+        return "-".into();
+    }
+    if s.n == 1 {
+        return fmt_num(100.0 * s.mean, 1);
+    }
+    format!("{} ± {}", fmt_num(100.0 * s.mean, 1), fmt_num(100.0 * s.sd, 1))
+}
+
+/// The figure as inline SVG (the XML prologue, if any, removed).
+fn figure_html(o: &mut String, f: &Figure) {
+    let svg = f.svg.find("<svg").map_or(f.svg.as_str(), |i| &f.svg[i..]);
+    let _ = writeln!(o, "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>", esc(&f.id), svg, esc(&f.caption));
+}
+
+pub fn render(r: &Report) -> String {
+    let figs = figures(r).unwrap_or_else(|e| {
+        tracing::warn!("could not draw the report's figures: {e}");
+        vec![]
+    });
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>gnnaudit: {}</title>\n<style>{CSS}</style>\n</head>\n<body>",
+        esc(&r.name)
+    );
+    let _ = writeln!(o, "<h1>Audit report: {}</h1>", esc(&r.name));
+    if !r.description.is_empty() {
+        let _ = writeln!(o, "<p>{}</p>", esc(&r.description));
+    }
+    let dirty = if r.tool.git_dirty == Some(true) { " (uncommitted changes)" } else { "" };
+    let _ = writeln!(
+        o,
+        "<p class=\"muted\">{} {}, commit <code>{}</code>{dirty}; config sha256 <code>{}</code>; seeds {:?}; run {} to {} ({:.0} s, {} cells computed, {} reused).</p>",
+        esc(&r.tool.name),
+        esc(&r.tool.version),
+        esc(&r.tool.git_commit),
+        esc(&r.config_sha256),
+        r.config.seed_list(),
+        esc(&r.run.started_at),
+        esc(&r.run.finished_at),
+        r.run.wall_seconds,
+        r.run.cells_computed,
+        r.run.cells_reused
+    );
+    let _ = writeln!(
+        o,
+        "<nav><a href=\"#claims\">Claims vs attacks</a><a href=\"#utility\">Utility</a><a href=\"#attacks\">Attacks</a><a href=\"#roc\">ROC curves</a><a href=\"#budget\">Budget</a><a href=\"#datasets\">Datasets</a></nav>"
+    );
+
+    claims_section(&mut o, r);
+
+    let _ = writeln!(o, "<h2 id=\"utility\">Utility</h2>");
+    let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th class=\"l\">privacy unit</th><th>target ε</th><th>test acc %</th><th>train acc %</th><th>claimed ε</th><th>ε RDP</th><th>ε PLD</th><th>δ</th></tr>");
+    for s in &r.summary {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&s.dataset),
+            esc(&s.method),
+            unit_name(s.privacy_unit),
+            fmt_eps(s.epsilon),
+            pct(s.test_accuracy),
+            pct(s.train_accuracy),
+            fmt_eps(s.epsilon_claimed),
+            fmt_eps(s.epsilon_rdp),
+            s.epsilon_pld.map_or("-".into(), fmt_eps),
+            if s.delta > 0.0 { format!("{:.1e}", s.delta) } else { "0".into() }
+        );
+    }
+    let _ = writeln!(o, "</table>");
+    for f in figs.iter().filter(|f| f.id.starts_with("acc-")) {
+        figure_html(&mut o, f);
+    }
+
+    let _ = writeln!(o, "<h2 id=\"attacks\">Attacks</h2>");
+    let any_attack = r.summary.iter().any(|s| !s.attacks.is_empty());
+    if !any_attack {
+        let _ = writeln!(o, "<p>No attacks were configured.</p>");
+    } else {
+        let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th>ε</th><th class=\"l\">attack</th><th>AUC %</th><th>TPR@0.1% FPR</th><th>TPR@1% FPR</th><th>bal. acc %</th></tr>");
+        for s in &r.summary {
+            for a in &s.attacks {
+                let _ = writeln!(
+                    o,
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&s.dataset),
+                    esc(&s.method),
+                    fmt_eps(s.epsilon),
+                    esc(&a.attack),
+                    pct(a.auc),
+                    pct(a.tpr_at_0_1pct_fpr),
+                    pct(a.tpr_at_1pct_fpr),
+                    pct(a.balanced_accuracy)
+                );
+            }
+        }
+        let _ = writeln!(o, "</table>");
+        let mut seen: Vec<&str> = vec![];
+        let _ = writeln!(o, "<ul>");
+        for a in r.summary.iter().flat_map(|s| &s.attacks) {
+            if !seen.contains(&a.attack.as_str()) {
+                seen.push(&a.attack);
+                let _ = writeln!(o, "<li><b>{}</b> ({}): {}</li>", esc(&a.attack), esc(&a.kind), esc(&a.game));
+            }
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    for f in figs.iter().filter(|f| f.id.starts_with("auc-")) {
+        figure_html(&mut o, f);
+    }
+    let _ = writeln!(o, "<h2 id=\"roc\">ROC curves</h2>");
+    for f in figs.iter().filter(|f| f.id.starts_with("roc-")) {
+        figure_html(&mut o, f);
+    }
+
+    let _ = writeln!(o, "<h2 id=\"budget\">Budget breakdown</h2><p class=\"muted\">First seed of each (dataset, method, ε); each component's ε at the total δ.</p>");
+    let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th>ε</th><th class=\"l\">component</th><th class=\"l\">mechanism</th><th>ε of component</th></tr>");
+    for s in &r.summary {
+        if let Some(c) = r.cells_of(s).next() {
+            for comp in &c.budget.components {
+                let _ = writeln!(
+                    o,
+                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
+                    esc(&s.dataset),
+                    esc(&s.method),
+                    fmt_eps(s.epsilon),
+                    esc(&comp.name),
+                    esc(&comp.mechanism),
+                    fmt_num(comp.epsilon, 3)
+                );
+            }
+        }
+    }
+    let _ = writeln!(o, "</table>");
+
+    let _ = writeln!(o, "<h2 id=\"datasets\">Datasets</h2>");
+    let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">source</th><th class=\"l\">sha256</th><th>nodes</th><th>edges</th><th>features</th><th>classes</th></tr>");
+    for d in &r.datasets {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&d.label),
+            esc(&d.source),
+            esc(&d.sha256),
+            d.nodes,
+            d.undirected_edges,
+            d.features,
+            d.classes
+        );
+    }
+    let _ = writeln!(o, "</table>\n</body>\n</html>");
+    o
+}
+
+/// The empirical lower bound next to the claim, violations highlighted.
+fn claims_section(o: &mut String, r: &Report) {
+    let _ = writeln!(o, "<h2 id=\"claims\">Claimed ε vs empirical lower bounds</h2>");
+    let _ = writeln!(
+        o,
+        "<p class=\"muted\">ε<sub>lb</sub> is the largest empirical lower bound over seeds (one-sided Clopper-Pearson, 95%). \
+         It is only comparable with the claim when the attack's game differs in exactly one unit of the claimed kind \
+         (node membership vs node-level DP, canary edges vs edge-level DP); other attacks measure practical leakage \
+         and show “not comparable”.</p>"
+    );
+    if r.summary.iter().all(|s| s.attacks.is_empty()) {
+        let _ = writeln!(o, "<p>No attacks were configured: this is a utility-only report.</p>");
+        return;
+    }
+    let violations: usize = r.summary.iter().flat_map(|s| &s.attacks).map(|a| a.violations).sum();
+    if violations > 0 {
+        let _ = writeln!(o, "<p><b style=\"color:#b00\">{violations} violation(s): an attack proved more leakage than the claimed ε allows.</b></p>");
+    } else {
+        let _ = writeln!(o, "<p>No attack exceeded a claimed ε.</p>");
+    }
+    let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th class=\"l\">unit</th><th class=\"l\">attack</th><th>claimed ε</th><th>ε<sub>lb</sub></th><th class=\"l\">verdict</th></tr>");
+    let row = |o: &mut String, s: &SummaryRow| {
+        for a in &s.attacks {
+            let (class, verdict) = match (a.eps_lb_max, a.violations) {
+                (_, v) if v > 0 => ("violation", format!("VIOLATION ({v} of {} seeds)", a.auc.n)),
+                (Some(_), _) => ("holds", "holds".to_string()),
+                (None, _) => ("na", "not comparable".to_string()),
+            };
+            let tr = if class == "violation" { "<tr class=\"violation\">" } else { "<tr>" };
+            let _ = writeln!(
+                o,
+                "{tr}<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l {class}\">{}</td></tr>",
+                esc(&s.dataset),
+                esc(&s.method),
+                unit_name(s.privacy_unit),
+                esc(&a.attack),
+                fmt_eps(s.epsilon_claimed),
+                a.eps_lb_max.map_or("-".into(), |x| fmt_num(x, 2)),
+                esc(&verdict)
+            );
+        }
+    };
+    for s in &r.summary {
+        row(o, s);
+    }
+    let _ = writeln!(o, "</table>");
+}

@@ -1,0 +1,409 @@
+//! Audit reports: `report.json` is the canonical record; `report.md` and `report.html` (with SVG
+//! plots) are rendered from it and nothing else, so a report can be re-rendered from its JSON.
+//!
+//! Everything in `report.json` is a function of the config, the data and the code, except the
+//! `run` object (timestamps, wall times, folders): two runs of one config and seed give the same
+//! bytes outside `run`.
+pub mod html;
+pub mod markdown;
+pub mod plots;
+pub mod provenance;
+
+use crate::audit::cell::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds};
+use crate::audit::config::AuditConfig;
+use crate::audit::epsilon::Epsilon;
+use crate::audit::store::write_atomic;
+use crate::error::{Error, Result};
+use crate::privacy::accountant::PrivacyUnit;
+use crate::train::Accuracy;
+use provenance::ToolInfo;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Identifies the JSON layout; bumped on incompatible changes.
+pub const FORMAT: &str = "gnnaudit-report/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    pub format: String,
+    pub name: String,
+    pub description: String,
+    pub tool: ToolInfo,
+    /// sha256 of the parsed config (comments and layout do not count).
+    pub config_sha256: String,
+    pub config: AuditConfig,
+    pub datasets: Vec<DatasetInfo>,
+    /// Per (dataset, method, epsilon): means over seeds. Derived from `cells`.
+    pub summary: Vec<SummaryRow>,
+    /// Every cell with its utility, budget and attack metrics (ROC points included).
+    pub cells: Vec<ReportCell>,
+    /// The only non-deterministic part: timestamps, wall times and folders.
+    pub run: RunInfo,
+}
+
+/// A dataset as the audit used it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetInfo {
+    /// The config label.
+    pub label: String,
+    /// The config name (embedded name, data-dir name or path as written).
+    pub name: String,
+    /// "embedded" or the file name it was read from.
+    pub source: String,
+    /// sha256 of the file's bytes, or of the generated content for embedded datasets.
+    pub sha256: String,
+    /// Size after the config's transforms (class filter, isolated nodes).
+    pub nodes: usize,
+    pub undirected_edges: usize,
+    pub features: usize,
+    pub classes: usize,
+}
+
+/// One cell as reported (its wall time is in `run.cell_seconds`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportCell {
+    pub dataset: String,
+    pub method: String,
+    pub epsilon: Epsilon,
+    pub seed: u64,
+    pub fingerprint: String,
+    pub privacy_unit: PrivacyUnit,
+    pub utility: Accuracy,
+    pub budget: BudgetRecord,
+    pub recipe: serde_json::Value,
+    pub attacks: Vec<AttackRecord>,
+}
+
+impl ReportCell {
+    pub fn key(&self) -> CellKey {
+        CellKey { dataset: self.dataset.clone(), method: self.method.clone(), epsilon: self.epsilon, seed: self.seed }
+    }
+}
+
+/// Timestamps and timings, kept apart so that the rest of the report is reproducible.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunInfo {
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_seconds: f64,
+    pub config_path: String,
+    pub output_dir: String,
+    pub cells_computed: usize,
+    pub cells_reused: usize,
+    /// Training and attack wall time of every cell (as measured when it was computed).
+    pub cell_seconds: Vec<(CellKey, CellSeconds)>,
+}
+
+/// Mean, sample standard deviation and count of one metric over seeds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stat {
+    pub mean: f64,
+    pub sd: f64,
+    pub n: usize,
+}
+
+impl Stat {
+    pub fn of(xs: &[f64]) -> Stat {
+        let xs: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+        let n = xs.len();
+        if n == 0 {
+            return Stat { mean: f64::NAN, sd: 0.0, n: 0 };
+        }
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let sd = if n > 1 { (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { 0.0 };
+        Stat { mean, sd, n }
+    }
+}
+
+/// One (dataset, method, epsilon) over its seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SummaryRow {
+    pub dataset: String,
+    pub method: String,
+    pub epsilon: Epsilon,
+    pub privacy_unit: PrivacyUnit,
+    pub test_accuracy: Stat,
+    pub train_accuracy: Stat,
+    /// Largest claimed epsilon over the seeds (they normally agree), RDP and PLD alike.
+    pub epsilon_claimed: Epsilon,
+    pub epsilon_rdp: Epsilon,
+    pub epsilon_pld: Option<Epsilon>,
+    pub delta: f64,
+    pub attacks: Vec<AttackSummary>,
+}
+
+/// One attack on one (dataset, method, epsilon) over its seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttackSummary {
+    pub attack: String,
+    pub kind: String,
+    pub game: String,
+    pub auc: Stat,
+    pub tpr_at_0_1pct_fpr: Stat,
+    pub tpr_at_1pct_fpr: Stat,
+    pub balanced_accuracy: Stat,
+    /// Largest eps_lb over seeds (None where the game does not match the claim).
+    pub eps_lb_max: Option<f64>,
+    /// Seeds whose eps_lb exceeds the claimed epsilon.
+    pub violations: usize,
+}
+
+impl Report {
+    /// Assembles the report from finished cells (in plan order).
+    pub fn build(
+        config: &AuditConfig,
+        config_sha256: &str,
+        datasets: Vec<DatasetInfo>,
+        records: &[CellRecord],
+        run: RunInfo,
+    ) -> Report {
+        let cells: Vec<ReportCell> = records
+            .iter()
+            .map(|r| ReportCell {
+                dataset: r.key.dataset.clone(),
+                method: r.key.method.clone(),
+                epsilon: r.key.epsilon,
+                seed: r.key.seed,
+                fingerprint: r.fingerprint.clone(),
+                privacy_unit: r.result.privacy_unit,
+                utility: r.result.utility,
+                budget: r.result.budget.clone(),
+                recipe: r.result.recipe.clone(),
+                attacks: r.result.attacks.clone(),
+            })
+            .collect();
+        Report {
+            format: FORMAT.into(),
+            name: config.name.clone(),
+            description: config.description.clone(),
+            tool: ToolInfo::current(),
+            config_sha256: config_sha256.into(),
+            config: config.clone(),
+            datasets,
+            summary: summarize(&cells),
+            cells,
+            run,
+        }
+    }
+
+    /// Reads a report.json; errors name the file (exit code 2).
+    pub fn load(path: &Path) -> Result<Report> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::bad_file(path, e))?;
+        let report: Report =
+            serde_json::from_str(&text).map_err(|e| Error::bad_file(path, format!("not a gnnaudit report: {e}")))?;
+        if report.format != FORMAT {
+            return Err(Error::bad_file(path, format!("report format '{}' is not '{FORMAT}'", report.format)));
+        }
+        Ok(report)
+    }
+
+    /// Pretty JSON with numeric arrays (ROC points, noise lists) kept on one line each.
+    pub fn to_json(&self) -> String {
+        let mut s = compact_numeric_arrays(&serde_json::to_string_pretty(self).expect("report serialises"));
+        s.push('\n');
+        s
+    }
+
+    /// The cells of one summary row.
+    pub fn cells_of<'a>(&'a self, row: &'a SummaryRow) -> impl Iterator<Item = &'a ReportCell> + 'a {
+        self.cells
+            .iter()
+            .filter(move |c| c.dataset == row.dataset && c.method == row.method && c.epsilon == row.epsilon)
+    }
+}
+
+/// Groups cells by (dataset, method, epsilon) in first-seen order and averages over seeds.
+pub fn summarize(cells: &[ReportCell]) -> Vec<SummaryRow> {
+    let mut groups: Vec<(String, String, Epsilon, Vec<&ReportCell>)> = vec![];
+    for c in cells {
+        match groups.iter_mut().find(|g| g.0 == c.dataset && g.1 == c.method && g.2 == c.epsilon) {
+            Some(g) => g.3.push(c),
+            None => groups.push((c.dataset.clone(), c.method.clone(), c.epsilon, vec![c])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(dataset, method, epsilon, cs)| {
+            let max_eps = |f: &dyn Fn(&ReportCell) -> Epsilon| {
+                cs.iter().map(|c| f(c)).max_by(|a, b| a.total_cmp(b)).unwrap_or(Epsilon::Infinite)
+            };
+            let pld: Vec<Epsilon> = cs.iter().filter_map(|c| c.budget.epsilon_pld).collect();
+            let mut attacks: Vec<AttackSummary> = vec![];
+            let labels: Vec<String> = {
+                let mut l: Vec<String> = vec![];
+                for a in cs.iter().flat_map(|c| &c.attacks) {
+                    if !l.contains(&a.attack) {
+                        l.push(a.attack.clone());
+                    }
+                }
+                l
+            };
+            for label in labels {
+                let runs: Vec<(&ReportCell, &AttackRecord)> = cs
+                    .iter()
+                    .flat_map(|c| c.attacks.iter().filter(|a| a.attack == label).map(move |a| (*c, a)))
+                    .collect();
+                let stat =
+                    |f: &dyn Fn(&AttackRecord) -> f64| Stat::of(&runs.iter().map(|(_, a)| f(a)).collect::<Vec<_>>());
+                let first = runs[0].1;
+                attacks.push(AttackSummary {
+                    attack: label.clone(),
+                    kind: first.kind.clone(),
+                    game: first.game.clone(),
+                    auc: stat(&|a| a.auc),
+                    tpr_at_0_1pct_fpr: stat(&|a| a.tpr_at_fpr.fpr_0_1pct),
+                    tpr_at_1pct_fpr: stat(&|a| a.tpr_at_fpr.fpr_1pct),
+                    balanced_accuracy: stat(&|a| a.balanced_accuracy),
+                    eps_lb_max: runs.iter().filter_map(|(_, a)| a.eps_lb).max_by(f64::total_cmp),
+                    violations: runs.iter().filter(|(_, a)| a.violation).count(),
+                });
+            }
+            SummaryRow {
+                privacy_unit: cs[0].privacy_unit,
+                test_accuracy: Stat::of(&cs.iter().map(|c| c.utility.test).collect::<Vec<_>>()),
+                train_accuracy: Stat::of(&cs.iter().map(|c| c.utility.train).collect::<Vec<_>>()),
+                epsilon_claimed: max_eps(&|c| c.budget.epsilon_claimed),
+                epsilon_rdp: max_eps(&|c| c.budget.epsilon_rdp),
+                epsilon_pld: pld.into_iter().max_by(|a, b| a.total_cmp(b)),
+                delta: cs.iter().map(|c| c.budget.delta).fold(0.0, f64::max),
+                dataset,
+                method,
+                epsilon,
+                attacks,
+            }
+        })
+        .collect()
+}
+
+/// Rewrites pretty-printed JSON so that every array holding only numbers (or arrays of
+/// numbers) sits on one line: `[[0.0,0.0],[0.01,0.3]]` instead of one number per line. Strings
+/// are left untouched.
+pub fn compact_numeric_arrays(pretty: &str) -> String {
+    let b = pretty.as_bytes();
+    let mut out = String::with_capacity(pretty.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let end = string_end(b, i);
+                out.push_str(&pretty[i..end]);
+                i = end;
+            }
+            b'[' => {
+                let close = matching_bracket(b, i);
+                let inner = &pretty[i..close];
+                if inner.bytes().all(|c| !matches!(c, b'"' | b'{')) {
+                    out.extend(inner.chars().filter(|c| !c.is_whitespace()));
+                    i = close;
+                } else {
+                    out.push('[');
+                    i += 1;
+                }
+            }
+            _ => {
+                let next = pretty[i..].find(['"', '[']).map_or(b.len(), |p| i + p);
+                out.push_str(&pretty[i..next]);
+                i = next;
+            }
+        }
+    }
+    out
+}
+
+/// Index just past the string literal that starts at `start` (a quote).
+fn string_end(b: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// Index just past the ']' matching the '[' at `start`, skipping strings.
+fn matching_bracket(b: &[u8], start: usize) -> usize {
+    let (mut depth, mut i) = (0usize, start);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i = string_end(b, i);
+                continue;
+            }
+            b'[' => depth += 1,
+            b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// Writes report.json, report.md and report.html into `dir`, each atomically.
+pub fn write_all(report: &Report, dir: &Path) -> Result<()> {
+    write_atomic(&dir.join("report.json"), report.to_json().as_bytes())?;
+    write_atomic(&dir.join("report.md"), markdown::render(report).as_bytes())?;
+    write_atomic(&dir.join("report.html"), html::render(report).as_bytes())?;
+    Ok(())
+}
+
+/// Formats a number for tables: fixed decimals, "-" for NaN.
+pub(crate) fn fmt_num(x: f64, decimals: usize) -> String {
+    if x.is_nan() {
+        "-".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "∞" } else { "-∞" }.into()
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
+/// Epsilon for humans: "∞" or a short number.
+pub(crate) fn fmt_eps(e: Epsilon) -> String {
+    match e {
+        Epsilon::Infinite => "∞".into(),
+        Epsilon::Finite(x) if x == x.round() && x.abs() < 1e6 => format!("{x:.0}"),
+        Epsilon::Finite(x) if x >= 0.01 => format!("{}", (x * 1000.0).round() / 1000.0),
+        Epsilon::Finite(x) => format!("{x:.2e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numeric_arrays_are_compacted_and_strings_kept() {
+        let v =
+            serde_json::json!({"roc": [[0.0, 0.0], [0.5, 1.0]], "names": ["a [1, 2]", "b"], "cells": [{"x": [1, 2]}]});
+        let s = compact_numeric_arrays(&serde_json::to_string_pretty(&v).unwrap());
+        assert!(s.contains(r#""roc": [[0.0,0.0],[0.5,1.0]]"#), "{s}");
+        assert!(s.contains(r#""a [1, 2]""#), "{s}");
+        assert!(s.contains(r#""x": [1,2]"#), "{s}");
+        let back: serde_json::Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, v);
+    }
+}
+
+pub(crate) fn unit_name(u: PrivacyUnit) -> &'static str {
+    match u {
+        PrivacyUnit::None => "none",
+        PrivacyUnit::Edge => "edge",
+        PrivacyUnit::Node => "node",
+        PrivacyUnit::Local => "local",
+    }
+}

@@ -1,0 +1,145 @@
+//! `gnnaudit check` through the binary: a passing report (exit 0), failing ones (exit 1, with
+//! the readable list), and bad input (exit 2).
+mod common;
+
+use common::*;
+use gnnaudit::audit::{run_audit, AuditConfig, OutputOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn gnnaudit(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Writes the fake audit's report into `dir` and returns the report.json path.
+fn report(dir: &Path, runner: FakeRunner) -> PathBuf {
+    let c = AuditConfig::parse(FAKE_CONFIG).unwrap();
+    let mut runner = runner;
+    let opts = OutputOptions { out: Some(dir.to_path_buf()), fresh: false };
+    run_audit(&c, Path::new("fake.toml"), &mut runner, &opts).unwrap();
+    dir.join("report.json")
+}
+
+/// Limits the fake (non-leaky) report meets: at eps = 8 its MIA reaches AUC ~0.72 and link
+/// stealing ~0.81 (TPR at 1% FPR ~0.07 and ~0.14); at inf both are higher.
+const THRESHOLDS: &str = r#"
+max_auc = 0.85
+max_tpr_at_1pct_fpr = 0.20
+min_test_accuracy = 0.45
+[[overrides]]
+epsilon = "inf"
+max_auc = 0.95
+max_tpr_at_1pct_fpr = 0.60
+[[overrides]]
+method = "mlp"
+attack = "link-stealing"
+max_auc = 0.99
+"#;
+
+#[test]
+fn passing_report_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = report(&dir.path().join("ok"), FakeRunner::default());
+    let t = dir.path().join("t.toml");
+    std::fs::write(&t, THRESHOLDS).unwrap();
+    let (code, out, err) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("check passed: 7 (dataset, method, ε) rows and 14 attack results"), "{out}");
+    // The report folder works as well as the file.
+    let (code, _, _) =
+        gnnaudit(&["check", dir.path().join("ok").to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn leaky_report_exits_1_with_a_readable_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = report(&dir.path().join("leaky"), FakeRunner { leak: 0.5, ..Default::default() });
+    let t = dir.path().join("t.toml");
+    std::fs::write(&t, THRESHOLDS).unwrap();
+    let (code, out, err) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.starts_with("check failed: "), "{out}");
+    assert!(out.contains("  - synthetic / gap-edp / ε=1 / mia: AUC "), "{out}");
+    assert!(out.contains("> max_auc 0.850 (mean of 2 seeds)"), "{out}");
+    assert!(out.contains("TPR at 1% FPR"), "{out}");
+    assert!(err.contains("leakage check failed"), "{err}");
+    // A tighter utility floor fails on accuracy alone.
+    let t2 = dir.path().join("floor.toml");
+    std::fs::write(&t2, "min_test_accuracy = 0.75\n").unwrap();
+    let ok = report(&dir.path().join("ok"), FakeRunner::default());
+    let (code, out, _) = gnnaudit(&["check", ok.to_str().unwrap(), "--thresholds", t2.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("synthetic / gap-ndp / ε=1: test accuracy 0.") && out.contains("< min_test_accuracy 0.750"),
+        "{out}"
+    );
+    assert!(!out.contains("/ mlp /"), "mlp (accuracy 0.8+) passes the floor: {out}");
+}
+
+#[test]
+fn eps_lb_above_the_claim_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = report(&dir.path().join("v"), FakeRunner { violate: true, ..Default::default() });
+    let t = dir.path().join("t.toml");
+    std::fs::write(&t, "max_auc = 1.0\n").unwrap();
+    let (code, out, _) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out.matches("privacy claim violated").count(), 4, "gap-ndp, eps 1 and 8, 2 seeds each: {out}");
+    assert!(
+        out.contains("synthetic / gap-ndp / ε=1 / mia: seed 7: empirical ε_lb 2.000 exceeds the claimed ε 1"),
+        "{out}"
+    );
+    // ... unless the thresholds say not to fail on violations.
+    std::fs::write(&t, "max_auc = 1.0\nfail_on_violation = false\n").unwrap();
+    let (code, _, _) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = report(&dir.path().join("ok"), FakeRunner::default());
+    let t = dir.path().join("t.toml");
+    std::fs::write(&t, THRESHOLDS).unwrap();
+    let (r, th) = (rep.to_str().unwrap(), t.to_str().unwrap());
+    // Missing report, missing thresholds.
+    let (code, _, err) = gnnaudit(&["check", "/no/such/report.json", "--thresholds", th]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = gnnaudit(&["check", r, "--thresholds", "/no/such/t.toml"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/no/such/t.toml"), "{err}");
+    // A truncated report.
+    let trunc = dir.path().join("trunc.json");
+    let text = std::fs::read_to_string(&rep).unwrap();
+    std::fs::write(&trunc, &text[..text.len() / 2]).unwrap();
+    let (code, _, err) = gnnaudit(&["check", trunc.to_str().unwrap(), "--thresholds", th]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("trunc.json") && err.contains("not a gnnaudit report"), "{err}");
+    // A typo in the thresholds names the field; an out-of-range limit too.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "max_acu = 0.6\n").unwrap();
+    let (code, _, err) = gnnaudit(&["check", r, "--thresholds", bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("max_acu"), "{err}");
+    std::fs::write(&bad, "[[overrides]]\nmethod = \"mlp\"\nmax_auc = 1.5\n").unwrap();
+    let (code, _, err) = gnnaudit(&["check", r, "--thresholds", bad.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("overrides[0].max_auc"), "{err}");
+}
+
+#[test]
+fn overrides_that_match_nothing_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = report(&dir.path().join("ok"), FakeRunner::default());
+    let t = dir.path().join("t.toml");
+    std::fs::write(&t, format!("{THRESHOLDS}\n[[overrides]]\nmethod = \"gap-edpp\"\nmax_auc = 0.1\n")).unwrap();
+    let (code, _, err) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(err.contains("overrides[2] matches nothing"), "{err}");
+}
