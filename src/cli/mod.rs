@@ -4,13 +4,13 @@ pub mod datasets;
 use crate::error::Result;
 use clap::{Parser, Subcommand};
 
-pub mod bench_methods;
+pub mod account;
 pub mod attack;
 pub mod audit;
+pub mod bench;
+pub mod bench_methods;
 pub mod check;
 pub mod train;
-pub mod account;
-pub mod bench;
 
 #[derive(Debug, Parser)]
 #[command(name = "gnnaudit", version, about = "Train private GNNs, attack them, and audit the claimed epsilon")]
