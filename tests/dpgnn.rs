@@ -80,20 +80,23 @@ fn bad_input_is_rejected_before_training() {
     }
 }
 
-/// At node-level eps = 8 DP-GNN beats the majority class on Cora (31% of the test nodes; the
-/// reference implementation stays below it), and the spent budget equals the target.
+/// The whole pipeline (degree bound, gathered neighbourhoods, per-sample clipping, DP-Adam, noisy
+/// test-time aggregation) learns Cora when the calibrated noise is small, and the spent budget
+/// (training plus inference release) equals the target. At eps = 8 the correctly accounted noise
+/// (std 2(D+1) C noise_scale) keeps DP-GNN near the majority class on Cora (see the report).
 #[test]
-fn dpgnn_beats_majority_on_cora_and_spends_its_target() {
+fn dpgnn_learns_cora_at_low_noise_and_spends_its_target() {
     tch::set_num_threads(1);
     let data = load("cora", 0.75, 0.10, 0);
-    let run = train(&data, &DpgnnConfig::default(), 1).unwrap();
+    let cfg = DpgnnConfig { epsilon: 1e4, max_degree: 10, ..Default::default() };
+    let run = train(&data, &cfg, 1).unwrap();
     let test = &data.split.as_ref().unwrap().test;
     let mut counts = vec![0usize; data.num_classes];
     test.iter().for_each(|&i| counts[data.labels[i]] += 1);
     let majority = *counts.iter().max().unwrap() as f64 / test.len() as f64;
-    assert!(run.accuracy.test > majority + 0.05, "test {} vs majority {majority}", run.accuracy.test);
+    assert!(run.accuracy.test > majority + 0.15, "test {} vs majority {majority}", run.accuracy.test);
     assert_eq!(run.budget.privacy_unit, PrivacyUnit::Node);
-    assert!((run.budget.epsilon_rdp - 8.0).abs() < 8e-3, "spent {}", run.budget.epsilon_rdp);
+    assert!((run.budget.epsilon_rdp - 1e4).abs() < 10.0, "spent {}", run.budget.epsilon_rdp);
     assert_eq!(run.budget.delta, 1e-4);
     assert_eq!(run.budget.components.len(), 2);
 }

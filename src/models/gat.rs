@@ -64,10 +64,17 @@ impl GatConv {
         let score_dst = (&z * &self.att_dst).sum_dim_intlist(-1, false, Kind::Float);
         let e = score_src.index_select(0, &edges.src) + score_dst.index_select(0, &edges.dst);
         let e = e.maximum(&(&e * self.negative_slope)); // LeakyReLU
-                                                        // Softmax over each target's incoming edges; subtracting a per-head constant leaves it
-                                                        // unchanged and keeps exp() in range.
-        let shift = e.detach().amax(0, true);
-        let ex = (e - shift).exp();
+                                                        // Softmax over each target's incoming edges, shifted by that target's largest score so
+                                                        // that exp() neither overflows nor underflows a whole neighbourhood (noisy LDP features
+                                                        // give scores in the hundreds).
+        let max = Tensor::full([n, h], f64::NEG_INFINITY, (Kind::Float, x.device())).index_reduce(
+            0,
+            &edges.dst,
+            &e.detach(),
+            "amax",
+            true,
+        );
+        let ex = (e - max.index_select(0, &edges.dst)).exp();
         let denom = Tensor::zeros([n, h], (Kind::Float, x.device())).index_add(0, &edges.dst, &ex);
         let alpha = (ex / denom.index_select(0, &edges.dst)).dropout(self.attention_dropout, train);
         let msg = z.index_select(0, &edges.src) * alpha.unsqueeze(-1);
@@ -95,6 +102,9 @@ mod tests {
         assert_eq!(out.size(), vec![4, 20]);
         let first = out.get(0).unsqueeze(0).expand([4, 20], false);
         assert!(out.allclose(&first, 1e-5, 1e-5, false));
+        // Inputs of very different magnitudes (as after the multi-bit rectifier) stay finite.
+        let big = Tensor::from_slice(&[1e4f32, -1e4, 3.0, 0.0, 5e3, 1.0, -2e3, 7.0, 0.5, 9e3, 1.0, 2.0]).view([4, 3]);
+        assert!(bool::try_from(conv.forward_t(&big, &edges, false).isfinite().all()).unwrap());
         // Distinct inputs: gradients reach the attention parameters.
         let x = Tensor::rand([4, 3], (Kind::Float, tch::Device::Cpu));
         conv.forward_t(&x, &edges, true).sum(Kind::Float).backward();
