@@ -1,7 +1,8 @@
 //! report.html: one self-contained page (inline CSS and SVG, no scripts, no external resources)
 //! that a reviewer can open offline or attach to a ticket.
 use super::plots::{figures, Figure};
-use super::{fmt_eps, fmt_num, unit_name, Report, Stat, SummaryRow};
+use super::table::{self, Align, Kind, Table, Verdict};
+use super::Report;
 use std::fmt::Write;
 
 const CSS: &str = "
@@ -29,16 +30,6 @@ fn esc(s: &str) -> String {
         }
     }
     o
-}
-
-fn pct(s: Stat) -> String {
-    if s.n == 0 {
-        return "-".into();
-    }
-    if s.n == 1 {
-        return fmt_num(100.0 * s.mean, 1);
-    }
-    format!("{} ± {}", fmt_num(100.0 * s.mean, 1), fmt_num(100.0 * s.sd, 1))
 }
 
 /// The figure as inline SVG (the XML prologue, if any, removed).
@@ -85,24 +76,7 @@ pub fn render(r: &Report) -> String {
     claims_section(&mut o, r);
 
     let _ = writeln!(o, "<h2 id=\"utility\">Utility</h2>");
-    let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th class=\"l\">privacy unit</th><th>target ε</th><th>test acc %</th><th>train acc %</th><th>claimed ε</th><th>ε RDP</th><th>ε PLD</th><th>δ</th></tr>");
-    for s in &r.summary {
-        let _ = writeln!(
-            o,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&s.dataset),
-            esc(&s.method),
-            unit_name(s.privacy_unit),
-            fmt_eps(s.epsilon),
-            pct(s.test_accuracy),
-            pct(s.train_accuracy),
-            fmt_eps(s.epsilon_claimed),
-            fmt_eps(s.epsilon_rdp),
-            s.epsilon_pld.map_or("-".into(), fmt_eps),
-            if s.delta > 0.0 { format!("{:.1e}", s.delta) } else { "0".into() }
-        );
-    }
-    let _ = writeln!(o, "</table>");
+    table_html(&mut o, &table::utility(r));
     for f in figs.iter().filter(|f| f.id.starts_with("acc-")) {
         figure_html(&mut o, f);
     }
@@ -112,24 +86,7 @@ pub fn render(r: &Report) -> String {
     if !any_attack {
         let _ = writeln!(o, "<p>No attacks were configured.</p>");
     } else {
-        let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th>ε</th><th class=\"l\">attack</th><th>AUC %</th><th>TPR@0.1% FPR</th><th>TPR@1% FPR</th><th>bal. acc %</th></tr>");
-        for s in &r.summary {
-            for a in &s.attacks {
-                let _ = writeln!(
-                    o,
-                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(&s.dataset),
-                    esc(&s.method),
-                    fmt_eps(s.epsilon),
-                    esc(&a.attack),
-                    pct(a.auc),
-                    pct(a.tpr_at_0_1pct_fpr),
-                    pct(a.tpr_at_1pct_fpr),
-                    pct(a.balanced_accuracy)
-                );
-            }
-        }
-        let _ = writeln!(o, "</table>");
+        table_html(&mut o, &table::attacks(r, false));
         let mut seen: Vec<&str> = vec![];
         let _ = writeln!(o, "<ul>");
         for a in r.summary.iter().flat_map(|s| &s.attacks) {
@@ -149,41 +106,11 @@ pub fn render(r: &Report) -> String {
     }
 
     let _ = writeln!(o, "<h2 id=\"budget\">Budget breakdown</h2><p class=\"muted\">First seed of each (dataset, method, ε); each component's ε at the total δ.</p>");
-    let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th>ε</th><th class=\"l\">component</th><th class=\"l\">mechanism</th><th>ε of component</th></tr>");
-    for s in &r.summary {
-        if let Some(c) = r.cells_of(s).next() {
-            for comp in &c.budget.components {
-                let _ = writeln!(
-                    o,
-                    "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
-                    esc(&s.dataset),
-                    esc(&s.method),
-                    fmt_eps(s.epsilon),
-                    esc(&comp.name),
-                    esc(&comp.mechanism),
-                    fmt_num(comp.epsilon, 3)
-                );
-            }
-        }
-    }
-    let _ = writeln!(o, "</table>");
+    table_html(&mut o, &table::budget(r));
 
     let _ = writeln!(o, "<h2 id=\"datasets\">Datasets</h2>");
-    let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">source</th><th class=\"l\">sha256</th><th>nodes</th><th>edges</th><th>features</th><th>classes</th></tr>");
-    for d in &r.datasets {
-        let _ = writeln!(
-            o,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\"><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&d.label),
-            esc(&d.source),
-            esc(&d.sha256),
-            d.nodes,
-            d.undirected_edges,
-            d.features,
-            d.classes
-        );
-    }
-    let _ = writeln!(o, "</table>\n</body>\n</html>");
+    table_html(&mut o, &table::datasets(r, usize::MAX));
+    let _ = writeln!(o, "</body>\n</html>");
     o
 }
 
@@ -207,30 +134,35 @@ fn claims_section(o: &mut String, r: &Report) {
     } else {
         let _ = writeln!(o, "<p>No attack exceeded a claimed ε.</p>");
     }
-    let _ = writeln!(o, "<table><tr><th class=\"l\">dataset</th><th class=\"l\">method</th><th class=\"l\">unit</th><th class=\"l\">attack</th><th>claimed ε</th><th>ε<sub>lb</sub></th><th class=\"l\">verdict</th></tr>");
-    let row = |o: &mut String, s: &SummaryRow| {
-        for a in &s.attacks {
-            let (class, verdict) = match (a.eps_lb_max, a.violations) {
-                (_, v) if v > 0 => ("violation", format!("VIOLATION ({v} of {} seeds)", a.auc.n)),
-                (Some(_), _) => ("holds", "holds".to_string()),
-                (None, _) => ("na", "not comparable".to_string()),
-            };
-            let tr = if class == "violation" { "<tr class=\"violation\">" } else { "<tr>" };
-            let _ = writeln!(
-                o,
-                "{tr}<td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l {class}\">{}</td></tr>",
-                esc(&s.dataset),
-                esc(&s.method),
-                unit_name(s.privacy_unit),
-                esc(&a.attack),
-                fmt_eps(s.epsilon_claimed),
-                a.eps_lb_max.map_or("-".into(), |x| fmt_num(x, 2)),
-                esc(&verdict)
-            );
-        }
-    };
-    for s in &r.summary {
-        row(o, s);
+    table_html(o, &table::claims(r));
+}
+
+/// One table: left-aligned columns get class "l" (the CSS right-aligns the rest), violations a
+/// highlighted row and verdict cell.
+fn table_html(o: &mut String, t: &Table) {
+    let left = |a: Align| if a == Align::Left { " class=\"l\"" } else { "" };
+    o.push_str("<table><tr>");
+    for c in &t.columns {
+        let _ = write!(o, "<th{}>{}</th>", left(c.align), c.html);
     }
-    let _ = writeln!(o, "</table>");
+    o.push_str("</tr>\n");
+    for row in &t.rows {
+        o.push_str(if row.verdict == Some(Verdict::Violation) { "<tr class=\"violation\">" } else { "<tr>" });
+        for (c, text) in t.columns.iter().zip(&row.cells) {
+            let text = esc(text);
+            match (c.kind, row.verdict) {
+                (Kind::Code, _) => {
+                    let _ = write!(o, "<td{}><code>{text}</code></td>", left(c.align));
+                }
+                (Kind::Verdict, Some(v)) => {
+                    let _ = write!(o, "<td class=\"l {}\">{text}</td>", v.class());
+                }
+                _ => {
+                    let _ = write!(o, "<td{}>{text}</td>", left(c.align));
+                }
+            }
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
 }

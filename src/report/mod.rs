@@ -8,6 +8,7 @@ pub mod html;
 pub mod markdown;
 pub mod plots;
 pub mod provenance;
+pub mod table;
 
 use crate::audit::cell::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds};
 use crate::audit::config::AuditConfig;

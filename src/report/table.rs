@@ -1,0 +1,255 @@
+//! The report's tables as data (headers, alignment, cell text), built once per section so that
+//! report.md and report.html show the same rows; each writer only renders a `Table` and escapes
+//! its cells for its own format.
+use super::{fmt_eps, fmt_num, unit_name, AttackSummary, Report, Stat};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// How a column's cells are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    /// Shown as code (hashes).
+    Code,
+    /// The row's verdict, highlighted by its `Verdict`.
+    Verdict,
+}
+
+/// One column; the header is spelled per format (HTML may carry markup, e.g. a subscript).
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub markdown: &'static str,
+    pub html: &'static str,
+    pub align: Align,
+    pub kind: Kind,
+}
+
+const fn col(markdown: &'static str, html: &'static str, align: Align) -> Column {
+    Column { markdown, html, align, kind: Kind::Text }
+}
+
+/// Whether an attack's empirical lower bound contradicts the claimed epsilon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Violation,
+    Holds,
+    NotComparable,
+}
+
+impl Verdict {
+    /// The CSS class the HTML writer highlights with.
+    pub fn class(self) -> &'static str {
+        match self {
+            Verdict::Violation => "violation",
+            Verdict::Holds => "holds",
+            Verdict::NotComparable => "na",
+        }
+    }
+}
+
+/// One row: unescaped cell text, and the verdict when the table has a verdict column.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub cells: Vec<String>,
+    pub verdict: Option<Verdict>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+}
+
+impl Table {
+    fn new(columns: Vec<Column>) -> Table {
+        Table { columns, rows: vec![] }
+    }
+
+    fn push(&mut self, cells: Vec<String>) {
+        debug_assert_eq!(cells.len(), self.columns.len());
+        self.rows.push(Row { cells, verdict: None });
+    }
+}
+
+use Align::{Left as L, Right as R};
+
+/// A metric in percent: "mean ± sd" over seeds, the mean alone for one seed, "-" for none.
+pub fn pct(s: Stat) -> String {
+    if s.n == 0 {
+        return "-".into();
+    }
+    if s.n == 1 {
+        return fmt_num(100.0 * s.mean, 1);
+    }
+    format!("{} ± {}", fmt_num(100.0 * s.mean, 1), fmt_num(100.0 * s.sd, 1))
+}
+
+fn verdict_of(a: &AttackSummary) -> (Verdict, String) {
+    match (a.eps_lb_max, a.violations) {
+        (_, v) if v > 0 => (Verdict::Violation, format!("VIOLATION ({v} of {} seeds)", a.auc.n)),
+        (Some(_), _) => (Verdict::Holds, "holds".to_string()),
+        (None, _) => (Verdict::NotComparable, "not comparable".to_string()),
+    }
+}
+
+fn eps_lb(a: &AttackSummary) -> String {
+    a.eps_lb_max.map_or("-".into(), |x| fmt_num(x, 2))
+}
+
+/// Accuracy and claimed budget of each (dataset, method, ε).
+pub fn utility(r: &Report) -> Table {
+    let mut t = Table::new(vec![
+        col("dataset", "dataset", L),
+        col("method", "method", L),
+        col("privacy unit", "privacy unit", L),
+        col("target ε", "target ε", R),
+        col("test acc", "test acc %", R),
+        col("train acc", "train acc %", R),
+        col("claimed ε", "claimed ε", R),
+        col("ε (RDP)", "ε RDP", R),
+        col("ε (PLD)", "ε PLD", R),
+        col("δ", "δ", R),
+    ]);
+    for s in &r.summary {
+        t.push(vec![
+            s.dataset.clone(),
+            s.method.clone(),
+            unit_name(s.privacy_unit).to_string(),
+            fmt_eps(s.epsilon),
+            pct(s.test_accuracy),
+            pct(s.train_accuracy),
+            fmt_eps(s.epsilon_claimed),
+            fmt_eps(s.epsilon_rdp),
+            s.epsilon_pld.map_or("-".into(), fmt_eps),
+            if s.delta > 0.0 { format!("{:.1e}", s.delta) } else { "0".into() },
+        ]);
+    }
+    t
+}
+
+/// Each attack's success metrics; with `verdicts`, also its lower bound, the claim and the verdict.
+pub fn attacks(r: &Report, verdicts: bool) -> Table {
+    let mut columns = vec![
+        col("dataset", "dataset", L),
+        col("method", "method", L),
+        col("ε", "ε", R),
+        col("attack", "attack", L),
+        col("AUC", "AUC %", R),
+        col("TPR@0.1%", "TPR@0.1% FPR", R),
+        col("TPR@1%", "TPR@1% FPR", R),
+        col("bal. acc", "bal. acc %", R),
+    ];
+    if verdicts {
+        columns.push(col("ε_lb", "ε<sub>lb</sub>", R));
+        columns.push(col("claimed ε", "claimed ε", R));
+        columns.push(Column { kind: Kind::Verdict, ..col("verdict", "verdict", L) });
+    }
+    let mut t = Table::new(columns);
+    for s in &r.summary {
+        for a in &s.attacks {
+            let mut cells = vec![
+                s.dataset.clone(),
+                s.method.clone(),
+                fmt_eps(s.epsilon),
+                a.attack.clone(),
+                pct(a.auc),
+                pct(a.tpr_at_0_1pct_fpr),
+                pct(a.tpr_at_1pct_fpr),
+                pct(a.balanced_accuracy),
+            ];
+            let mut verdict = None;
+            if verdicts {
+                let (v, text) = verdict_of(a);
+                cells.extend([eps_lb(a), fmt_eps(s.epsilon_claimed), text]);
+                verdict = Some(v);
+            }
+            t.rows.push(Row { cells, verdict });
+        }
+    }
+    t
+}
+
+/// Each attack's empirical lower bound next to the claimed ε, with the verdict.
+pub fn claims(r: &Report) -> Table {
+    let mut t = Table::new(vec![
+        col("dataset", "dataset", L),
+        col("method", "method", L),
+        col("unit", "unit", L),
+        col("attack", "attack", L),
+        col("claimed ε", "claimed ε", R),
+        col("ε_lb", "ε<sub>lb</sub>", R),
+        Column { kind: Kind::Verdict, ..col("verdict", "verdict", L) },
+    ]);
+    for s in &r.summary {
+        for a in &s.attacks {
+            let (v, text) = verdict_of(a);
+            let cells = vec![
+                s.dataset.clone(),
+                s.method.clone(),
+                unit_name(s.privacy_unit).to_string(),
+                a.attack.clone(),
+                fmt_eps(s.epsilon_claimed),
+                eps_lb(a),
+                text,
+            ];
+            t.rows.push(Row { cells, verdict: Some(v) });
+        }
+    }
+    t
+}
+
+/// The budget components of the first seed of each (dataset, method, ε), each at the total δ.
+pub fn budget(r: &Report) -> Table {
+    let mut t = Table::new(vec![
+        col("dataset", "dataset", L),
+        col("method", "method", L),
+        col("ε", "ε", R),
+        col("component", "component", L),
+        col("mechanism", "mechanism", L),
+        col("ε of component", "ε of component", R),
+    ]);
+    for s in &r.summary {
+        if let Some(c) = r.cells_of(s).next() {
+            for comp in &c.budget.components {
+                t.push(vec![
+                    s.dataset.clone(),
+                    s.method.clone(),
+                    fmt_eps(s.epsilon),
+                    comp.name.clone(),
+                    comp.mechanism.clone(),
+                    fmt_num(comp.epsilon, 3),
+                ]);
+            }
+        }
+    }
+    t
+}
+
+/// The datasets with their provenance; hashes cut to `sha_chars` characters.
+pub fn datasets(r: &Report, sha_chars: usize) -> Table {
+    let mut t = Table::new(vec![
+        col("dataset", "dataset", L),
+        col("source", "source", L),
+        Column { kind: Kind::Code, ..col("sha256", "sha256", L) },
+        col("nodes", "nodes", R),
+        col("edges", "edges", R),
+        col("features", "features", R),
+        col("classes", "classes", R),
+    ]);
+    for d in &r.datasets {
+        t.push(vec![
+            d.label.clone(),
+            d.source.clone(),
+            d.sha256.chars().take(sha_chars).collect(),
+            d.nodes.to_string(),
+            d.undirected_edges.to_string(),
+            d.features.to_string(),
+            d.classes.to_string(),
+        ]);
+    }
+    t
+}
