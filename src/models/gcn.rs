@@ -43,6 +43,18 @@ pub fn gcn_normalized(graph: &Graph, self_loops: bool) -> Tensor {
     sparse_adjacency(n, entries)
 }
 
+/// The dense, differentiable form of `gcn_normalized(_, true)` for a relaxed adjacency `adj`
+/// [n, n] (rows = targets, entries in [0, 1]): D_in^-1/2 (A + I) D_out^-1/2 with degrees the row
+/// and column sums of A + I, so that white-box attacks (GraphMI-style graph reconstruction, model
+/// inversion on an isolated node) can take gradients with respect to the edges.
+pub fn gcn_normalized_dense(adj: &Tensor) -> Tensor {
+    let n = adj.size()[0];
+    let a = adj.to_kind(Kind::Float) + Tensor::eye(n, (Kind::Float, adj.device()));
+    let din = a.sum_dim_intlist([1i64].as_slice(), true, Kind::Float).rsqrt();
+    let dout = a.sum_dim_intlist([0i64].as_slice(), true, Kind::Float).rsqrt();
+    din * a * dout
+}
+
 /// One GCN layer: Â X W + b, with Â from `gcn_normalized(graph, true)`.
 #[derive(Debug)]
 pub struct GcnConv {
@@ -85,6 +97,8 @@ mod tests {
         ])
         .view([3, 3]);
         assert!(a.allclose(&want, 1e-6, 1e-6, false));
+        let dense = gcn_normalized_dense(&g.aggregation_tensor().to_dense(None, false));
+        assert!(a.allclose(&dense, 1e-6, 1e-6, false));
         let b = gcn_normalized(&g, false).to_dense(None, false);
         assert!((b.double_value(&[0, 1]) - 1.0 / 2f64.sqrt()).abs() < 1e-6);
         assert_eq!(b.double_value(&[1, 1]), 0.0);
