@@ -66,6 +66,11 @@ pub enum GameUnit {
     NodeMembership,
     /// Positives are canary edges inserted into the training graph, negatives canaries left out.
     EdgeCanary,
+    /// Positives are canary nodes trained on, negatives canary nodes left out (node-level DP).
+    NodeCanary,
+    /// Positives and negatives are one canary record holding one of two values, randomised
+    /// locally before training (local DP).
+    LdpCanary,
     /// Positives and negatives differ in more than one private unit (e.g. natural edges vs
     /// non-edges, which also differ by homophily): practical leakage, no epsilon comparison.
     Practical,
@@ -111,6 +116,8 @@ impl Claim {
             (game, self.unit),
             (GameUnit::NodeMembership, ClaimUnit::Node | ClaimUnit::None)
                 | (GameUnit::EdgeCanary, ClaimUnit::Edge | ClaimUnit::None)
+                | (GameUnit::NodeCanary, ClaimUnit::Node | ClaimUnit::None)
+                | (GameUnit::LdpCanary, ClaimUnit::Local | ClaimUnit::None)
         )
     }
 }
