@@ -8,8 +8,12 @@
 //!   is not trained on influences neither the parameters nor any other node's aggregation, so an
 //!   excluded canary is exactly a node removed from the dataset and then queried inductively (its
 //!   own noisy aggregation rows carry no data), and included vs excluded differ in one node.
-//! - **LDP canaries** (local DP, LPGNN): k synthetic training nodes, each linked to a few random
-//!   real nodes (edges are public under LPGNN's threat model and identical in both worlds). The coin
+//! - **LDP canaries** (local DP, LPGNN): k synthetic training nodes, each the centre of its own
+//!   star of LDP_CANARY_LEAVES untrained leaf nodes (copies of real non-training nodes). Edges and
+//!   leaves are public under LPGNN's threat model and identical in both worlds. The star matters:
+//!   KProp aggregates over N(v) - {v}, so a node linked into the real graph loses its own record
+//!   after one step, while a star centre gets it back after every even number of steps (the GCN
+//!   weights 1/sqrt(L) each way cancel), LPGNN's default Kx = 16, Ky = 8. The coin
 //!   picks which of two records the canary holds: (features of a class-b node, label b) or
 //!   (features of a class-a node, label a). The local randomiser is eps_x-LDP on features and
 //!   eps_y-LDP on labels, so everything the model does with the record is (eps_x + eps_y)-LDP in it.
@@ -27,8 +31,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tch::Tensor;
 
-/// Public edges of each LDP canary to random real nodes.
-pub const LDP_CANARY_DEGREE: usize = 3;
+/// Leaves of each LDP canary's star (public, untrained nodes linked only to their canary).
+pub const LDP_CANARY_LEAVES: usize = 2;
 
 /// One run's canaries: appended nodes, their coins and the label whose confidence is scored.
 struct Draw {
@@ -96,19 +100,21 @@ fn draw(target: &Target, k: usize, ldp: bool, rng: &mut ChaCha8Rng) -> Result<Dr
         };
         rows.push(src as i64);
         labels.push(label);
-        if ldp {
-            let mut nbrs: Vec<usize> = Vec::new();
-            while nbrs.len() < LDP_CANARY_DEGREE.min(n) {
-                let u = rng.gen_range(0..n);
-                if !nbrs.contains(&u) {
-                    nbrs.push(u);
-                }
-            }
-            edges.extend(nbrs.iter().map(|&u| (u, n + i)));
-        }
         included.push(coin);
         scored_label.push(b);
         log.push(serde_json::json!([n + i, src, label, coin]));
+    }
+    if ldp {
+        // Leaves n + k + L i + j, after all canaries.
+        for i in 0..k {
+            for j in 0..LDP_CANARY_LEAVES {
+                let (c, _) = two_classes(&by_class, rng);
+                let src = *by_class[c].choose(rng).unwrap();
+                rows.push(src as i64);
+                labels.push(c);
+                edges.push((n + i, n + k + LDP_CANARY_LEAVES * i + j));
+            }
+        }
     }
     let x = g.features.index_select(0, &Tensor::from_slice(&rows));
     let graph = g.with_extra_nodes(&x, &labels, &edges)?;
@@ -145,8 +151,8 @@ fn record_canary_audit(target: &Target, params: &CanaryParams, seed: u64, ldp: b
             positive: "an LDP canary training node holding the record (features of a class-b node, label b)".into(),
             negative: "the same canary holding (features of a class-a node, label a)".into(),
             statement: format!(
-                "The auditor appends {} canary training nodes per run, each linked to {LDP_CANARY_DEGREE} random nodes \
-                 (public edges, the same in both worlds); a coin gives each canary one of two records, the \
+                "The auditor appends {} canary training nodes per run, each the centre of a star of \
+                 {LDP_CANARY_LEAVES} untrained leaves (public, the same in both worlds); a coin gives each canary one of two records, the \
                  data holder randomises it locally, the model is trained with the target's recipe ({} run(s)) and \
                  the auditor guesses the coin from the logit-scaled confidence of label b at the canary; the two \
                  worlds differ in one record, which the local randomiser protects with eps_x + eps_y.",
