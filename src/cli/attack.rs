@@ -340,7 +340,8 @@ pub fn run(a: AttackArgs) -> Result<()> {
         println!("note: {n}");
     }
     for (k, v) in &first.details {
-        if k != "coins" && k != "per_class" {
+        // (The run's own one-run bound is in the JSON; the pooled one is printed above.)
+        if k != "coins" && k != "per_class" && k != "eps_lb_one_run" {
             println!("  {k}: {v}");
         }
     }
