@@ -121,3 +121,28 @@ impl Claim {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each game bounds exactly the claims whose unit its positives and negatives differ in.
+    #[test]
+    fn games_match_only_their_own_privacy_unit() {
+        use ClaimUnit::*;
+        use GameUnit::*;
+        let table = [
+            (NodeMembership, [true, false, true, false]),
+            (EdgeCanary, [true, true, false, false]),
+            (NodeCanary, [true, false, true, false]),
+            (LdpCanary, [true, false, false, true]),
+            (Practical, [false, false, false, false]),
+        ];
+        for (game, want) in table {
+            for (unit, &w) in [None, Edge, Node, Local].into_iter().zip(&want) {
+                let claim = Claim { unit, epsilon: (unit != None).then_some(1.0), delta: 1e-5 };
+                assert_eq!(claim.matches(game), w, "{game:?} vs {unit:?}");
+            }
+        }
+    }
+}
