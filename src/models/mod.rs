@@ -74,7 +74,10 @@ impl SparseRows {
         SparseRows { coo, csr, csr_t }
     }
     fn is(&self, x: &Tensor) -> bool {
-        x.is_sparse() && x.size() == self.coo.size() && x.indices().data_ptr() == self.coo.indices().data_ptr()
+        x.is_sparse()
+            && x.is_coalesced()
+            && x.size() == self.coo.size()
+            && x.indices().data_ptr() == self.coo.indices().data_ptr()
     }
 }
 
