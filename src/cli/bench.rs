@@ -16,7 +16,7 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     /// Accountant speed vs Opacus / dp_accounting (anchors/accountant_timing.md).
     Accountant(AccountantBench),
-    /// MLP, DP-MLP, GAP and ProGAP cells of ../shared/anchors/reference_progap.md: accuracy,
+    /// MLP, DP-MLP, GAP, ProGAP, GraphSAGE, SAGE-EDP and DP-GNN cells of ../shared/anchors/reference_progap.md: accuracy,
     /// whole-process wall time and peak RSS next to the reference's.
     Methods(super::bench_methods::BenchMethodsArgs),
 }
