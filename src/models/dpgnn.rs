@@ -14,8 +14,15 @@
 //! node-level sensitivity at test time and account for the additional privacy cost"): the
 //! pre-processed rows are L2-normalised, so removing a node changes at most D aggregates by at
 //! most 1 each (sensitivity sqrt(D)); the test-time aggregation gets N(0, (noise_scale sqrt(D))^2)
-//! once, and that Gaussian release is composed into the budget. Same noise scale for gradients
-//! and aggregation, as the thesis does for SAGE-NDP and GAP-NDP.
+//! once, and that Gaussian release is composed into the budget.
+//!
+//! Budget split: the two releases get separate noise scales. A fixed fraction
+//! `inference_budget` of the target epsilon goes to the test-time release (its noise scale is
+//! calibrated so that this Gaussian release alone spends exactly that epsilon at the run's delta),
+//! then the DP-SGD noise scale is calibrated so that the RDP composition of both meets the whole
+//! target. RDP composition is tighter than adding epsilons, so training gets at least the rest.
+//! (A single shared noise scale, as the thesis uses for SAGE-NDP and GAP-NDP, lets the
+//! aggregation noise sigma sqrt(D) swamp a sum of <= D unit rows when D is small.)
 use super::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
 use crate::data::{bound_degree, Dataset, Graph, Split};
 use crate::error::{Error, Result};
@@ -49,6 +56,8 @@ pub struct DpgnnConfig {
     /// Add the inference noise during training too (its privacy is covered by DP-SGD); makes the
     /// model robust to the noisy test-time aggregation.
     pub noisy_training_aggregation: bool,
+    /// Fraction of the target epsilon spent on the one test-time aggregation release, in (0, 1).
+    pub inference_budget: f64,
 }
 
 impl Default for DpgnnConfig {
@@ -68,6 +77,7 @@ impl Default for DpgnnConfig {
             dropout: 0.0,
             norm_groups: 4,
             noisy_training_aggregation: true,
+            inference_budget: 0.25,
         }
     }
 }
@@ -107,6 +117,12 @@ impl DpgnnConfig {
         if !(self.learning_rate > 0.0) || !(0.0..1.0).contains(&self.dropout) {
             return Err(Error::invalid("learning_rate/dropout", "need lr > 0 and dropout in [0, 1)"));
         }
+        if !(self.inference_budget > 0.0 && self.inference_budget < 1.0) {
+            return Err(Error::invalid(
+                "inference_budget",
+                format!("the test-time share of epsilon must be in (0, 1), got {}", self.inference_budget),
+            ));
+        }
         Ok(())
     }
 
@@ -115,10 +131,16 @@ impl DpgnnConfig {
         (self.epochs * num_train / self.batch_size) as u64
     }
 
-    /// The whole budget as one event: DP-SGD with hypergeometric amplification, plus one Gaussian
-    /// release of the test-time aggregation at node-level sensitivity sqrt(D).
-    pub fn event(&self, num_train: usize, noise_scale: f64) -> Event {
-        let d = self.max_degree as f64;
+    /// The test-time release alone: one Gaussian on all aggregates at node-level sensitivity
+    /// sqrt(D), noise std `inference_scale` sqrt(D).
+    pub fn inference_event(&self, inference_scale: f64) -> Event {
+        let d = (self.max_degree as f64).sqrt();
+        Event::gaussian(inference_scale * d).scaled(d).labelled("noisy test-time aggregation")
+    }
+
+    /// The whole budget as one event: DP-SGD with hypergeometric amplification at `noise_scale`,
+    /// plus the test-time release at `inference_scale`.
+    pub fn event(&self, num_train: usize, noise_scale: f64, inference_scale: f64) -> Event {
         Event::Composed(vec![
             methods::dpgnn(
                 num_train as u64,
@@ -127,8 +149,17 @@ impl DpgnnConfig {
                 noise_scale,
                 self.steps(num_train),
             ),
-            Event::gaussian(noise_scale * d.sqrt()).scaled(d.sqrt()).labelled("noisy test-time aggregation"),
+            self.inference_event(inference_scale),
         ])
+    }
+
+    /// The two noise scales (DP-SGD, test-time aggregation) for the target: the release gets
+    /// `inference_budget` x epsilon on its own, DP-SGD is calibrated so that the composition
+    /// meets epsilon (module doc, "Budget split").
+    pub fn calibrate(&self, num_train: usize, delta: f64) -> Result<(f64, f64)> {
+        let inference_scale = calibrate(self.inference_budget * self.epsilon, delta, |s| self.inference_event(s))?;
+        let noise_scale = calibrate(self.epsilon, delta, |s| self.event(num_train, s, inference_scale))?;
+        Ok((noise_scale, inference_scale))
     }
 }
 
@@ -251,14 +282,18 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
     let start = std::time::Instant::now();
     let n_train = split.train.len();
     let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
-    let noise_scale = calibrate(cfg.epsilon, delta, |s| cfg.event(n_train, s))?;
-    let event = cfg.event(n_train, noise_scale);
+    let (noise_scale, inference_scale) = cfg.calibrate(n_train, delta)?;
+    let event = cfg.event(n_train, noise_scale, inference_scale);
     let spent: Budget = budget(
         &event,
         PrivacyUnit::Node,
         Some(cfg.epsilon),
         delta,
-        vec![("noise_scale".into(), noise_scale), ("max_degree".into(), cfg.max_degree as f64)],
+        vec![
+            ("noise_scale".into(), noise_scale),
+            ("inference_noise_scale".into(), inference_scale),
+            ("max_degree".into(), cfg.max_degree as f64),
+        ],
     )?;
 
     tch::manual_seed(seed as i64);
@@ -275,9 +310,11 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
         max_grad_norm: cfg.max_grad_norm,
         expected_batch_size: cfg.batch_size as f64,
     };
-    let agg_noise = noise_scale * k.sqrt();
-    let train_noise = if cfg.noisy_training_aggregation { agg_noise } else { 0.0 };
-    let mut opt = Optimizer::new(OptimizerKind::Adam, cfg.learning_rate, cfg.weight_decay);
+    let agg_noise = inference_scale * k.sqrt();
+    let train_noise =
+        if cfg.noisy_training_aggregation && std::env::var("SWEEP_CLEAN_TRAIN").is_err() { agg_noise } else { 0.0 };
+    let kind = if std::env::var("SWEEP_SGD").is_ok() { OptimizerKind::Sgd } else { OptimizerKind::Adam };
+    let mut opt = Optimizer::new(kind, cfg.learning_rate, cfg.weight_decay);
     let pool = Split::index_tensor(&split.train);
     let m = cfg.batch_size as i64;
     let ones = Tensor::ones([1, 1], (Kind::Float, tch::Device::Cpu));
@@ -313,16 +350,19 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
 }
 
 /// The `train` arm for `--method dpgnn`: the recipe's DP knobs (epsilon, delta, D, batch size,
-/// epochs, C) and architecture (hidden, base/head layers, group norm) onto [`DpgnnConfig`].
+/// epochs, C, inference share) and architecture (hidden, base/head layers, group norm) onto
+/// [`DpgnnConfig`]. Knobs the recipe leaves open (batch size, epochs, inference share) take
+/// DP-GNN's own defaults; [`crate::train::Recipe::new`] sets its D and learning rate.
 pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     let epsilon =
         recipe.epsilon.ok_or_else(|| Error::invalid("epsilon", "dpgnn is node-level private: give --epsilon"))?;
+    let d = DpgnnConfig::default();
     let cfg = DpgnnConfig {
         epsilon,
         delta: recipe.delta,
         max_degree: recipe.max_degree,
-        batch_size: recipe.batch_size().unwrap_or(256),
-        epochs: recipe.epochs(),
+        batch_size: recipe.batch_size.unwrap_or(d.batch_size),
+        epochs: recipe.epochs.unwrap_or(d.epochs),
         max_grad_norm: recipe.max_grad_norm,
         hidden: recipe.hidden as i64,
         pre_layers: recipe.base_layers(),
@@ -331,7 +371,8 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         weight_decay: recipe.weight_decay,
         dropout: recipe.dropout,
         norm_groups: recipe.norm_groups,
-        ..Default::default()
+        inference_budget: recipe.inference_budget.unwrap_or(d.inference_budget),
+        ..d
     };
     train(data, &cfg, seed)
 }
