@@ -51,7 +51,8 @@ pub struct DpgnnConfig {
     pub learning_rate: f64,
     pub weight_decay: f64,
     pub dropout: f64,
-    /// Group-norm groups between layers (batch norm mixes samples: not allowed under DP-SGD).
+    /// Group-norm groups between layers (batch norm mixes samples: not allowed under DP-SGD);
+    /// 0 = no normalisation (needed for narrow layers: one channel per group normalises to 0).
     pub norm_groups: usize,
     /// Add the inference noise during training too (its privacy is covered by DP-SGD); makes the
     /// model robust to the noisy test-time aggregation.
@@ -178,8 +179,8 @@ struct Net {
 
 impl Net {
     fn new(ps: &mut ParamStore, in_dim: i64, classes: i64, cfg: &DpgnnConfig) -> Self {
-        let style =
-            MlpStyle { activation: Activation::Selu, dropout: cfg.dropout, norm: NormKind::Group(cfg.norm_groups) };
+        let norm = if cfg.norm_groups == 0 { NormKind::None } else { NormKind::Group(cfg.norm_groups) };
+        let style = MlpStyle { activation: Activation::Selu, dropout: cfg.dropout, norm };
         let h = cfg.hidden;
         let pre = Mlp::new(ps, "pre", in_dim, h, h, cfg.pre_layers, false, style);
         let d = if cfg.pre_layers == 0 { in_dim } else { h };
@@ -370,7 +371,8 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         learning_rate: recipe.lr,
         weight_decay: recipe.weight_decay,
         dropout: recipe.dropout,
-        norm_groups: recipe.norm_groups,
+        // --batch-norm false switches the group norm off.
+        norm_groups: if recipe.norm() == super::NormKind::None { 0 } else { recipe.norm_groups },
         inference_budget: recipe.inference_budget.unwrap_or(d.inference_budget),
         ..d
     };
