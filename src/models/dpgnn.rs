@@ -380,7 +380,7 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         weight_decay: recipe.weight_decay,
         dropout: recipe.dropout,
         // --batch-norm false switches the group norm off.
-        norm_groups: if recipe.norm() == super::NormKind::None { 0 } else { recipe.norm_groups },
+        norm_groups: if recipe.norm() == super::NormKind::None { 0 } else { recipe.norm_groups() },
         inference_budget: recipe.inference_budget.unwrap_or(d.inference_budget),
         ..d
     };
