@@ -7,16 +7,28 @@ use gnnaudit::privacy::accountant::rdp::{rdp_curve, rdp_epsilon_classic};
 use gnnaudit::privacy::accountant::{methods, PrivacyUnit};
 use gnnaudit::Error;
 use statrs::distribution::{Discrete, Hypergeometric};
+use statrs::function::factorial::ln_binomial;
 
 /// T/(alpha-1) log E[exp(alpha(alpha-1) 2 rho^2 C^2 / sigma^2)], rho ~ Hypergeometric(N, K+1, m),
 /// sigma = s 2(K+1) C: statrs pmf and a hand-written log-sum-exp, independent of the crate.
 fn independent_rdp(n: u64, k: u64, m: u64, c: f64, s: f64, steps: u64, alpha: f64) -> f64 {
     let hg = Hypergeometric::new(n, k + 1, m).unwrap();
     let sigma = s * 2.0 * (k + 1) as f64 * c;
+    // statrs's pmf overflows its factorials for large N: fall back to log-binomials there.
+    let ln_pmf = |r: u64| {
+        let p = hg.pmf(r);
+        if p.is_finite() && p > 0.0 {
+            p.ln()
+        } else if r > k + 1 || m - r > n - k - 1 {
+            f64::NEG_INFINITY
+        } else {
+            ln_binomial(k + 1, r) + ln_binomial(n - k - 1, m - r) - ln_binomial(n, m)
+        }
+    };
     let terms: Vec<f64> = (0..=(k + 1).min(m))
         .filter_map(|r| {
-            let p = hg.pmf(r);
-            (p > 0.0).then(|| p.ln() + alpha * (alpha - 1.0) * 2.0 * (r * r) as f64 * c * c / (sigma * sigma))
+            let lp = ln_pmf(r);
+            lp.is_finite().then(|| lp + alpha * (alpha - 1.0) * 2.0 * (r * r) as f64 * c * c / (sigma * sigma))
         })
         .collect();
     let mx = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -69,6 +81,7 @@ fn bad_input_is_rejected_before_training() {
         DpgnnConfig { epsilon: 0.0, ..Default::default() },
         DpgnnConfig { epsilon: -1.0, ..Default::default() },
         DpgnnConfig { delta: Some(1.0), ..Default::default() },
+        DpgnnConfig { inference_budget: 0.0, ..Default::default() },
         DpgnnConfig { max_grad_norm: 0.0, ..Default::default() },
     ];
     for cfg in bad {
@@ -88,7 +101,7 @@ fn bad_input_is_rejected_before_training() {
 fn dpgnn_learns_cora_at_low_noise_and_spends_its_target() {
     tch::set_num_threads(1);
     let data = load("cora", 0.75, 0.10, 0);
-    let cfg = DpgnnConfig { epsilon: 1e4, max_degree: 10, ..Default::default() };
+    let cfg = DpgnnConfig { epsilon: 1e4, max_degree: 10, batch_size: 1024, ..Default::default() };
     let run = train(&data, &cfg, 1).unwrap();
     let test = &data.split.as_ref().unwrap().test;
     let mut counts = vec![0usize; data.num_classes];
@@ -99,4 +112,42 @@ fn dpgnn_learns_cora_at_low_noise_and_spends_its_target() {
     assert!((run.budget.epsilon_rdp - 1e4).abs() < 10.0, "spent {}", run.budget.epsilon_rdp);
     assert_eq!(run.budget.delta, 1e-4);
     assert_eq!(run.budget.components.len(), 2);
+}
+
+/// Budget split (module doc of models::dpgnn): the test-time release alone spends exactly its
+/// share of epsilon, the composition of DP-SGD and the release meets the whole target, the
+/// composed RDP curve is the sum of the two parts computed independently (hypergeometric bound
+/// plus the Gaussian's alpha / (2 s^2)), and DP-SGD gets at least the rest of the budget.
+#[test]
+fn budget_split_composes_to_the_target() {
+    use gnnaudit::privacy::accountant::rdp_epsilon;
+    let (n, delta) = (11_506usize, 1e-5);
+    for (eps, share, k, m, epochs) in
+        [(8.0, 0.25, 10usize, 1024usize, 20usize), (8.0, 0.5, 4, 2048, 10), (2.0, 0.1, 100, 256, 10)]
+    {
+        let cfg = DpgnnConfig {
+            epsilon: eps,
+            inference_budget: share,
+            max_degree: k,
+            batch_size: m,
+            epochs,
+            ..Default::default()
+        };
+        let (s, s_inf) = cfg.calibrate(n, delta).unwrap();
+        let release = rdp_epsilon(&cfg.inference_event(s_inf), delta).unwrap().epsilon;
+        assert!(release <= share * eps + 1e-9 && release >= share * eps * 0.999, "release {release}");
+        let total = rdp_epsilon(&cfg.event(n, s, s_inf), delta).unwrap().epsilon;
+        assert!(total <= eps + 1e-9 && total >= eps * 0.999, "total {total} vs {eps}");
+        let sgd = rdp_epsilon(&methods::dpgnn(n as u64, k as u64, m as u64, s, cfg.steps(n)), delta).unwrap().epsilon;
+        assert!(sgd >= (1.0 - share) * eps, "DP-SGD alone {sgd} < {}", (1.0 - share) * eps);
+        let orders = [1.5, 2.0, 4.0, 8.0, 16.0];
+        let curve = rdp_curve(&cfg.event(n, s, s_inf), &orders);
+        for (i, &a) in orders.iter().enumerate() {
+            let indep =
+                independent_rdp(n as u64, k as u64, m as u64, 1.0, s, cfg.steps(n), a) + a / (2.0 * s_inf * s_inf);
+            assert!((curve[i] - indep).abs() <= 1e-6 * indep, "alpha {a}: {} vs {indep}", curve[i]);
+        }
+    }
+    let bad = DpgnnConfig { inference_budget: 1.0, ..Default::default() };
+    assert!(matches!(bad.validate(100), Err(Error::InvalidParam { .. })));
 }

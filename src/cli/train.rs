@@ -93,6 +93,9 @@ pub struct RecipeArgs {
     /// LPGNN features: multibit, ones, rnd or raw.
     #[arg(long)]
     pub features: Option<crate::models::lpgnn::FeatureMode>,
+    /// DP-GNN: share of epsilon spent on the test-time aggregation release, in (0, 1).
+    #[arg(long)]
+    pub inference_budget: Option<f64>,
 }
 
 impl RecipeArgs {
@@ -116,6 +119,7 @@ impl RecipeArgs {
              epsilon_y => epsilon_y, kx => kx, ky => ky, training => training, backbone => backbone,
              features => features);
         r.mp_layers = self.mp_layers;
+        r.inference_budget = self.inference_budget;
         r
     }
 }

@@ -156,6 +156,8 @@ pub struct Recipe {
     pub training: crate::models::lpgnn::Training,
     pub backbone: crate::models::backbone::GnnKind,
     pub features: crate::models::lpgnn::FeatureMode,
+    /// DP-GNN: share of epsilon spent on the test-time aggregation release (None = its default).
+    pub inference_budget: Option<f64>,
 }
 
 impl Default for Recipe {
@@ -193,6 +195,7 @@ impl Default for Recipe {
             training: crate::models::lpgnn::Training::Drop,
             backbone: crate::models::backbone::GnnKind::Sage,
             features: crate::models::lpgnn::FeatureMode::Multibit,
+            inference_budget: None,
         }
     }
 }
@@ -201,7 +204,13 @@ const NDP_GROUPS_PROGAP: usize = 1;
 
 impl Recipe {
     pub fn new(method: Method, epsilon: Option<f64>) -> Self {
-        Recipe { method, epsilon, ..Default::default() }
+        let mut r = Recipe { method, epsilon, ..Default::default() };
+        if method == Method::Dpgnn {
+            // DP-GNN's tuned degree bound, width and learning rate (models::dpgnn's defaults).
+            let d = crate::models::dpgnn::DpgnnConfig::default();
+            (r.max_degree, r.hidden, r.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
+        }
+        r
     }
     pub fn hops(&self) -> usize {
         self.hops.unwrap_or(if self.method.is_node_level() { 3 } else { 2 })
@@ -244,7 +253,7 @@ impl Recipe {
         // without batch norm (with it, progressive training overfits the noisy stage inputs:
         // Cora eps 4, 57% with vs 73% without, seed 1), unlike the reference script.
         let on = self.batch_norm.unwrap_or(match self.method {
-            Method::GapNdp | Method::DpMlp | Method::ProgapInf | Method::ProgapEdp => false,
+            Method::GapNdp | Method::DpMlp | Method::ProgapInf | Method::ProgapEdp | Method::Dpgnn => false,
             _ => true,
         });
         match (on, self.method.is_node_level()) {
