@@ -129,7 +129,7 @@ fn accuracy_of(post: &tch::Tensor, ds: &crate::data::Dataset) -> Result<train::A
 }
 
 pub fn run(a: AttackArgs) -> Result<()> {
-    let loaded = match &a.target {
+    let mut loaded = match &a.target {
         Some(dir) => {
             crate::ensure!(a.repeats == 1, Error::invalid("repeats", "a saved --target is one model: use --repeats 1"));
             crate::ensure!(
@@ -176,6 +176,10 @@ pub fn run(a: AttackArgs) -> Result<()> {
             let s = gnnaudit_attacks::class_balanced_split(&ds.labels, ds.num_classes, k, 0.4, 0.2, &mut rng)
                 .map_err(from_attack)?;
             ds.split = Some(Split { train: s.train, val: s.val, test: s.test });
+        }
+        if let Some(l) = loaded.as_mut() {
+            // The checkpoint's white box recomputes aggregations over its training graph.
+            l.model.attach_graph(&ds, seed)?;
         }
         let mut trained = None;
         let (bb, budget, accuracy) = match &loaded {

@@ -116,6 +116,7 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
                 hops: r.hops(),
                 noise_std: meta.noise_std,
                 max_degree: meta.max_degree,
+                graph: None,
             })
         }
         Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp => {
@@ -123,7 +124,7 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
             load_vs(&mut ps)?;
             net.inputs = (0..=r.depth()).map(|k| get(&format!("x{k}")).map(Rows::new)).collect::<Result<_>>()?;
             net.stage = r.depth();
-            Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree })
+            Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree, graph: None })
         }
         m => {
             return Err(Error::invalid("method", format!("checkpoints of {} are not supported", m.name())));
