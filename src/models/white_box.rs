@@ -92,6 +92,14 @@ fn propagate(op: &Tensor, x: &Tensor, steps: usize, reads: Option<&Tensor>) -> T
     }
 }
 
+/// `row_normalize` with a gradient defined at zero rows: an isolated node (as model inversion
+/// queries it) aggregates a zero row, where d||x||/dx is 0/0; 1e-24 under the root keeps it finite
+/// and changes no value beyond float precision.
+fn smooth_row_normalize(x: &Tensor) -> Tensor {
+    let norm = (x.square().sum_dim_intlist([-1i64].as_slice(), true, Kind::Float) + 1e-24).sqrt().clamp_min(1e-12);
+    x / norm
+}
+
 // ---------------------------------------------------------------- MLP / DP-MLP
 
 /// The MLP: features only; `forward_dense` ignores the adjacency (the model's function of
@@ -118,9 +126,9 @@ impl GapModel {
     /// encoder, PMA with sigma = 0 (Algorithm 5), classification module (Eq. 4.10-4.12).
     pub fn logits_noise_free(&self, x: &Tensor, adj: &Tensor) -> Tensor {
         let mut f = Fwd::eval();
-        let mut hops = vec![row_normalize(&self.encoder.mlp.forward(&float(x), &mut f))];
+        let mut hops = vec![smooth_row_normalize(&self.encoder.mlp.forward(&float(x), &mut f))];
         for k in 0..self.hops {
-            let next = row_normalize(&adj.matmul(&hops[k]));
+            let next = smooth_row_normalize(&adj.matmul(&hops[k]));
             hops.push(next);
         }
         self.classifier.forward(&hops, &mut f)
@@ -328,6 +336,12 @@ mod tests {
             let grad = adj.grad();
             let reaches = grad.defined() && grad.abs().sum(Kind::Float).double_value(&[]) > 0.0;
             assert_eq!(reaches, !matches!(recipe.method, Method::Mlp | Method::DpMlp), "{name}: gradient in A");
+            // Model inversion queries one isolated node: its input gradient must be finite.
+            let one = feed.narrow(0, 0, 1).copy().set_requires_grad(true);
+            let zero = Tensor::zeros([1, 1], (Kind::Float, tch::Device::Cpu));
+            wb.forward_dense(&one, &zero).unwrap().unwrap().select(1, 0).sum(Kind::Float).backward();
+            let g = one.grad();
+            assert!(!g.defined() || bool::try_from(g.isfinite().all()).unwrap(), "{name}: NaN input gradient");
         }
     }
 }
