@@ -4,7 +4,15 @@
 #   scripts/render-report.sh reports/<run>/report.html [out.png] [width]
 # Skips (exit 0, with a notice) when Chromium is not installed.
 set -euo pipefail
-html="${1:?usage: $0 report.html [out.png] [width]}"
+usage="usage: $0 report.html [out.png] [width]"
+case "${1:-}" in
+  -h|--help) echo "$usage"; exit 0 ;;
+  "") echo "$usage" >&2; exit 2 ;;
+esac
+html="$1"
+if [ ! -f "$html" ]; then
+  echo "error: report '$html' does not exist" >&2; exit 2
+fi
 png="${2:-${html%.html}.png}"
 width="${3:-1200}"
 chrome="$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)"

@@ -1,5 +1,6 @@
-//! `gnnaudit attack` end to end on small synthetic graphs: the JSON contract, the canary-edge
-//! audit of GAP without noise (broken edge privacy) vs GAP-EDP, and bad input.
+//! `gnnaudit attack` end to end on small synthetic graphs: the JSON contract, the canary audits
+//! (edge canaries: GAP without noise vs GAP-EDP; node canaries: non-private models vs GAP-NDP;
+//! LDP canary records: LPGNN without and with its randomiser), saved targets, and bad input.
 use std::process::Command;
 
 fn data_dir() -> String {
@@ -26,7 +27,9 @@ const SMALL: &str = "synthetic:nodes=600,degree=4,features=32,signal=1";
 
 #[test]
 fn membership_json_has_the_documented_fields() {
-    let v = json(&["--dataset", SMALL, "--method", "gap-inf", "--attack", "mia", "--mia-setup", "reference"]);
+    // The default set-up is the reference's (GAP's attack code, test_on_target=False).
+    let v = json(&["--dataset", SMALL, "--method", "gap-inf", "--attack", "mia"]);
+    assert!(v["knowledge"]["notes"][0].as_str().unwrap().contains("test_on_target=False"), "{}", v["knowledge"]);
     for key in [
         "attack",
         "method",
@@ -69,6 +72,81 @@ fn canary_edge_audit_separates_broken_and_calibrated_edge_privacy() {
     let eps = private["epsilon"].as_f64().unwrap();
     assert_eq!(private["privacy_unit"], "edge");
     assert!(private["eps_lb"].as_f64().unwrap() <= eps && private["violation"] == false, "{private}");
+    // The one-run bound (Steinke et al. 2023) is reported next to it, and also respects the claim.
+    assert!(broken["eps_lb_one_run"].as_f64().unwrap() > 0.0, "{}", broken["runs"][0]["details"]["one_run"]);
+    assert!(private["eps_lb_one_run"].as_f64().unwrap() <= eps, "{private}");
+}
+
+/// Node canaries: non-private GAP and GraphSAGE memorise mislabelled canary nodes (eps_lb well
+/// above 0 as evidence of leakage); GAP-NDP at eps = 1 stays below its node-level claim.
+#[test]
+fn node_canaries_expose_memorisation_and_respect_node_dp() {
+    let common = ["--dataset", "synthetic:nodes=600,degree=4,features=256,signal=1", "--attack", "canary-node"];
+    let common = [&common[..], &["--canaries", "100"]].concat();
+    for method in ["gap-inf", "sage"] {
+        let v = json(&[&common[..], &["--method", method]].concat());
+        assert!(v["auc"].as_f64().unwrap() > 0.75, "{method}: AUC {}", v["auc"]);
+        assert!(v["eps_lb"].as_f64().unwrap() > 1.0, "{method}: eps_lb {}", v["eps_lb"]);
+        assert!(v["eps_lb_one_run"].as_f64().unwrap() > 0.5, "{method}: {}", v["eps_lb_one_run"]);
+        assert_eq!(v["game_detail"]["unit"], "node_canary");
+    }
+    let private = json(&[&common[..], &["--method", "gap-ndp", "--epsilon", "1"]].concat());
+    assert_eq!(private["privacy_unit"], "node");
+    let eps = private["epsilon"].as_f64().unwrap();
+    assert!(private["eps_lb"].as_f64().unwrap() <= eps && private["violation"] == false, "{private}");
+    assert!(private["eps_lb_one_run"].as_f64().unwrap() <= eps);
+}
+
+/// LDP canary records against LPGNN: with raw features and labels (no local randomiser) the coin
+/// of every canary record shows; with eps_x = eps_y = 1 the bound stays below the claim of 2.
+#[test]
+fn ldp_canaries_detect_raw_records_and_respect_the_local_randomiser() {
+    let common = [
+        "--dataset",
+        "synthetic:nodes=600,degree=4,features=32,signal=1",
+        "--method",
+        "lpgnn",
+        "--epochs",
+        "100",
+        "--attack",
+        "canary-ldp",
+        "--canaries",
+        "100",
+    ];
+    let raw = json(&[&common[..], &["--epsilon-x", "inf", "--epsilon-y", "inf"]].concat());
+    assert!(raw["auc"].as_f64().unwrap() > 0.85 && raw["eps_lb"].as_f64().unwrap() > 1.5, "{raw}");
+    let private = json(&[&common[..], &["--epsilon-x", "1", "--epsilon-y", "1"]].concat());
+    assert_eq!(private["privacy_unit"], "local");
+    let eps = private["epsilon"].as_f64().unwrap();
+    assert!((eps - 2.0).abs() < 1e-9, "LPGNN claims eps_x + eps_y: {eps}");
+    assert!(private["eps_lb"].as_f64().unwrap() <= eps && private["violation"] == false, "{private}");
+    assert!(private["eps_lb_one_run"].as_f64().unwrap() <= eps);
+}
+
+/// `--target DIR --repeats R` attacks the one saved model R times with different attack seeds.
+/// (GAP-EDP: a non-private checkpoint does not load back yet, its budget's infinite epsilon is
+/// written as null.)
+#[test]
+fn saved_target_repeats_rerun_the_attack_on_the_same_model() {
+    let dir = std::env::temp_dir().join(format!("gnnaudit-attack-target-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
+        .args(["train", "--threads", "1", "--dataset", SMALL, "--method", "gap-edp", "--epsilon", "1", "--save"])
+        .arg(&dir)
+        .env("GNNAUDIT_DATA", data_dir())
+        .output()
+        .expect("gnnaudit runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let target = dir.to_str().unwrap();
+    let v = json(&["--dataset", SMALL, "--method", "gap-edp", "--target", target, "--attack", "mia", "--repeats", "3"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    let seeds: Vec<u64> = runs.iter().map(|r| r["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds, vec![0, 1, 2]);
+    let aucs: Vec<f64> = runs.iter().map(|r| r["auc"].as_f64().unwrap()).collect();
+    assert!(aucs[0] != aucs[1] || aucs[1] != aucs[2], "new attack seeds, new attack samples: {aucs:?}");
+    assert_eq!(v["utility"]["test_std"].as_f64().unwrap(), 0.0, "one model: the same utility every run");
+    assert!(v["repeat_mode"].as_str().unwrap().contains("one saved target"), "{}", v["repeat_mode"]);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use crate::graph::{AttackGraph, NodeSplit};
 use crate::membership::{MembershipMetric, MiaParams, ShadowSource};
 use crate::result::{run_attack, AttackKind, AttackParams, AttackResult, Target};
-use crate::threat::{AdversaryKnowledge, Claim, ClaimUnit};
+use crate::threat::{AdversaryKnowledge, Claim, ClaimUnit, GameUnit};
 use crate::toy::*;
 
 fn attack(
@@ -126,6 +126,8 @@ fn canary_edge_audit_catches_missing_noise() {
     let r = attack(AttackKind::CanaryEdge, &g, &split, &model, &ToyOracle(broken), &params, claim);
     assert!(r.eps_lb.unwrap() > 2.5, "no noise: eps_lb {:?}, AUC {}", r.eps_lb, r.summary.auc);
     assert!(r.violation);
+    let one_run = r.details["eps_lb_one_run"].as_f64().unwrap();
+    assert!(one_run > 1.0, "no noise: one-run eps_lb {one_run} ({})", r.details["one_run"]);
     // sigma for (1, 1e-5)-DP with L2 sensitivity sqrt(2) (one edge moves two rows by unit vectors).
     let mut sigma = 1.0;
     while gaussian_epsilon(2f64.sqrt(), sigma, delta) > 1.0 {
@@ -136,7 +138,58 @@ fn canary_edge_audit_catches_missing_noise() {
     let claim = Claim { unit: ClaimUnit::Edge, epsilon: Some(eps), delta };
     let r = attack(AttackKind::CanaryEdge, &g, &split, &model, &ToyOracle(noised), &params, claim);
     assert!(r.eps_lb.unwrap() <= eps && !r.violation, "sigma {sigma}: eps_lb {:?} > {eps}", r.eps_lb);
+    assert!(r.details["eps_lb_one_run"].as_f64().unwrap() <= eps, "{}", r.details["one_run"]);
     assert_eq!(r.details["coins"].as_array().unwrap().len(), 300);
+    // An edge canary says nothing about a node-level claim.
+    let claim = Claim { unit: ClaimUnit::Node, epsilon: Some(1.0), delta };
+    let r = attack(AttackKind::CanaryEdge, &g, &split, &model, &ToyOracle(broken), &params, claim);
+    assert!(r.eps_lb.is_none() && r.details["eps_lb_one_run"].is_null() && !r.violation);
+}
+
+/// Node canaries: a model that memorises its training nodes reveals which canaries it trained on
+/// (far beyond a node-level eps of 1); a model that learns nothing from its records does not.
+#[test]
+fn node_canary_audit_catches_memorisation() {
+    let g = csbm(600, 3, 32, 1.0, 0.02, 0.005, 8);
+    let split = split_per_class(&g, 40, 20);
+    let mut params = AttackParams::default();
+    params.canary.canaries = 200;
+    let claim = Claim { unit: ClaimUnit::Node, epsilon: Some(1.0), delta: 1e-5 };
+    let model = ToyModel::train(&g, &split, overfit_mlp(), 1);
+    let r = attack(AttackKind::CanaryNode, &g, &split, &model, &ToyOracle(overfit_mlp()), &params, claim);
+    assert!(r.summary.auc > 0.9, "memorising MLP: AUC {}", r.summary.auc);
+    assert!(r.eps_lb.unwrap() > 1.0 && r.violation, "eps_lb {:?}", r.eps_lb);
+    assert!(r.details["eps_lb_one_run"].as_f64().unwrap() > 1.0, "{}", r.details["one_run"]);
+    assert_eq!(r.game.unit, GameUnit::NodeCanary);
+    let constant = ToyConfig { arch: Arch::Constant, ..overfit_mlp() };
+    let r = attack(AttackKind::CanaryNode, &g, &split, &model, &ToyOracle(constant), &params, claim);
+    assert!(near_chance(r.summary.auc) && r.eps_lb.unwrap() <= 1.0 && !r.violation, "{:?}", r.eps_lb);
+    assert_eq!(r.details["eps_lb_one_run"].as_f64().unwrap(), 0.0);
+    // Node canaries do not bound an edge-level claim.
+    let edge = Claim { unit: ClaimUnit::Edge, epsilon: Some(1.0), delta: 1e-5 };
+    let r = attack(AttackKind::CanaryNode, &g, &split, &model, &ToyOracle(constant), &params, edge);
+    assert!(r.eps_lb.is_none() && !r.violation);
+}
+
+/// LDP canaries: training on raw records (a broken local randomiser) gives eps_lb far above the
+/// claim; with the records randomised at eps_x = eps_y = 0.5 the bound stays below eps = 1.
+#[test]
+fn ldp_canary_audit_respects_the_local_randomiser() {
+    let g = csbm(600, 3, 16, 3.0, 0.01, 0.01, 9);
+    let split = split_per_class(&g, 60, 20);
+    let mut params = AttackParams::default();
+    params.canary.canaries = 200;
+    let claim = Claim { unit: ClaimUnit::Local, epsilon: Some(1.0), delta: 0.0 };
+    let cfg = ToyConfig { arch: Arch::Mlp, hidden: 32, epochs: 100, lr: 0.01 };
+    let model = ToyModel::train(&g, &split, cfg, 1);
+    let r = attack(AttackKind::CanaryLdp, &g, &split, &model, &ToyOracle(cfg), &params, claim);
+    assert!(r.eps_lb.unwrap() > 1.5 && r.violation, "raw records: eps_lb {:?} AUC {}", r.eps_lb, r.summary.auc);
+    assert!(r.details["eps_lb_one_run"].as_f64().unwrap() > 1.0, "{}", r.details["one_run"]);
+    let ldp = ToyConfig { arch: Arch::Ldp { eps_x: 0.5, eps_y: 0.5 }, ..cfg };
+    let r = attack(AttackKind::CanaryLdp, &g, &split, &model, &ToyOracle(ldp), &params, claim);
+    assert!(r.eps_lb.unwrap() <= 1.0 && !r.violation, "LDP: eps_lb {:?} AUC {}", r.eps_lb, r.summary.auc);
+    assert!(r.details["eps_lb_one_run"].as_f64().unwrap() <= 1.0);
+    assert_eq!(r.game.unit, GameUnit::LdpCanary);
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use crate::classifier::to_vec;
 use crate::error::{check, Error, Result};
 use crate::membership::partition;
+use crate::one_run::one_run_audit;
 use crate::result::{Outcome, Target};
 use crate::threat::{AdversaryKnowledge, Game, GameUnit};
 use rand::{Rng, SeedableRng};
@@ -120,6 +121,7 @@ pub fn canary_edge_audit(target: &Target, params: &CanaryParams, seed: u64) -> R
         scores.extend(s);
         included.extend(canaries.iter().map(|c| c.1));
     }
+    let one_run = one_run_details(&scores, &included, target, GameUnit::EdgeCanary);
     let (pos, neg) = partition(&scores, &included);
     let game = Game {
         unit: GameUnit::EdgeCanary,
@@ -145,10 +147,29 @@ pub fn canary_edge_audit(target: &Target, params: &CanaryParams, seed: u64) -> R
     let mut out = Outcome::new(pos, neg, None, game, knowledge);
     out.details.insert("coins".into(), serde_json::Value::Array(log));
     out.details.insert("canaries".into(), (params.canaries * params.runs).into());
+    out.details.extend(one_run);
     out.note = Some(
         "eps_lb pools the canaries of a run as independent trials (their coins are independent, as in Steinke et al. \
          2023); the Clopper-Pearson form is the standard two-hypothesis bound of Jagielski et al. (2020)."
             .into(),
     );
     Ok(out)
+}
+
+/// The one-run bound of Steinke, Nasr & Jagielski (2023) on a canary game's scores and coins:
+/// `eps_lb_one_run` (null where the game does not match the claim, like `eps_lb`) and the guesses
+/// behind it. Canaries of several runs pool validly: each canary is in one run only, so the runs
+/// together are still (eps, delta)-DP in each canary.
+pub fn one_run_details(
+    scores: &[f64],
+    included: &[bool],
+    target: &Target,
+    unit: GameUnit,
+) -> serde_json::Map<String, serde_json::Value> {
+    let bound = one_run_audit(scores, included, target.claim.delta, 0.95);
+    let mut m = serde_json::Map::new();
+    let matches = target.claim.matches(unit);
+    m.insert("eps_lb_one_run".into(), if matches { bound.eps_lb.into() } else { serde_json::Value::Null });
+    m.insert("one_run".into(), serde_json::to_value(bound).unwrap_or_default());
+    m
 }

@@ -134,6 +134,35 @@ impl AttackGraph {
         Ok(g)
     }
 
+    /// The same graph with nodes appended (ids num_nodes..): their features [k, d], labels, and
+    /// extra undirected edges (which may touch old and new nodes). Sensitive values, if any, are
+    /// extended with 0 for the new nodes.
+    pub fn with_extra_nodes(
+        &self,
+        features: &Tensor,
+        labels: &[usize],
+        extra_edges: &[(usize, usize)],
+    ) -> Result<AttackGraph> {
+        check!(
+            features.dim() == 2 && features.size()[0] as usize == labels.len(),
+            "features",
+            "{:?} rows for {} new nodes",
+            features.size(),
+            labels.len()
+        );
+        let x = Tensor::cat(&[self.features.shallow_clone(), features.to_kind(Kind::Float)], 0);
+        let mut g = AttackGraph::new(
+            self.num_nodes + labels.len(),
+            self.edges.iter().chain(extra_edges.iter()).copied().collect::<Vec<_>>(),
+            x,
+            self.labels.iter().chain(labels).copied().collect(),
+            self.num_classes,
+        )?;
+        g.sensitive =
+            self.sensitive.as_ref().map(|s| s.iter().copied().chain(std::iter::repeat(0).take(labels.len())).collect());
+        Ok(g)
+    }
+
     /// Dense symmetric 0/1 adjacency [N, N] (for white-box models and reconstruction scoring).
     pub fn dense_adjacency(&self) -> Tensor {
         let n = self.num_nodes as i64;

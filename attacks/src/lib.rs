@@ -12,6 +12,8 @@
 //! | LiRA | `lira` | black box + shadow oracle | node membership |
 //! | link stealing | `link_stealing` | black box | practical (homophily) |
 //! | canary-edge audit | `canary` | training oracle | edge canary |
+//! | node-canary audit | `record_canary` | training oracle | node canary |
+//! | LDP-canary audit | `record_canary` | training oracle | LDP canary |
 //! | class inversion | `inversion` | white box | practical |
 //! | graph reconstruction | `reconstruction` | white box or black box | practical |
 //! | attribute inference | `attribute` | black box | practical |
@@ -25,8 +27,10 @@ pub mod link_stealing;
 pub mod lira;
 pub mod membership;
 pub mod metrics;
+pub mod one_run;
 pub mod posterior;
 pub mod reconstruction;
+pub mod record_canary;
 pub mod result;
 pub mod threat;
 pub mod toy;

@@ -57,6 +57,8 @@ pub enum AttackKind {
     Lira,
     LinkStealing,
     CanaryEdge,
+    CanaryNode,
+    CanaryLdp,
     Inversion,
     GraphReconstruction,
     Attribute,
@@ -70,6 +72,8 @@ impl AttackKind {
             AttackKind::Lira => "lira",
             AttackKind::LinkStealing => "link-stealing",
             AttackKind::CanaryEdge => "canary-edge",
+            AttackKind::CanaryNode => "canary-node",
+            AttackKind::CanaryLdp => "canary-ldp",
             AttackKind::Inversion => "inversion",
             AttackKind::GraphReconstruction => "graph-reconstruction",
             AttackKind::Attribute => "attribute",
@@ -77,9 +81,20 @@ impl AttackKind {
     }
     pub fn parse(s: &str) -> Option<AttackKind> {
         use AttackKind::*;
-        [Mia, MiaMetric, Lira, LinkStealing, CanaryEdge, Inversion, GraphReconstruction, Attribute]
-            .into_iter()
-            .find(|k| k.name() == s)
+        [
+            Mia,
+            MiaMetric,
+            Lira,
+            LinkStealing,
+            CanaryEdge,
+            CanaryNode,
+            CanaryLdp,
+            Inversion,
+            GraphReconstruction,
+            Attribute,
+        ]
+        .into_iter()
+        .find(|k| k.name() == s)
     }
 }
 
@@ -194,6 +209,8 @@ pub fn run_attack(
             crate::link_stealing::link_stealing(target, &p, seed)?
         }
         AttackKind::CanaryEdge => crate::canary::canary_edge_audit(target, &params.canary, seed)?,
+        AttackKind::CanaryNode => crate::record_canary::node_canary_audit(target, &params.canary, seed)?,
+        AttackKind::CanaryLdp => crate::record_canary::ldp_canary_audit(target, &params.canary, seed)?,
         AttackKind::Inversion => crate::inversion::class_inversion(target, &params.inversion, seed)?,
         AttackKind::GraphReconstruction => {
             crate::reconstruction::graph_reconstruction(target, &params.reconstruction, seed)?

@@ -66,6 +66,11 @@ pub enum GameUnit {
     NodeMembership,
     /// Positives are canary edges inserted into the training graph, negatives canaries left out.
     EdgeCanary,
+    /// Positives are canary nodes trained on, negatives canary nodes left out (node-level DP).
+    NodeCanary,
+    /// Positives and negatives are one canary record holding one of two values, randomised
+    /// locally before training (local DP).
+    LdpCanary,
     /// Positives and negatives differ in more than one private unit (e.g. natural edges vs
     /// non-edges, which also differ by homophily): practical leakage, no epsilon comparison.
     Practical,
@@ -111,6 +116,33 @@ impl Claim {
             (game, self.unit),
             (GameUnit::NodeMembership, ClaimUnit::Node | ClaimUnit::None)
                 | (GameUnit::EdgeCanary, ClaimUnit::Edge | ClaimUnit::None)
+                | (GameUnit::NodeCanary, ClaimUnit::Node | ClaimUnit::None)
+                | (GameUnit::LdpCanary, ClaimUnit::Local | ClaimUnit::None)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each game bounds exactly the claims whose unit its positives and negatives differ in.
+    #[test]
+    fn games_match_only_their_own_privacy_unit() {
+        use ClaimUnit::*;
+        use GameUnit::*;
+        let table = [
+            (NodeMembership, [true, false, true, false]),
+            (EdgeCanary, [true, true, false, false]),
+            (NodeCanary, [true, false, true, false]),
+            (LdpCanary, [true, false, false, true]),
+            (Practical, [false, false, false, false]),
+        ];
+        for (game, want) in table {
+            for (unit, &w) in [None, Edge, Node, Local].into_iter().zip(&want) {
+                let claim = Claim { unit, epsilon: (unit != None).then_some(1.0), delta: 1e-5 };
+                assert_eq!(claim.matches(game), w, "{game:?} vs {unit:?}");
+            }
+        }
     }
 }

@@ -75,6 +75,51 @@ pub enum Arch {
     },
     /// Outputs the same posterior for every node, whatever the input.
     Constant,
+    /// A local-DP pipeline: each node's feature row is clipped to L1 norm 1 and released with
+    /// Laplace noise of scale 2 / eps_x (eps_x-LDP: two clipped rows differ by at most 2 in L1),
+    /// each label through k-ary randomized response at eps_y; an MLP is trained on and answers
+    /// from the released records only, so its outputs are (eps_x + eps_y)-LDP in each record.
+    Ldp {
+        eps_x: f64,
+        eps_y: f64,
+    },
+}
+
+/// The released (randomised) features and labels of `Arch::Ldp`.
+fn ldp_release(g: &AttackGraph, eps_x: f64, eps_y: f64, seed: u64) -> (Tensor, Vec<usize>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1d9);
+    let x = &g.features;
+    let l1 = x.abs().sum_dim_intlist([1i64].as_slice(), true, Kind::Float).clamp_min(1.0);
+    let clipped = x / l1;
+    let (n, d) = (g.num_nodes, g.num_features());
+    let scale = 2.0 / eps_x;
+    // Laplace by inverse CDF: u ~ U(-1/2, 1/2), -b sgn(u) ln(1 - 2|u|).
+    let noise: Vec<f32> = (0..n * d)
+        .map(|_| {
+            let u: f64 = rng.gen_range(-0.5..0.5);
+            (-scale * u.signum() * (1.0 - 2.0 * u.abs()).max(1e-300).ln()) as f32
+        })
+        .collect();
+    let released = clipped + Tensor::from_slice(&noise).reshape([n as i64, d as i64]);
+    let k = g.num_classes;
+    let keep = eps_y.exp() / (eps_y.exp() + k as f64 - 1.0);
+    let labels = g
+        .labels
+        .iter()
+        .map(|&y| {
+            if k < 2 || rng.gen_bool(keep) {
+                y
+            } else {
+                let other = rng.gen_range(0..k - 1);
+                if other >= y {
+                    other + 1
+                } else {
+                    other
+                }
+            }
+        })
+        .collect();
+    (released, labels)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -110,7 +155,7 @@ fn rownorm(x: &Tensor) -> Tensor {
 impl ToyModel {
     fn logits(&self, x: &Tensor, adj: &Tensor) -> Tensor {
         match self.arch {
-            Arch::Mlp | Arch::Constant => x.apply(&self.l1).relu().apply(&self.l2),
+            Arch::Mlp | Arch::Constant | Arch::Ldp { .. } => x.apply(&self.l1).relu().apply(&self.l2),
             Arch::Gcn => {
                 let a = normalized(adj);
                 let h = a.matmul(&x.apply(&self.l1)).relu();
@@ -149,12 +194,17 @@ impl ToyModel {
             post: Tensor::zeros([1], (Kind::Float, Device::Cpu)),
             classes: g.num_classes,
         };
+        // The records the model sees: the raw ones, or their local randomisation.
+        let (x, labels) = match cfg.arch {
+            Arch::Ldp { eps_x, eps_y } => ldp_release(g, eps_x, eps_y, seed),
+            _ => (g.features.shallow_clone(), g.labels.clone()),
+        };
         if cfg.arch != Arch::Constant && !split.train.is_empty() {
             let mut opt = nn::Adam::default().build(&m._vs, cfg.lr).unwrap();
             let idx = Tensor::from_slice(&split.train.iter().map(|&v| v as i64).collect::<Vec<_>>());
-            let y = Tensor::from_slice(&split.train.iter().map(|&v| g.labels[v] as i64).collect::<Vec<_>>());
+            let y = Tensor::from_slice(&split.train.iter().map(|&v| labels[v] as i64).collect::<Vec<_>>());
             for _ in 0..cfg.epochs {
-                let loss = m.logits(&g.features, &m.adj).index_select(0, &idx).cross_entropy_for_logits(&y);
+                let loss = m.logits(&x, &m.adj).index_select(0, &idx).cross_entropy_for_logits(&y);
                 opt.backward_step(&loss);
             }
         }
@@ -163,7 +213,7 @@ impl ToyModel {
                 Tensor::ones([g.num_nodes as i64, g.num_classes as i64], (Kind::Float, Device::Cpu))
                     / g.num_classes as f64
             } else {
-                m.logits(&g.features, &m.adj).softmax(-1, Kind::Float)
+                m.logits(&x, &m.adj).softmax(-1, Kind::Float)
             }
         });
         m
@@ -203,7 +253,7 @@ impl WhiteBox for ToyModel {
                 Ok(x.sum_dim_intlist([1i64].as_slice(), true, Kind::Float) * 0.0 + 1.0 / self.classes as f64)
                     .map(|t| t.expand([-1, self.classes as i64], false)),
             ),
-            Arch::NoisyAgg { .. } => None,
+            Arch::NoisyAgg { .. } | Arch::Ldp { .. } => None,
         }
     }
 }

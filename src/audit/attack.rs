@@ -70,7 +70,9 @@ pub fn attack_inputs(
         }
         AttackKind::Lira => p.lira = overlay(&p.lira, &own).map_err(err)?,
         AttackKind::LinkStealing => p.link = overlay(&p.link, &own).map_err(err)?,
-        AttackKind::CanaryEdge => p.canary = overlay(&p.canary, &own).map_err(err)?,
+        AttackKind::CanaryEdge | AttackKind::CanaryNode | AttackKind::CanaryLdp => {
+            p.canary = overlay(&p.canary, &own).map_err(err)?
+        }
         AttackKind::Inversion => p.inversion = overlay(&p.inversion, &own).map_err(err)?,
         AttackKind::GraphReconstruction => p.reconstruction = overlay(&p.reconstruction, &own).map_err(err)?,
         AttackKind::Attribute => p.attribute = overlay(&p.attribute, &own).map_err(err)?,

@@ -232,8 +232,18 @@ impl AttackSpec {
 }
 
 /// Every attack `gnnaudit attack` knows.
-pub const KNOWN_ATTACKS: &[&str] =
-    &["mia", "mia-metric", "lira", "link-stealing", "canary-edge", "inversion", "graph-reconstruction", "attribute"];
+pub const KNOWN_ATTACKS: &[&str] = &[
+    "mia",
+    "mia-metric",
+    "lira",
+    "link-stealing",
+    "canary-edge",
+    "canary-node",
+    "canary-ldp",
+    "inversion",
+    "graph-reconstruction",
+    "attribute",
+];
 
 impl AuditConfig {
     /// Reads and validates a config file; every error names the file and the field.

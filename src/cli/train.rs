@@ -59,6 +59,10 @@ pub struct RecipeArgs {
     /// Batch norm on/off (group norm under node-level DP).
     #[arg(long)]
     pub batch_norm: Option<bool>,
+    /// Groups of the group norm that replaces batch norm under node-level DP (default 4;
+    /// ProGAP-NDP 1).
+    #[arg(long)]
+    pub norm_groups: Option<usize>,
     /// ProGAP layerwise training instead of progressive.
     #[arg(long)]
     pub layerwise: bool,
@@ -101,6 +105,7 @@ impl RecipeArgs {
         r.batch_size = self.batch_size;
         r.base_layers = self.base_layers;
         r.batch_norm = self.batch_norm;
+        r.norm_groups = self.norm_groups;
         r.layerwise = self.layerwise;
         macro_rules! set {
             ($($f:ident => $g:ident),*) => { $( if let Some(v) = self.$f { r.$g = v; } )* };

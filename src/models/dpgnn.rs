@@ -350,7 +350,7 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         learning_rate: recipe.lr,
         weight_decay: recipe.weight_decay,
         dropout: recipe.dropout,
-        norm_groups: recipe.norm_groups,
+        norm_groups: recipe.norm_groups(),
         ..Default::default()
     };
     train(data, &cfg, seed)

@@ -22,7 +22,7 @@ impl GapEncoder {
         let mlp = Mlp::new(ps, "encoder", f, hidden, hidden, layers, true, style);
         let norm = ps.norm("encoder.norm", style.norm, hidden);
         let head = ps.linear("encoder.head", hidden, classes);
-        GapEncoder { mlp, norm, head, style, x: Rows::new(x) }
+        GapEncoder { mlp, norm, head, style, x: Rows::features(x) }
     }
     /// X^(0) = normalize(MLP_enc(x)) (Eq. 4.5-4.6), in evaluation mode.
     pub fn embed(&self, x: &Tensor) -> Tensor {
@@ -32,7 +32,7 @@ impl GapEncoder {
 
 impl NodeClassifier for GapEncoder {
     fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor {
-        let h = row_normalize(&self.mlp.forward(&self.x.get(idx), f));
+        let h = row_normalize(&self.mlp.forward(&self.x.get_for(idx, f), f));
         let mut h = self.norm.forward(&h, f);
         if self.style.dropout > 0.0 {
             h = h.dropout(self.style.dropout, f.train);

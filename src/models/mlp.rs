@@ -13,7 +13,7 @@ impl MlpClassifier {
     pub fn new(ps: &mut ParamStore, x: Tensor, hidden: i64, classes: i64, layers: usize, style: MlpStyle) -> Self {
         let f = x.size()[1];
         let mlp = Mlp::new(ps, "mlp", f, hidden, classes, layers, true, style);
-        MlpClassifier { x: Rows::new(x), mlp }
+        MlpClassifier { x: Rows::features(x), mlp }
     }
     /// Logits for every row of `x` (any graph: the MLP ignores edges).
     pub fn logits_of(&self, x: &Tensor) -> Tensor {
@@ -23,7 +23,7 @@ impl MlpClassifier {
 
 impl NodeClassifier for MlpClassifier {
     fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor {
-        self.mlp.forward(&self.x.get(idx), f)
+        self.mlp.forward(&self.x.get_for(idx, f), f)
     }
     fn cache_rows(&self, idx: &Tensor) {
         self.x.register(idx)

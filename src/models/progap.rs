@@ -63,7 +63,7 @@ impl ProgapNet {
 
 impl NodeClassifier for ProgapNet {
     fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor {
-        let xs: Vec<Tensor> = self.inputs[..=self.stage].iter().map(|x| x.get(idx)).collect();
+        let xs: Vec<Tensor> = self.inputs[..=self.stage].iter().map(|x| x.get_for(idx, f)).collect();
         self.forward(&xs, self.stage, f).0
     }
     fn cache_rows(&self, idx: &Tensor) {

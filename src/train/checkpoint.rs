@@ -122,7 +122,9 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
         Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp => {
             let (mut ps, mut net) = build_progap(r, meta.num_features, classes);
             load_vs(&mut ps)?;
-            net.inputs = (0..=r.depth()).map(|k| get(&format!("x{k}")).map(Rows::new)).collect::<Result<_>>()?;
+            net.inputs = (0..=r.depth())
+                .map(|k| get(&format!("x{k}")).map(|x| if k == 0 { Rows::features(x) } else { Rows::new(x) }))
+                .collect::<Result<_>>()?;
             net.stage = r.depth();
             Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree, graph: None })
         }

@@ -161,10 +161,30 @@ fn plain_step(
     idx: &Tensor,
     opt: &mut Optimizer,
 ) {
-    let logits = model.logits(idx, &mut Fwd::train());
+    let mut f = Fwd::train_sparse_leaves();
+    let logits = model.logits(idx, &mut f);
     let loss = logits.cross_entropy_for_logits(&labels.y.index_select(0, idx));
-    let grads: Vec<Tensor> =
-        Tensor::run_backward(&[&loss], &params.iter().map(|(_, p)| p).collect::<Vec<_>>(), false, false);
-    let grads: Vec<(usize, Tensor)> = params.iter().map(|(i, _)| *i).zip(grads).collect();
+    // Sparse first layers are leaves: autograd stops at their outputs and their weight gradients
+    // are formed from the output gradients (`SparseLeaf::grads`).
+    let leaves: Vec<_> = f
+        .sparse_leaves
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| params.iter().any(|(i, _)| *i == l.weight))
+        .collect();
+    let dense: Vec<&(usize, Tensor)> =
+        params.iter().filter(|(i, _)| !leaves.iter().any(|l| l.weight == *i || l.bias == *i)).collect();
+    let inputs: Vec<&Tensor> = dense.iter().map(|(_, p)| p).chain(leaves.iter().map(|l| &l.out)).collect();
+    let mut out = Tensor::run_backward(&[&loss], &inputs, false, false).into_iter();
+    let mut grads: Vec<(usize, Tensor)> = dense.iter().map(|(i, _)| *i).zip(out.by_ref()).collect();
+    for (leaf, g) in leaves.iter().zip(out) {
+        for (id, t) in leaf.grads(&g) {
+            match grads.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, acc)) => *acc = &*acc + t,
+                None => grads.push((id, t)),
+            }
+        }
+    }
     opt.step(&ps.params, &grads);
 }

@@ -350,7 +350,7 @@ pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun>
     let (ps, mut net) = build_progap(r, x.size()[1], data.num_classes);
     let adj = aggregation_operator(&graph);
     let noise_std = privacy.sigma * sensitivity;
-    net.inputs.push(crate::models::Rows::new(x));
+    net.inputs.push(crate::models::Rows::features(x));
     for s in 0..=depth {
         if s > 0 {
             // NAP on the embeddings learned in stage s-1, computed once and cached (Alg. 9 l.3-5).

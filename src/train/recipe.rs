@@ -134,7 +134,8 @@ pub struct Recipe {
     /// Batch norm where the method allows it (None = the method's default, see [`Recipe::norm`]).
     /// Under node-level DP it becomes group norm with `norm_groups` groups.
     pub batch_norm: Option<bool>,
-    pub norm_groups: usize,
+    /// Groups of that group norm (None = the method's default, see [`Recipe::norm_groups`]).
+    pub norm_groups: Option<usize>,
     /// DP-Adam clipping bound C.
     pub max_grad_norm: f64,
     /// ProGAP: train each stage's new layer only (Remark 1) instead of progressively.
@@ -179,7 +180,7 @@ impl Default for Recipe {
             base_layers: None,
             head_layers: 1,
             batch_norm: None,
-            norm_groups: 4,
+            norm_groups: None,
             max_grad_norm: 1.0,
             layerwise: false,
             select_best_val: true,
@@ -195,6 +196,8 @@ impl Default for Recipe {
         }
     }
 }
+
+const NDP_GROUPS_PROGAP: usize = 1;
 
 impl Recipe {
     pub fn new(method: Method, epsilon: Option<f64>) -> Self {
@@ -225,6 +228,13 @@ impl Recipe {
     pub fn base_layers(&self) -> usize {
         self.base_layers.unwrap_or(if self.method == Method::ProgapNdp { 2 } else { 1 })
     }
+    /// Groups of the group norm used under node-level DP. ProGAP-NDP: one group, i.e. every
+    /// sample normalised over all its channels (thesis §5.5.3, "group normalization with one
+    /// group"); the reference code's Opacus fix gives GroupNorm(16, 16), which on [N, 16] rows
+    /// has one value per group and outputs only its bias (plus rounding noise).
+    pub fn norm_groups(&self) -> usize {
+        self.norm_groups.unwrap_or(if self.method == Method::ProgapNdp { NDP_GROUPS_PROGAP } else { 4 })
+    }
     /// The normalisation layer the models use.
     pub fn norm(&self) -> crate::models::NormKind {
         use crate::models::NormKind;
@@ -240,7 +250,7 @@ impl Recipe {
         match (on, self.method.is_node_level()) {
             (false, _) => NormKind::None,
             (true, false) => NormKind::Batch,
-            (true, true) => NormKind::Group(self.norm_groups),
+            (true, true) => NormKind::Group(self.norm_groups()),
         }
     }
     /// Is noise added (a finite epsilon for a private method)?
@@ -295,7 +305,7 @@ impl Recipe {
         pos("mlp_layers", self.mlp_layers)?;
         pos("base_layers", self.base_layers())?;
         pos("head_layers", self.head_layers)?;
-        pos("norm_groups", self.norm_groups)?;
+        pos("norm_groups", self.norm_groups())?;
         if !(self.lr > 0.0 && self.lr.is_finite()) {
             return Err(Error::invalid("lr", format!("{} must be a positive number", self.lr)));
         }
