@@ -190,8 +190,9 @@ pub fn run(a: AttackArgs) -> Result<()> {
             ds.split = Some(Split { train: s.train, val: s.val, test: s.test });
         }
         if let Some(l) = loaded.as_mut() {
-            // The checkpoint's white box recomputes aggregations over its training graph.
-            l.model.attach_graph(&ds, seed)?;
+            // The checkpoint's white box recomputes aggregations over its training graph (for a
+            // node-level model, degree-bounded with the training seed, i.e. --seed).
+            l.model.attach_graph(&ds, data_seed)?;
         }
         let mut trained = None;
         let (bb, budget, accuracy) = match &loaded {
