@@ -133,7 +133,7 @@ fn accuracy_of(post: &tch::Tensor, ds: &crate::data::Dataset) -> Result<train::A
 }
 
 pub fn run(a: AttackArgs) -> Result<()> {
-    let loaded = match &a.target {
+    let mut loaded = match &a.target {
         Some(dir) => {
             crate::ensure!(
                 a.attack != AttackKind::Attribute,
@@ -188,6 +188,11 @@ pub fn run(a: AttackArgs) -> Result<()> {
             let s = gnnaudit_attacks::class_balanced_split(&ds.labels, ds.num_classes, k, 0.4, 0.2, &mut rng)
                 .map_err(from_attack)?;
             ds.split = Some(Split { train: s.train, val: s.val, test: s.test });
+        }
+        if let Some(l) = loaded.as_mut() {
+            // The checkpoint's white box recomputes aggregations over its training graph (for a
+            // node-level model, degree-bounded with the training seed, i.e. --seed).
+            l.model.attach_graph(&ds, data_seed)?;
         }
         let mut trained = None;
         let (bb, budget, accuracy) = match &loaded {

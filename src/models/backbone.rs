@@ -73,6 +73,23 @@ impl Layer {
             Layer::Sage(c) => c.forward(x, g.mean.as_ref().expect("SAGE tensors")),
         }
     }
+    /// Eval-mode forward on a dense relaxed adjacency (rows = targets), see `models::white_box`.
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Tensor {
+        use super::white_box::{sage_aggregation_dense, without_self_loops};
+        match self {
+            Layer::Gcn(c) => c.forward(x, &gcn_normalized_dense(&without_self_loops(adj))),
+            Layer::Gat(c) => c.forward_dense(x, adj),
+            Layer::Sage(c) => c.forward(x, &sage_aggregation_dense(adj, Aggregation::Mean)),
+        }
+    }
+    /// The weights [d, m] through which the layer reads its input (it depends on x only via x W).
+    fn input_weights(&self) -> Tensor {
+        match self {
+            Layer::Gcn(c) => c.input_weights(),
+            Layer::Gat(c) => c.input_weights(),
+            Layer::Sage(c) => c.input_weights(),
+        }
+    }
 }
 
 /// Number of attention heads of the GAT backbone (thesis Section 3.5.2).
@@ -113,6 +130,16 @@ impl TwoLayerGnn {
     pub fn forward_t(&self, x: &Tensor, g: &GraphTensors, train: bool) -> Tensor {
         let h = self.first.forward_t(x, g, train).selu().dropout(self.dropout, train);
         self.second.forward_t(&h, g, train)
+    }
+    /// Logits [n, C] in eval mode on a dense relaxed adjacency [n, n] in [0, 1] (rows = targets):
+    /// the differentiable form white-box attacks take gradients through.
+    pub fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Tensor {
+        let h = self.first.forward_dense(x, adj).selu();
+        self.second.forward_dense(&h, adj)
+    }
+    /// The first layer's input weights [d, m]: the network reads its features x only through x W.
+    pub fn input_weights(&self) -> Tensor {
+        self.first.input_weights()
     }
 }
 
@@ -194,34 +221,9 @@ impl TrainedModel for FullBatchModel {
         let g = self.net.tensors(&data.graph);
         Ok(tch::no_grad(|| self.net.forward_t(&x, &g, false).softmax(-1, Kind::Float)))
     }
-    /// White-box access for the 2-layer GCN, whose propagation has a dense differentiable form.
+    /// White-box access for every baseline (GCN, GAT, GraphSAGE, SAGE-EDP): see `models::white_box`.
     fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
-        match &self.net {
-            Network::TwoLayer(n) if n.kind() == GnnKind::Gcn => Some(self),
-            _ => None,
-        }
-    }
-}
-
-/// The GCN baseline's parameters and differentiable forward (eval mode: no dropout), softmax
-/// posteriors like the black-box answers, for model inversion and graph reconstruction.
-impl gnnaudit_attacks::WhiteBox for FullBatchModel {
-    fn num_classes(&self) -> usize {
-        self.posteriors_cache.size()[1] as usize
-    }
-    fn parameters(&self) -> Vec<Tensor> {
-        self.vs.trainable_variables()
-    }
-    fn forward_features(&self, x: &Tensor) -> gnnaudit_attacks::Result<Tensor> {
-        Ok(self.net.forward_t(&x.to_kind(Kind::Float), &self.tensors, false).softmax(-1, Kind::Float))
-    }
-    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<gnnaudit_attacks::Result<Tensor>> {
-        let Network::TwoLayer(n) = &self.net else { return None };
-        if n.kind() != GnnKind::Gcn {
-            return None;
-        }
-        let g = GraphTensors { gcn: Some(gcn_normalized_dense(adj)), mean: None, sum: None, edges: None };
-        Some(Ok(n.forward_t(&x.to_kind(Kind::Float), &g, false).softmax(-1, Kind::Float)))
+        Some(self)
     }
 }
 

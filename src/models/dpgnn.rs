@@ -259,6 +259,23 @@ pub struct DpgnnModel {
     net: Net,
     noise_std: f64,
     posteriors: Tensor,
+    /// Sum over in-neighbours of the degree-bounded training graph, for the white-box forward.
+    adj: Tensor,
+}
+
+/// White-box accessors (see `models::white_box`).
+impl DpgnnModel {
+    pub fn parameter_tensors(&self) -> Vec<Tensor> {
+        self.ps.params.iter().map(|p| p.shallow_clone()).collect()
+    }
+    /// The aggregation operator of the degree-bounded training graph (rows = targets).
+    pub fn aggregation(&self) -> &Tensor {
+        &self.adj
+    }
+    /// Logits without the test-time Gaussian release, differentiable in `x` and `adj`.
+    pub fn logits_noise_free(&self, x: &Tensor, adj: &Tensor) -> Tensor {
+        self.net.forward_full(x, adj, 0.0)
+    }
 }
 
 impl TrainedModel for DpgnnModel {
@@ -267,6 +284,9 @@ impl TrainedModel for DpgnnModel {
     }
     /// Inductive inference on another graph: a fresh noisy aggregation (a new release, which
     /// costs its own Gaussian budget on that graph).
+    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
+        Some(self)
+    }
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         let _ = &self.ps;
         let adj = data.graph.aggregation_tensor();
@@ -353,7 +373,7 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
         test: accuracy(&logits, &y, &split.test),
     };
     let posteriors = logits.softmax(-1, Kind::Float);
-    let model = DpgnnModel { ps, net, noise_std: agg_noise, posteriors };
+    let model = DpgnnModel { ps, net, noise_std: agg_noise, posteriors, adj };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: spent, seconds: start.elapsed().as_secs_f64() })
 }
 

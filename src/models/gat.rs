@@ -84,6 +84,43 @@ impl GatConv {
     }
 }
 
+impl GatConv {
+    /// W^T [in, heads * out]: the layer reads x only through x W^T.
+    pub fn input_weights(&self) -> Tensor {
+        self.lin.ws.tr()
+    }
+
+    /// Eval-mode attention on a dense relaxed adjacency `adj` [n, n] (rows = targets, entries in
+    /// [0, 1]), for white-box attacks: with W = A (diagonal dropped) + I, the attention of target i
+    /// on source j is W_ij exp(e_ij) / sum_k W_ik exp(e_ik), which on a 0/1 adjacency is exactly
+    /// the edge-list softmax of `forward_t`, and is differentiable in every entry of A. One head
+    /// at a time keeps memory at a few [n, n] matrices.
+    pub fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Tensor {
+        let n = x.size()[0];
+        let (h, f) = (self.heads, self.out_dim);
+        let eye = Tensor::eye(n, (Kind::Float, x.device()));
+        let w: Tensor = adj.to_kind(Kind::Float) * (1.0 - &eye) + &eye;
+        let z = x.apply(&self.lin).view([n, h, f]);
+        let score_src = (&z * &self.att_src).sum_dim_intlist(-1, false, Kind::Float);
+        let score_dst = (&z * &self.att_dst).sum_dim_intlist(-1, false, Kind::Float);
+        let heads: Vec<Tensor> = (0..h)
+            .map(|k| {
+                let e = score_dst.select(1, k).unsqueeze(1) + score_src.select(1, k).unsqueeze(0);
+                let e = e.maximum(&(&e * self.negative_slope)); // LeakyReLU
+                                                                // Shift by each row's largest score over its (self-loop included) neighbourhood.
+                let masked = e.detach().masked_fill(&w.le(0.0), f64::NEG_INFINITY);
+                let max = masked.amax([1i64].as_slice(), true);
+                let p = &w * (e - max).clamp_max(60.0).exp();
+                let alpha = &p / p.sum_dim_intlist([1i64].as_slice(), true, Kind::Float).clamp_min(1e-30);
+                alpha.mm(&z.select(1, k))
+            })
+            .collect();
+        let out = Tensor::stack(&heads, 1);
+        let out = if self.concat { out.view([n, h * f]) } else { out.mean_dim(1, false, Kind::Float) };
+        out + &self.bias
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,6 +71,10 @@ impl GcnConv {
     pub fn forward(&self, x: &Tensor, adj_gcn: &Tensor) -> Tensor {
         adj_gcn.mm(&x.apply(&self.lin)) + &self.bias
     }
+    /// W^T [in, out]: the layer reads x only through x W^T (white-box propagation shortcut).
+    pub fn input_weights(&self) -> Tensor {
+        self.lin.ws.tr()
+    }
 }
 
 #[cfg(test)]

@@ -243,11 +243,16 @@ pub struct LpgnnModel {
     pub features: Tensor,
     pub config: LpgnnConfig,
     posteriors: Tensor,
+    /// Feature KProp on the training graph, for the white-box forward.
+    pub kprop: KProp,
 }
 
 impl TrainedModel for LpgnnModel {
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
+    }
+    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
+        Some(self)
     }
     /// Inference on another graph: its nodes run the same multi-bit encoder (fresh randomness)
     /// and the server applies feature KProp on that graph.
@@ -387,7 +392,15 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     restore(&mut vs, &snap);
     let posteriors = tch::no_grad(|| gnn.forward_t(x, &tensors, false).softmax(-1, Kind::Float));
     let budget = config.budget(data.num_features());
-    let model = LpgnnModel { vs, gnn, tensors, features: collected.features, config: config.clone(), posteriors };
+    let model = LpgnnModel {
+        vs,
+        gnn,
+        tensors,
+        features: collected.features,
+        config: config.clone(),
+        posteriors,
+        kprop: kprop_x,
+    };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 

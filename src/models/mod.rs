@@ -20,6 +20,7 @@ pub mod lpgnn;
 pub mod mlp;
 pub mod progap;
 pub mod sage;
+pub mod white_box;
 
 use crate::privacy::dpsgd::{OpKind, Tape};
 use serde::{Deserialize, Serialize};

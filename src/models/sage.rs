@@ -77,6 +77,13 @@ impl SageConv {
     }
 }
 
+impl SageConv {
+    /// [W_neigh; W_root]^T [in, 2 out]: the layer reads x only through these projections.
+    pub fn input_weights(&self) -> Tensor {
+        Tensor::cat(&[&self.neigh.ws, &self.root.ws], 0).tr()
+    }
+}
+
 pub(crate) fn l2_normalize(x: &Tensor) -> Tensor {
     let norm = x.norm_scalaropt_dim(2.0, [-1i64].as_slice(), true).clamp_min(1e-12);
     x / norm

@@ -116,6 +116,7 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
                 hops: r.hops(),
                 noise_std: meta.noise_std,
                 max_degree: meta.max_degree,
+                graph: None,
             })
         }
         Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp => {
@@ -125,7 +126,7 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
                 .map(|k| get(&format!("x{k}")).map(|x| if k == 0 { Rows::features(x) } else { Rows::new(x) }))
                 .collect::<Result<_>>()?;
             net.stage = r.depth();
-            Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree })
+            Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree, graph: None })
         }
         m => {
             return Err(Error::invalid("method", format!("checkpoints of {} are not supported", m.name())));

@@ -118,6 +118,15 @@ pub fn bound_out_degree(g: &Graph, d: usize, seed: u64) -> Result<Graph> {
     Graph::from_edges(n, edges)
 }
 
+/// The graph a GAP/ProGAP model trained on `data` with `seed` aggregated over: the degree-bounded
+/// one at node level (the same draw as in training), the graph itself otherwise.
+fn training_graph(data: &Dataset, max_degree: Option<usize>, seed: u64) -> Result<Graph> {
+    match max_degree {
+        Some(d) => bound_out_degree(&data.graph, d, seed),
+        None => Ok(data.graph.clone()),
+    }
+}
+
 fn features(data: &Dataset) -> Tensor {
     data.features.to_tensor().to_kind(Kind::Float)
 }
@@ -139,6 +148,9 @@ impl TrainedModel for MlpModel {
     }
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         Ok(tch::no_grad(|| self.net.logits_of(&features(data)).softmax(-1, Kind::Float)))
+    }
+    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
+        Some(self)
     }
 }
 
@@ -183,6 +195,9 @@ pub struct GapModel {
     pub noise_std: f64,
     /// Degree bound for node-level inference on a new graph.
     pub max_degree: Option<usize>,
+    /// The graph PMA aggregated over (degree-bounded for NDP), for the white-box forward; None
+    /// in a checkpoint until `attach_graph`.
+    pub graph: Option<Graph>,
 }
 
 impl TrainedModel for GapModel {
@@ -210,6 +225,13 @@ impl TrainedModel for GapModel {
     }
     fn embeddings(&self) -> Option<Tensor> {
         self.classifier.inputs.first().map(|t| t.shallow_clone())
+    }
+    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
+        Some(self)
+    }
+    fn attach_graph(&mut self, data: &Dataset, seed: u64) -> Result<()> {
+        self.graph = Some(training_graph(data, self.max_degree, seed)?);
+        Ok(())
     }
 }
 
@@ -239,7 +261,15 @@ pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     let rep = fit(&classifier, &ps, &labels, &cfg);
     tracing::info!("GAP classifier: best val {:.4} at epoch {} ({} steps)", rep.best_val, rep.best_epoch, rep.steps);
     let accuracy = measure(&classifier, &labels);
-    let model = GapModel { ps, encoder, classifier, hops, noise_std, max_degree: node.then_some(r.max_degree) };
+    let model = GapModel {
+        ps,
+        encoder,
+        classifier,
+        hops,
+        noise_std,
+        max_degree: node.then_some(r.max_degree),
+        graph: Some(graph),
+    };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
 }
 
@@ -250,6 +280,9 @@ pub struct ProgapModel {
     pub net: ProgapNet,
     pub noise_std: f64,
     pub max_degree: Option<usize>,
+    /// The graph NAP aggregated over (degree-bounded for NDP), for the white-box forward; None
+    /// in a checkpoint until `attach_graph`.
+    pub graph: Option<Graph>,
 }
 
 impl TrainedModel for ProgapModel {
@@ -287,6 +320,13 @@ impl TrainedModel for ProgapModel {
     }
     fn embeddings(&self) -> Option<Tensor> {
         Some(self.net.embedding(&self.net.input_tensors(), self.net.depth()))
+    }
+    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
+        Some(self)
+    }
+    fn attach_graph(&mut self, data: &Dataset, seed: u64) -> Result<()> {
+        self.graph = Some(training_graph(data, self.max_degree, seed)?);
+        Ok(())
     }
 }
 
@@ -327,7 +367,7 @@ pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun>
         );
     }
     let accuracy = measure(&net, &labels);
-    let model = ProgapModel { ps, net, noise_std, max_degree: node.then_some(r.max_degree) };
+    let model = ProgapModel { ps, net, noise_std, max_degree: node.then_some(r.max_degree), graph: Some(graph) };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
 }
 

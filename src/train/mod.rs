@@ -40,6 +40,12 @@ pub trait TrainedModel {
     fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
         None
     }
+    /// Gives a model loaded from a checkpoint its training graph (`data`, with the training
+    /// `seed` for a node-level degree bound), which its white-box `forward_features` needs.
+    fn attach_graph(&mut self, data: &Dataset, seed: u64) -> Result<()> {
+        let _ = (data, seed);
+        Ok(())
+    }
     /// Saves the model to a directory (checkpoint, cached private aggregations, and a JSON
     /// sidecar with the recipe and budget) so that it can be attacked later without retraining.
     fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {

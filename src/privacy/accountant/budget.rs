@@ -33,7 +33,9 @@ pub struct Budget {
     /// The target the noise was calibrated for (None for non-private runs).
     pub target_epsilon: Option<f64>,
     pub delta: f64,
-    /// Epsilon by RDP with the improved (Balle et al. 2020) conversion.
+    /// Epsilon by RDP with the improved (Balle et al. 2020) conversion. JSON has no infinity, so
+    /// a non-private budget is written as null and read back as infinity.
+    #[serde(deserialize_with = "infinite_if_null")]
     pub epsilon_rdp: f64,
     /// The RDP order at which `epsilon_rdp` was attained.
     pub rdp_order: Option<f64>,
@@ -42,6 +44,10 @@ pub struct Budget {
     /// Noise multipliers chosen by calibration, by name (e.g. "sigma_agg").
     pub noise: Vec<(String, f64)>,
     pub components: Vec<BudgetComponent>,
+}
+
+fn infinite_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 impl Budget {
@@ -144,5 +150,13 @@ mod tests {
         assert!(b.epsilon_rdp > max_part);
         assert!(b.epsilon_rdp < b.components.iter().map(|c| c.epsilon).sum::<f64>());
         assert!(b.rdp_order.is_some());
+    }
+
+    /// A non-private budget survives a JSON round trip (checkpoints of non-private models).
+    #[test]
+    fn non_private_budget_round_trips_through_json() {
+        let b = Budget::non_private();
+        let back: Budget = serde_json::from_str(&serde_json::to_string(&b).unwrap()).unwrap();
+        assert_eq!(back, b);
     }
 }
