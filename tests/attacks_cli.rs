@@ -123,9 +123,8 @@ fn ldp_canaries_detect_raw_records_and_respect_the_local_randomiser() {
     assert!(private["eps_lb_one_run"].as_f64().unwrap() <= eps);
 }
 
-/// `--target DIR --repeats R` attacks the one saved model R times with different attack seeds.
-/// (GAP-EDP: a non-private checkpoint does not load back yet, its budget's infinite epsilon is
-/// written as null.)
+/// `--target DIR --repeats R` attacks the one saved model R times with different attack seeds;
+/// the method comes from the checkpoint (no `--method`), and a contradicting `--method` is refused.
 #[test]
 fn saved_target_repeats_rerun_the_attack_on_the_same_model() {
     let dir = std::env::temp_dir().join(format!("gnnaudit-attack-target-{}", std::process::id()));
@@ -137,8 +136,12 @@ fn saved_target_repeats_rerun_the_attack_on_the_same_model() {
         .expect("gnnaudit runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let target = dir.to_str().unwrap();
-    let v = json(&["--dataset", SMALL, "--method", "gap-edp", "--target", target, "--attack", "mia", "--repeats", "3"]);
+    let v = json(&["--dataset", SMALL, "--target", target, "--attack", "mia", "--repeats", "3"]);
+    let wrong = attack(&["--method", "mlp", "--target", target, "--attack", "mia"]);
     let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("trained with gap-edp"));
+    assert_eq!(v["method"], "gap-edp");
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3);
     let seeds: Vec<u64> = runs.iter().map(|r| r["seed"].as_u64().unwrap()).collect();
@@ -163,6 +166,7 @@ fn bad_attack_parameters_exit_with_code_2() {
         &["--attack", "nonsense", "--method", "mlp"][..],
         &["--attack", "lira", "--shadows", "3", "--method", "mlp"][..],
         &["--attack", "mia", "--mia-setup", "other", "--method", "mlp"][..],
+        &["--attack", "mia"][..],
     ] {
         let out = attack(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));

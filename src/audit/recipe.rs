@@ -57,7 +57,9 @@ pub fn build_recipe(
     let m = parse_method(method).ok_or_else(|| {
         ("method".to_string(), format!("unknown method '{method}' (known: {})", method_names().join(", ")))
     })?;
-    let mut table = toml::Table::new();
+    // Start from the method's own defaults (as `gnnaudit train` does), then apply the config.
+    let mut table = toml::Table::try_from(Recipe::new(m, None))
+        .map_err(|e| ("method".to_string(), format!("cannot build the defaults of {method}: {e}")))?;
     for (k, v) in params {
         if let Some((_, why)) = RESERVED.iter().find(|(r, _)| r == k) {
             if k == "sweep" && m == Method::Lpgnn {

@@ -146,7 +146,18 @@ pub fn run(a: AttackArgs) -> Result<()> {
         }
         None => None,
     };
-    let recipe = loaded.as_ref().map_or_else(|| a.recipe.to_recipe(), |l| l.recipe.clone());
+    let recipe = match &loaded {
+        Some(l) => {
+            if let Some(m) = a.recipe.method.filter(|m| *m != l.recipe.method) {
+                return Err(Error::invalid(
+                    "method",
+                    format!("--method {} but the saved target was trained with {}", m.name(), l.recipe.method.name()),
+                ));
+            }
+            l.recipe.clone()
+        }
+        None => a.recipe.to_recipe()?,
+    };
     recipe.validate()?;
     let params = params_of(&a)?;
     if let Some(t) = a.threads {

@@ -1,7 +1,7 @@
 //! `gnnaudit train`: train one method on one dataset over several seeds and report test accuracy
 //! (mean with a 95% bootstrap interval), wall time and the privacy budget breakdown.
 use crate::data::{self, SplitRatios};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::models::Activation;
 use crate::train::{self, Method, Recipe};
 use clap::Args;
@@ -13,9 +13,9 @@ use std::path::PathBuf;
 /// The recipe's flags, flattened into every subcommand that trains (others add theirs here).
 #[derive(Debug, Clone, Args)]
 pub struct RecipeArgs {
-    /// Training method.
+    /// Training method (required, except by `attack --target`, which reads it from the checkpoint).
     #[arg(long, value_enum)]
-    pub method: Method,
+    pub method: Option<Method>,
     /// Target epsilon (omit for eps = inf / no noise).
     #[arg(long)]
     pub epsilon: Option<f64>,
@@ -99,8 +99,9 @@ pub struct RecipeArgs {
 }
 
 impl RecipeArgs {
-    pub fn to_recipe(&self) -> Recipe {
-        let mut r = Recipe::new(self.method, self.epsilon);
+    pub fn to_recipe(&self) -> Result<Recipe> {
+        let method = self.method.ok_or_else(|| Error::invalid("method", "--method is required"))?;
+        let mut r = Recipe::new(method, self.epsilon);
         r.delta = self.delta;
         r.hops = self.hops;
         r.depth = self.depth;
@@ -120,7 +121,7 @@ impl RecipeArgs {
              features => features);
         r.mp_layers = self.mp_layers;
         r.inference_budget = self.inference_budget;
-        r
+        Ok(r)
     }
 }
 
@@ -174,7 +175,7 @@ pub fn bootstrap_ci(xs: &[f64]) -> (f64, [f64; 2]) {
 }
 
 pub fn run(a: TrainArgs) -> Result<()> {
-    let recipe = a.recipe.to_recipe();
+    let recipe = a.recipe.to_recipe()?;
     recipe.validate()?;
     crate::ensure!(a.repeats >= 1, crate::Error::invalid("repeats", "must be at least 1"));
     if let Some(t) = a.threads {

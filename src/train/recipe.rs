@@ -210,6 +210,11 @@ impl Recipe {
             let d = crate::models::dpgnn::DpgnnConfig::default();
             (r.max_degree, r.hidden, r.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
         }
+        if method == Method::SageEdp {
+            // The reference's `gnn edge` uses mean aggregation; on the randomized-response graph
+            // (many added edges, inflated degrees) sum aggregation loses ~10 points on Cora.
+            r.aggregation = crate::models::sage::Aggregation::Mean;
+        }
         r
     }
     pub fn hops(&self) -> usize {
