@@ -137,22 +137,39 @@ pub fn canary_edge_audit(target: &Target, params: &CanaryParams, seed: u64) -> R
             if used_embeddings { "embeddings" } else { "posteriors" }
         ),
     };
+    canary_outcome(
+        (pos, neg, game),
+        "auditor: chooses the canaries, knows the rest of the graph and trains with the recipe",
+        log,
+        params.canaries * params.runs,
+        one_run,
+        "eps_lb pools the canaries of a run as independent trials (their coins are independent, as in Steinke et al. \
+         2023); the Clopper-Pearson form is the standard two-hypothesis bound of Jagielski et al. (2020).",
+    )
+}
+
+/// The result of a canary game (edge, node or LDP canaries): the auditor's knowledge, the coin
+/// log, the canary count and the one-run bound, in the same shape for every kind.
+pub fn canary_outcome(
+    (pos, neg, game): (Vec<f64>, Vec<f64>, Game),
+    auditor: &str,
+    log: Vec<serde_json::Value>,
+    canaries: usize,
+    one_run: serde_json::Map<String, serde_json::Value>,
+    note: &str,
+) -> Result<Outcome> {
     let knowledge = AdversaryKnowledge {
         black_box: true,
         shadow_training: true,
         public_features: true,
-        notes: vec!["auditor: chooses the canaries, knows the rest of the graph and trains with the recipe".into()],
+        notes: vec![auditor.into()],
         ..Default::default()
     };
     let mut out = Outcome::new(pos, neg, None, game, knowledge);
     out.details.insert("coins".into(), serde_json::Value::Array(log));
-    out.details.insert("canaries".into(), (params.canaries * params.runs).into());
+    out.details.insert("canaries".into(), canaries.into());
     out.details.extend(one_run);
-    out.note = Some(
-        "eps_lb pools the canaries of a run as independent trials (their coins are independent, as in Steinke et al. \
-         2023); the Clopper-Pearson form is the standard two-hypothesis bound of Jagielski et al. (2020)."
-            .into(),
-    );
+    out.note = Some(note.into());
     Ok(out)
 }
 

@@ -19,13 +19,13 @@
 //!   eps_y-LDP on labels, so everything the model does with the record is (eps_x + eps_y)-LDP in it.
 //!
 //! Both score a canary by the logit-scaled confidence of its "included" label (LiRA's statistic).
-use crate::canary::{one_run_details, CanaryParams};
+use crate::canary::{canary_outcome, one_run_details, CanaryParams};
 use crate::error::{check, Error, Result};
 use crate::graph::{AttackGraph, NodeSplit};
 use crate::membership::partition;
 use crate::posterior;
 use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use crate::threat::{Game, GameUnit};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -175,23 +175,15 @@ fn record_canary_audit(target: &Target, params: &CanaryParams, seed: u64, ldp: b
             ),
         }
     };
-    let knowledge = AdversaryKnowledge {
-        black_box: true,
-        shadow_training: true,
-        public_features: true,
-        notes: vec!["auditor: crafts the canary records, knows the rest of the data and trains with the recipe".into()],
-        ..Default::default()
-    };
-    let mut out = Outcome::new(pos, neg, None, game, knowledge);
-    out.details.insert("coins".into(), serde_json::Value::Array(log));
-    out.details.insert("canaries".into(), (params.canaries * params.runs).into());
-    out.details.extend(one_run);
-    out.note = Some(
+    canary_outcome(
+        (pos, neg, game),
+        "auditor: crafts the canary records, knows the rest of the data and trains with the recipe",
+        log,
+        params.canaries * params.runs,
+        one_run,
         "eps_lb pools the canaries as independent trials (Jagielski et al. 2020); eps_lb_one_run is the bound of \
-         Steinke, Nasr & Jagielski (2023, Theorem 3) from the auditor's most confident guesses."
-            .into(),
-    );
-    Ok(out)
+         Steinke, Nasr & Jagielski (2023, Theorem 3) from the auditor's most confident guesses.",
+    )
 }
 
 /// Node canaries against a node-level claim.

@@ -79,22 +79,20 @@ impl AttackKind {
             AttackKind::Attribute => "attribute",
         }
     }
+    pub const ALL: [AttackKind; 10] = [
+        AttackKind::Mia,
+        AttackKind::MiaMetric,
+        AttackKind::Lira,
+        AttackKind::LinkStealing,
+        AttackKind::CanaryEdge,
+        AttackKind::CanaryNode,
+        AttackKind::CanaryLdp,
+        AttackKind::Inversion,
+        AttackKind::GraphReconstruction,
+        AttackKind::Attribute,
+    ];
     pub fn parse(s: &str) -> Option<AttackKind> {
-        use AttackKind::*;
-        [
-            Mia,
-            MiaMetric,
-            Lira,
-            LinkStealing,
-            CanaryEdge,
-            CanaryNode,
-            CanaryLdp,
-            Inversion,
-            GraphReconstruction,
-            Attribute,
-        ]
-        .into_iter()
-        .find(|k| k.name() == s)
+        AttackKind::ALL.into_iter().find(|k| k.name() == s)
     }
 }
 
