@@ -17,6 +17,21 @@ fn attack(args: &[&str]) -> std::process::Output {
         .expect("gnnaudit runs")
 }
 
+/// Trains a model on SMALL with `recipe` and saves it to a fresh temporary directory.
+fn saved_model(prefix: &str, recipe: &[&str]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
+        .args(["train", "--threads", "1", "--dataset", SMALL])
+        .args(recipe)
+        .arg("--save")
+        .arg(&dir)
+        .env("GNNAUDIT_DATA", data_dir())
+        .output()
+        .expect("gnnaudit runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    dir
+}
+
 fn json(args: &[&str]) -> serde_json::Value {
     let out = attack(args);
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -127,14 +142,7 @@ fn ldp_canaries_detect_raw_records_and_respect_the_local_randomiser() {
 /// the method comes from the checkpoint (no `--method`), and a contradicting `--method` is refused.
 #[test]
 fn saved_target_repeats_rerun_the_attack_on_the_same_model() {
-    let dir = std::env::temp_dir().join(format!("gnnaudit-attack-target-{}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(["train", "--threads", "1", "--dataset", SMALL, "--method", "gap-edp", "--epsilon", "1", "--save"])
-        .arg(&dir)
-        .env("GNNAUDIT_DATA", data_dir())
-        .output()
-        .expect("gnnaudit runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = saved_model("gnnaudit-attack-target", &["--method", "gap-edp", "--epsilon", "1"]);
     let target = dir.to_str().unwrap();
     let v = json(&["--dataset", SMALL, "--target", target, "--attack", "mia", "--repeats", "3"]);
     let wrong = attack(&["--method", "mlp", "--target", target, "--attack", "mia"]);
@@ -199,14 +207,7 @@ fn non_gcn_models_give_white_box_access() {
     }
     let inv = json(&["--dataset", SMALL, "--method", "mlp", "--attack", "inversion"]);
     assert_eq!(inv["knowledge"]["white_box"], true, "{inv}");
-    let dir = std::env::temp_dir().join(format!("gnnaudit-wb-{}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(["train", "--threads", "1", "--dataset", SMALL, "--method", "gap-inf", "--save"])
-        .arg(&dir)
-        .env("GNNAUDIT_DATA", data_dir())
-        .output()
-        .expect("gnnaudit runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dir = saved_model("gnnaudit-wb", &["--method", "gap-inf"]);
     let target = dir.to_str().unwrap();
     let v = json(&["--dataset", SMALL, "--method", "gap-inf", "--target", target, "--attack", "graph-reconstruction"]);
     let _ = std::fs::remove_dir_all(&dir);
