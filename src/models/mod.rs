@@ -146,7 +146,8 @@ impl ParamStore {
                 // Known deviation: the scale and shift are registered but `Norm::ids()` leaves them
                 // out, so they stay at 1 and 0 (batch norm without a learned affine); the reference
                 // trains them. Training them was tried and reverted: LiRA against GAP-inf on Cora
-                // then collapsed (seed 3: AUC 77.3 -> 56.6) for a reason not yet found.
+                // then weakened (seeds 1-2: AUC 76.0 -> 69.9, TPR at 1% FPR 13.4 -> 4.7%; seed 3:
+                // 66.3 -> 56.6) for a reason not yet found.
                 let cfg = nn::BatchNormConfig { ws_init: nn::Init::Const(1.0), ..Default::default() };
                 let bn = nn::batch_norm1d(self.path(name), dim, cfg);
                 if let Some(w) = &bn.ws {
