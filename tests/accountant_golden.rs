@@ -38,6 +38,17 @@ fn put(f: &mut Fields, k: &str, v: f64) {
     f.insert(k.to_string(), Got::Num(v));
 }
 
+/// The classic (Mironov) and improved (Balle et al. 2020) RDP-to-DP conversions of an RDP curve,
+/// each with its minimising order, as the golden cases name them.
+fn put_conversions(f: &mut Fields, orders: &[f64], rdp: &[f64], delta: f64) {
+    let (e, a) = minimize_over_orders(orders, rdp, delta, classic_eps_at);
+    put(f, "eps_mironov", e);
+    put(f, "alpha_mironov", a);
+    let (e, a) = minimize_over_orders(orders, rdp, delta, improved_eps_at);
+    put(f, "eps_improved", e);
+    put(f, "alpha_improved", a);
+}
+
 fn num(p: &Value, k: &str) -> f64 {
     p[k].as_f64().unwrap_or_else(|| panic!("param {k} missing or not a number"))
 }
@@ -118,12 +129,7 @@ fn compute(kind: &str, p: &Value) -> Result<Fields> {
         }
         "rdp_to_dp" => {
             let (orders, rdp, delta) = (vecf(p, "orders"), vecf(p, "rdp"), num(p, "delta"));
-            let (e, a) = minimize_over_orders(&orders, &rdp, delta, classic_eps_at);
-            put(&mut f, "eps_mironov", e);
-            put(&mut f, "alpha_mironov", a);
-            let (e, a) = minimize_over_orders(&orders, &rdp, delta, improved_eps_at);
-            put(&mut f, "eps_improved", e);
-            put(&mut f, "alpha_improved", a);
+            put_conversions(&mut f, &orders, &rdp, delta);
             let (e, a) = dp_accounting_compute_epsilon(&orders, &rdp, delta);
             put(&mut f, "eps_dp_accounting", e);
             put(&mut f, "alpha_dp_accounting", a);
@@ -234,12 +240,7 @@ fn compute(kind: &str, p: &Value) -> Result<Fields> {
                 (SgdSchedule::new(num(p, "classifier_q"), int(p, "classifier_steps")), num(p, "classifier_sigma")),
             );
             let rdp = rdp_curve(&ev, &orders);
-            let (e, a) = minimize_over_orders(&orders, &rdp, delta, classic_eps_at);
-            put(&mut f, "eps_mironov", e);
-            put(&mut f, "alpha_mironov", a);
-            let (e, a) = minimize_over_orders(&orders, &rdp, delta, improved_eps_at);
-            put(&mut f, "eps_improved", e);
-            put(&mut f, "alpha_improved", a);
+            put_conversions(&mut f, &orders, &rdp, delta);
             f.insert("rdp_total".into(), Got::Vec(rdp));
             let (e, a) = dp_accounting_rdp_epsilon(&ev, delta)?;
             put(&mut f, "eps_rdp_dp_accounting", e);
