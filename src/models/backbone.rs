@@ -278,7 +278,7 @@ pub fn fit_full_batch(
     let mut best = (f64::NEG_INFINITY, Accuracy { train: 0.0, val: 0.0, test: 0.0 }, snapshot(&vs));
     for _ in 0..fit.epochs {
         let logits = net.forward_t(&features, &g, true);
-        let loss = logits.index_select(0, &tr).cross_entropy_for_logits(&y_tr);
+        let loss = crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr);
         opt.zero_grad();
         loss.backward();
         opt.step();

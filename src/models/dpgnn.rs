@@ -354,7 +354,7 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
         let mask = Tensor::cat(&[ones.expand([m, 1], false), table_mask.index_select(0, &batch)], 1);
         let mut f = Fwd::train_taped();
         let logits = net.forward_batch(&x, &rows, &mask, train_noise, &mut f);
-        let loss_sum = logits.log_softmax(-1, Kind::Float).g_nll_loss::<Tensor>(
+        let loss_sum = crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
             &y.index_select(0, &batch),
             None,
             Reduction::Sum,
@@ -431,7 +431,7 @@ mod tests {
             Tensor::cat(&[Tensor::ones([m, 1], (Kind::Float, tch::Device::Cpu)), table_mask.index_select(0, b)], 1)
         };
         let loss = |logits: &Tensor, b: &Tensor| {
-            logits.log_softmax(-1, Kind::Float).g_nll_loss::<Tensor>(&y.index_select(0, b), None, Reduction::Sum, -100)
+            crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(&y.index_select(0, b), None, Reduction::Sum, -100)
         };
         let mut f = Fwd::train_taped();
         let logits = net.forward_batch(&x, &rows(&batch), &mask(&batch), 0.0, &mut f);

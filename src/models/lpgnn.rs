@@ -339,7 +339,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
         let logits = gnn.forward_t(x, &tensors, true);
         let p_y = logits.softmax(-1, Kind::Float);
         let loss = match config.training {
-            Training::CrossEntropy => logits.index_select(0, &tr).cross_entropy_for_logits(&y_tr_noisy),
+            Training::CrossEntropy => crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr_noisy),
             Training::ForwardCorrection => nll_of_probs(&p_y.mm(&transition).index_select(0, &tr), &y_tr_noisy),
             Training::Drop => {
                 let p_noisy = p_y.mm(&transition); // eq. 3.41
@@ -362,7 +362,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
                 0.0
             } else {
                 match config.training {
-                    Training::CrossEntropy => logits.index_select(0, &va).cross_entropy_for_logits(&y_va_noisy),
+                    Training::CrossEntropy => crate::models::cross_entropy(&logits.index_select(0, &va), &y_va_noisy),
                     _ => nll_of_probs(&p_y.mm(&transition).index_select(0, &va), &y_va_noisy),
                 }
                 .double_value(&[])

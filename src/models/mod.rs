@@ -339,23 +339,66 @@ impl Mlp {
         Mlp { layers: lin, norms, plain_last, style }
     }
     pub fn forward(&self, x: &Tensor, f: &mut Fwd) -> Tensor {
-        let mut x = x.shallow_clone();
-        let n = self.layers.len();
-        for (i, l) in self.layers.iter().enumerate() {
-            x = l.forward(&x, f);
-            if i + 1 < n || !self.plain_last {
-                x = self.style.activation.apply(&x);
-                x = self.norms[i].forward(&x, f);
-                if self.style.dropout > 0.0 {
-                    x = x.dropout(self.style.dropout, f.train);
-                }
-            }
+        self.forward_from(0, x.shallow_clone(), f)
+    }
+    /// `self.forward(&row_normalize(&Tensor::cat(xs, -1)), f)`, computed without forming the
+    /// normalised concatenation: the first layer is `r * sum_k x_k W_k^T + b`, with `W_k` the
+    /// columns of `W` that meet `x_k` and `r = 1 / ||[x_0 .. x_K]||` per row. Autograd through a
+    /// row-wise division of a wide matrix costs several full passes over it (ProGAP's last stage
+    /// on Cornell5 spent more time there than in all its bases); here those passes shrink to the
+    /// output width. Taped (DP-SGD) passes take the plain route, which the tape understands.
+    pub fn forward_normalized_concat(&self, xs: &[Tensor], f: &mut Fwd) -> Tensor {
+        let Some(first) = self.layers.first().filter(|_| f.tape.is_none()) else {
+            return self.forward(&row_normalize(&Tensor::cat(xs, -1)), f);
+        };
+        let mut offset = 0;
+        let mut acc: Option<(Tensor, Tensor)> = None;
+        for x in xs {
+            let width = x.size()[1];
+            let part = x.matmul(&first.ws.narrow(1, offset, width).tr());
+            let sq = (x * x).sum_dim_intlist([-1i64].as_slice(), true, Kind::Float);
+            offset += width;
+            acc = Some(match acc {
+                None => (part, sq),
+                Some((z, s)) => (z + part, s + sq),
+            });
         }
-        x
+        let (z, sq) = acc.expect("at least one input");
+        let y = z * sq.sqrt().clamp_min(1e-12).reciprocal() + &first.bs;
+        let y = self.after_linear(0, y, f);
+        self.forward_from(1, y, f)
+    }
+    /// Layers `start..` on `x` (the input of layer `start`).
+    fn forward_from(&self, start: usize, x: Tensor, f: &mut Fwd) -> Tensor {
+        (start..self.layers.len()).fold(x, |x, i| self.after_linear(i, self.layers[i].forward(&x, f), f))
+    }
+    /// Activation, norm and dropout that follow Linear layer `i` (none after a plain last layer).
+    fn after_linear(&self, i: usize, x: Tensor, f: &mut Fwd) -> Tensor {
+        if i + 1 == self.layers.len() && self.plain_last {
+            return x;
+        }
+        let x = self.norms[i].forward(&self.style.activation.apply(&x), f);
+        if self.style.dropout > 0.0 {
+            x.dropout(self.style.dropout, f.train)
+        } else {
+            x
+        }
     }
     pub fn ids(&self) -> Vec<usize> {
         self.layers.iter().flat_map(|l| l.ids()).chain(self.norms.iter().flat_map(|n| n.ids())).collect()
     }
+}
+
+/// `x.log_softmax(-1)` for a [N, C] matrix of class scores, computed over the class-major copy:
+/// libtorch's last-dim kernel vectorises along C, and with a handful of classes (Cornell5 has 6)
+/// it ran at less than half the speed of the same softmax taken along N.
+pub fn log_softmax_rows(x: &Tensor) -> Tensor {
+    x.tr().contiguous().log_softmax(0, Kind::Float).tr()
+}
+
+/// Mean cross-entropy of logits [N, C] against int64 labels [N] (see [`log_softmax_rows`]).
+pub fn cross_entropy(logits: &Tensor, y: &Tensor) -> Tensor {
+    log_softmax_rows(logits).g_nll_loss::<Tensor>(y, None, tch::Reduction::Mean, -100)
 }
 
 /// Row-wise L2 normalisation, x_v / max(||x_v||, 1e-12) (as torch's F.normalize).

@@ -122,7 +122,7 @@ pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &F
                     } else {
                         let mut f = Fwd::train_taped();
                         let logits = model.logits(&idx, &mut f);
-                        let loss_sum = logits.log_softmax(-1, Kind::Float).g_nll_loss::<Tensor>(
+                        let loss_sum = crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
                             &labels.y.index_select(0, &idx),
                             None,
                             Reduction::Sum,
@@ -163,7 +163,7 @@ fn plain_step(
 ) {
     let mut f = Fwd::train_sparse_leaves();
     let logits = model.logits(idx, &mut f);
-    let loss = logits.cross_entropy_for_logits(&labels.y.index_select(0, idx));
+    let loss = crate::models::cross_entropy(&logits, &labels.y.index_select(0, idx));
     // Sparse first layers are leaves: autograd stops at their outputs and their weight gradients
     // are formed from the output gradients (`SparseLeaf::grads`).
     let leaves: Vec<_> = f
