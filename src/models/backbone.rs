@@ -4,10 +4,12 @@
 use super::gat::{EdgeList, GatConv};
 use super::gcn::{gcn_normalized, gcn_normalized_dense, GcnConv};
 use super::sage::{aggregation_matrix, Aggregation, SageConfig, SageConv, SageNet};
+use super::sparse::{self, Product, SparseMatrix};
 use crate::data::{Dataset, Graph};
 use crate::error::{Error, Result};
+use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
 use crate::train::{Accuracy, TrainedModel};
-use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
+use tch::{nn, Kind, Tensor};
 
 /// Which message-passing layer a backbone uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -33,9 +35,9 @@ impl std::str::FromStr for GnnKind {
 /// The propagation tensors of one graph, built once per graph for the layer types in use.
 #[derive(Debug)]
 pub struct GraphTensors {
-    pub gcn: Option<Tensor>,
-    pub mean: Option<Tensor>,
-    pub sum: Option<Tensor>,
+    pub gcn: Option<SparseMatrix>,
+    pub mean: Option<SparseMatrix>,
+    pub sum: Option<SparseMatrix>,
     pub edges: Option<EdgeList>,
 }
 
@@ -43,7 +45,7 @@ impl GraphTensors {
     pub fn for_kind(graph: &Graph, kind: GnnKind) -> Self {
         let mut t = GraphTensors { gcn: None, mean: None, sum: None, edges: None };
         match kind {
-            GnnKind::Gcn => t.gcn = Some(gcn_normalized(graph, true)),
+            GnnKind::Gcn => t.gcn = Some(SparseMatrix::new(gcn_normalized(graph, true))),
             GnnKind::Gat => t.edges = Some(EdgeList::with_self_loops(graph)),
             GnnKind::Sage => t.mean = Some(aggregation_matrix(graph, Aggregation::Mean)),
         }
@@ -55,6 +57,17 @@ impl GraphTensors {
             Aggregation::Sum => GraphTensors { gcn: None, mean: None, sum: Some(adj), edges: None },
             Aggregation::Mean => GraphTensors { gcn: None, mean: Some(adj), sum: None, edges: None },
         }
+    }
+    /// The sparse matrices present (one per graph in practice: one layer type per network).
+    fn matrices(&self) -> impl Iterator<Item = &SparseMatrix> {
+        [&self.gcn, &self.mean, &self.sum].into_iter().flatten()
+    }
+    /// Starts recording sparse products for [`sparse::backward`] (see [`SparseMatrix::record`]).
+    pub fn record(&self) {
+        self.matrices().for_each(SparseMatrix::record)
+    }
+    pub fn take_products(&self) -> Vec<Product> {
+        self.matrices().flat_map(SparseMatrix::take_products).collect()
     }
 }
 
@@ -273,15 +286,18 @@ pub fn fit_full_batch(
         crate::data::Split::index_tensor(&split.val),
         crate::data::Split::index_tensor(&split.test),
     );
-    let mut opt = nn::Adam::default().wd(fit.weight_decay).build(&vs, fit.learning_rate)?;
+    let params = vs.trainable_variables();
+    let mut opt = Optimizer::new(OptimizerKind::Adam, fit.learning_rate, fit.weight_decay);
     let y_tr = y.index_select(0, &tr);
     let mut best = (f64::NEG_INFINITY, Accuracy { train: 0.0, val: 0.0, test: 0.0 }, snapshot(&vs));
     for _ in 0..fit.epochs {
+        g.record();
         let logits = net.forward_t(&features, &g, true);
+        let products = g.take_products();
         let loss = crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr);
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
+        let grads = sparse::backward(&loss, &params, &products);
+        let grads: Vec<(usize, Tensor)> = grads.into_iter().enumerate().filter_map(|(i, g)| Some((i, g?))).collect();
+        opt.step(&params, &grads);
         let logits = tch::no_grad(|| net.forward_t(&features, &g, false));
         let acc = Accuracy {
             train: accuracy_on(&logits, &y, &tr),

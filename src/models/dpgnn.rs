@@ -431,7 +431,12 @@ mod tests {
             Tensor::cat(&[Tensor::ones([m, 1], (Kind::Float, tch::Device::Cpu)), table_mask.index_select(0, b)], 1)
         };
         let loss = |logits: &Tensor, b: &Tensor| {
-            crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(&y.index_select(0, b), None, Reduction::Sum, -100)
+            crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
+                &y.index_select(0, b),
+                None,
+                Reduction::Sum,
+                -100,
+            )
         };
         let mut f = Fwd::train_taped();
         let logits = net.forward_batch(&x, &rows(&batch), &mask(&batch), 0.0, &mut f);

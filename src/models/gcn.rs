@@ -68,8 +68,8 @@ impl GcnConv {
         let bias = vs.zeros("bias", &[out_dim]);
         GcnConv { lin, bias }
     }
-    pub fn forward(&self, x: &Tensor, adj_gcn: &Tensor) -> Tensor {
-        adj_gcn.mm(&x.apply(&self.lin)) + &self.bias
+    pub fn forward(&self, x: &Tensor, adj_gcn: &dyn super::sparse::Propagate) -> Tensor {
+        adj_gcn.propagate(&x.apply(&self.lin)) + &self.bias
     }
     /// W^T [in, out]: the layer reads x only through x W^T (white-box propagation shortcut).
     pub fn input_weights(&self) -> Tensor {

@@ -20,6 +20,7 @@ pub mod lpgnn;
 pub mod mlp;
 pub mod progap;
 pub mod sage;
+pub mod sparse;
 pub mod white_box;
 
 use crate::privacy::dpsgd::{OpKind, Tape};
@@ -509,5 +510,29 @@ mod tests {
         // Unregistered rows and taped passes stay dense.
         assert!(!rows.get_for(&Tensor::from_slice(&[1i64, 2]), &mut Fwd::train_sparse_leaves()).is_sparse());
         assert!(!rows.get_for(&idx, &mut Fwd::train_taped()).is_sparse());
+    }
+
+    /// The head over a normalised concatenation, formed without the concatenation, gives the
+    /// plain route's outputs and parameter gradients (two layers, so the tail runs too).
+    #[test]
+    fn normalized_concat_head_matches_the_plain_route() {
+        tch::manual_seed(4);
+        let style = MlpStyle { activation: Activation::Selu, dropout: 0.0, norm: NormKind::None };
+        let mut ps = ParamStore::new();
+        let head = Mlp::new(&mut ps, "head", 12, 8, 3, 2, true, style);
+        let opts = (Kind::Float, Device::Cpu);
+        let xs: Vec<Tensor> = [4, 8].iter().map(|&w| Tensor::randn([10, w], opts)).collect();
+        let _ = xs[1].get(2).zero_(); // a zero row keeps the clamp's semantics
+        let _ = xs[0].get(2).zero_();
+        let params: Vec<&Tensor> = ps.params.iter().collect();
+        let c = Tensor::randn([10, 3], opts);
+        let fast = head.forward_normalized_concat(&xs, &mut Fwd::train());
+        let plain = head.forward(&row_normalize(&Tensor::cat(&xs, -1)), &mut Fwd::train());
+        assert!((&fast - &plain).abs().max().double_value(&[]) < 1e-5);
+        let g_fast = Tensor::run_backward(&[(&fast * &c).sum(Kind::Float)], &params, false, false);
+        let g_plain = Tensor::run_backward(&[(&plain * &c).sum(Kind::Float)], &params, false, false);
+        for (a, b) in g_fast.iter().zip(&g_plain) {
+            assert!((a - b).abs().max().double_value(&[]) < 1e-5);
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! mean aggregation. `SageNet` is the non-private baseline of thesis ch.4-5 (issue 4): a pre-MLP,
 //! 1-5 message-passing layers, jumping-knowledge concatenation, and a post-MLP head.
 use super::gcn::sparse_adjacency;
+use super::sparse::{Propagate, SparseMatrix};
 use crate::data::Graph;
 use crate::error::{Error, Result};
 use tch::{nn, nn::ModuleT, Kind, Tensor};
@@ -24,8 +25,8 @@ impl std::str::FromStr for Aggregation {
     }
 }
 
-/// A^T (sum) or D^-1 A^T (mean) as a sparse [N, N] tensor, rows = targets, self loops dropped.
-pub fn aggregation_matrix(graph: &Graph, aggregation: Aggregation) -> Tensor {
+/// A^T (sum) or D^-1 A^T (mean) as a sparse [N, N] matrix, rows = targets, self loops dropped.
+pub fn aggregation_matrix(graph: &Graph, aggregation: Aggregation) -> SparseMatrix {
     let deg = graph.in_degrees();
     let entries = graph
         .edges()
@@ -38,7 +39,7 @@ pub fn aggregation_matrix(graph: &Graph, aggregation: Aggregation) -> Tensor {
             (v, u, w)
         })
         .collect();
-    sparse_adjacency(graph.num_nodes(), entries)
+    SparseMatrix::new(sparse_adjacency(graph.num_nodes(), entries))
 }
 
 #[derive(Debug)]
@@ -55,18 +56,18 @@ impl SageConv {
         let root = nn::linear(vs / "root", in_dim, out_dim, nn::LinearConfig { bias: false, ..Default::default() });
         SageConv { neigh, root, normalize }
     }
-    /// `adj` from `aggregation_matrix`.
-    pub fn forward(&self, x: &Tensor, adj: &Tensor) -> Tensor {
+    /// `adj` from `aggregation_matrix` (or its dense form).
+    pub fn forward(&self, x: &Tensor, adj: &dyn Propagate) -> Tensor {
         // The aggregation is linear, so project first when that shrinks the rows it moves.
         let (in_dim, out_dim) = (self.neigh.ws.size()[1], self.neigh.ws.size()[0]);
         let neigh = if out_dim < in_dim {
-            let mut h = adj.mm(&x.matmul(&self.neigh.ws.tr()));
+            let mut h = adj.propagate(&x.matmul(&self.neigh.ws.tr()));
             if let Some(b) = &self.neigh.bs {
                 h += b;
             }
             h
         } else {
-            adj.mm(x).apply(&self.neigh)
+            adj.propagate(x).apply(&self.neigh)
         };
         let out = neigh + x.apply(&self.root);
         if self.normalize {
@@ -210,7 +211,7 @@ impl SageNet {
     }
 
     /// Logits [N, C]; `adj` from `aggregation_matrix(graph, config.aggregation)`.
-    pub fn forward_t(&self, x: &Tensor, adj: &Tensor, train: bool) -> Tensor {
+    pub fn forward_t(&self, x: &Tensor, adj: &dyn Propagate, train: bool) -> Tensor {
         let d = self.config.dropout;
         let mut h = x.to_kind(Kind::Float);
         for b in &self.pre {
@@ -245,8 +246,8 @@ mod tests {
     fn aggregation_matrices() {
         let g = Graph::from_edges(3, [(0, 2), (1, 2), (2, 0)]).unwrap();
         let x = Tensor::from_slice(&[1.0f32, 2.0, 4.0]).view([3, 1]);
-        let sum = aggregation_matrix(&g, Aggregation::Sum).mm(&x);
-        let mean = aggregation_matrix(&g, Aggregation::Mean).mm(&x);
+        let sum = aggregation_matrix(&g, Aggregation::Sum).propagate(&x);
+        let mean = aggregation_matrix(&g, Aggregation::Mean).propagate(&x);
         assert_eq!(Vec::<f32>::try_from(sum.flatten(0, -1)).unwrap(), vec![4.0, 0.0, 3.0]);
         assert_eq!(Vec::<f32>::try_from(mean.flatten(0, -1)).unwrap(), vec![4.0, 0.0, 1.5]);
     }
