@@ -4,7 +4,7 @@
 use super::gat::{EdgeList, GatConv};
 use super::gcn::{gcn_normalized, gcn_normalized_dense, GcnConv};
 use super::sage::{aggregation_matrix, Aggregation, SageConfig, SageConv, SageNet};
-use super::sparse::{self, Product, SparseMatrix};
+use super::sparse::{self, FeatureMatrix, Product, SparseMatrix};
 use crate::data::{Dataset, Graph};
 use crate::error::{Error, Result};
 use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
@@ -58,16 +58,9 @@ impl GraphTensors {
             Aggregation::Mean => GraphTensors { gcn: None, mean: Some(adj), sum: None, edges: None },
         }
     }
-    /// The sparse matrices present (one per graph in practice: one layer type per network).
-    fn matrices(&self) -> impl Iterator<Item = &SparseMatrix> {
+    /// The sparse matrices present, whose products a training forward records.
+    pub fn matrices(&self) -> impl Iterator<Item = &SparseMatrix> {
         [&self.gcn, &self.mean, &self.sum].into_iter().flatten()
-    }
-    /// Starts recording sparse products for [`sparse::backward`] (see [`SparseMatrix::record`]).
-    pub fn record(&self) {
-        self.matrices().for_each(SparseMatrix::record)
-    }
-    pub fn take_products(&self) -> Vec<Product> {
-        self.matrices().flat_map(SparseMatrix::take_products).collect()
     }
 }
 
@@ -165,12 +158,23 @@ pub enum Network {
 
 impl Network {
     pub fn forward_t(&self, x: &Tensor, g: &GraphTensors, train: bool) -> Tensor {
+        self.forward_features(&FeatureMatrix::Dense(x.shallow_clone()), g, train)
+    }
+    pub fn forward_features(&self, x: &FeatureMatrix, g: &GraphTensors, train: bool) -> Tensor {
         match self {
             Network::Sage(n) => {
                 let adj = g.sum.as_ref().or(g.mean.as_ref()).expect("SAGE aggregation matrix");
-                n.forward_t(x, adj, train)
+                n.forward_features(x, adj, train)
             }
-            Network::TwoLayer(n) => n.forward_t(x, g, train),
+            Network::TwoLayer(n) => n.forward_t(&x.dense(), g, train),
+        }
+    }
+    /// The features as this network reads them: sparse only where the first layer takes them so
+    /// (GraphSAGE's pre-MLP); the 2-layer backbones would densify them on every pass.
+    fn feature_matrix(&self, x: &Tensor) -> FeatureMatrix {
+        match self {
+            Network::Sage(n) if n.config().pre_layers > 0 => FeatureMatrix::new(x),
+            _ => FeatureMatrix::Dense(x.shallow_clone()),
         }
     }
     /// The graph tensors this network needs for `graph`.
@@ -290,15 +294,17 @@ pub fn fit_full_batch(
     let mut opt = Optimizer::new(OptimizerKind::Adam, fit.learning_rate, fit.weight_decay);
     let y_tr = y.index_select(0, &tr);
     let mut best = (f64::NEG_INFINITY, Accuracy { train: 0.0, val: 0.0, test: 0.0 }, snapshot(&vs));
+    let input = net.feature_matrix(&features);
+    let recorders: Vec<&SparseMatrix> = g.matrices().chain(input.sparse()).collect();
     for _ in 0..fit.epochs {
-        g.record();
-        let logits = net.forward_t(&features, &g, true);
-        let products = g.take_products();
+        recorders.iter().for_each(|m| m.record());
+        let logits = net.forward_features(&input, &g, true);
+        let products: Vec<Product> = recorders.iter().flat_map(|m| m.take_products()).collect();
         let loss = crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr);
-        let grads = sparse::backward(&loss, &params, &products);
+        let grads = sparse::backward(&loss, &params, products);
         let grads: Vec<(usize, Tensor)> = grads.into_iter().enumerate().filter_map(|(i, g)| Some((i, g?))).collect();
         opt.step(&params, &grads);
-        let logits = tch::no_grad(|| net.forward_t(&features, &g, false));
+        let logits = tch::no_grad(|| net.forward_features(&input, &g, false));
         let acc = Accuracy {
             train: accuracy_on(&logits, &y, &tr),
             val: accuracy_on(&logits, &y, &va),
@@ -311,7 +317,7 @@ pub fn fit_full_batch(
         }
     }
     restore(&mut vs, &best.2);
-    let posteriors = tch::no_grad(|| net.forward_t(&features, &g, false).softmax(-1, Kind::Float));
+    let posteriors = tch::no_grad(|| net.forward_features(&input, &g, false).softmax(-1, Kind::Float));
     Ok((FullBatchModel { vs, net, features, tensors: g, posteriors_cache: posteriors }, best.1))
 }
 

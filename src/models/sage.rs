@@ -2,7 +2,7 @@
 //! mean aggregation. `SageNet` is the non-private baseline of thesis ch.4-5 (issue 4): a pre-MLP,
 //! 1-5 message-passing layers, jumping-knowledge concatenation, and a post-MLP head.
 use super::gcn::sparse_adjacency;
-use super::sparse::{Propagate, SparseMatrix};
+use super::sparse::{FeatureMatrix, Propagate, SparseMatrix};
 use crate::data::Graph;
 use crate::error::{Error, Result};
 use tch::{nn, nn::ModuleT, Kind, Tensor};
@@ -212,9 +212,16 @@ impl SageNet {
 
     /// Logits [N, C]; `adj` from `aggregation_matrix(graph, config.aggregation)`.
     pub fn forward_t(&self, x: &Tensor, adj: &dyn Propagate, train: bool) -> Tensor {
+        self.forward_features(&FeatureMatrix::Dense(x.to_kind(Kind::Float)), adj, train)
+    }
+    /// [`SageNet::forward_t`] on features that may be sparse (read by the first pre-MLP layer).
+    pub fn forward_features(&self, x: &FeatureMatrix, adj: &dyn Propagate, train: bool) -> Tensor {
         let d = self.config.dropout;
-        let mut h = x.to_kind(Kind::Float);
-        for b in &self.pre {
+        let mut h = match self.pre.first() {
+            Some(b) => activate(x.linear(&b.lin), &b.bn, d, train),
+            None => x.dense(),
+        };
+        for b in self.pre.iter().skip(1) {
             h = activate(h.apply(&b.lin), &b.bn, d, train);
         }
         let mut outs = Vec::with_capacity(self.convs.len());

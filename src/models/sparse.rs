@@ -7,7 +7,8 @@
 //! transpose. Here a training forward records each product as a leaf of the autograd graph, and
 //! [`backward`] carries gradients across the products with the stored CSR of `A^T`.
 use std::cell::RefCell;
-use tch::{Kind, Tensor};
+use std::sync::atomic::{AtomicU64, Ordering};
+use tch::{nn, Kind, Tensor};
 
 /// Anything that can aggregate node rows: a sparse [`SparseMatrix`], or a plain tensor (dense or
 /// sparse) multiplied under ordinary autograd (the white-box attacks' relaxed adjacencies).
@@ -24,12 +25,16 @@ impl Propagate for Tensor {
 
 /// One recorded product `out = A input`, `out` a leaf that autograd stops at.
 pub struct Product {
+    /// Creation order across all matrices: the backward visits products latest first.
+    seq: u64,
     input: Tensor,
     out: Tensor,
     transpose: Tensor,
 }
 
-/// A constant sparse [N, N] matrix in COO (for inspection and densifying), CSR (for `A x`) and
+static NEXT_PRODUCT: AtomicU64 = AtomicU64::new(0);
+
+/// A constant sparse [N, M] matrix in COO (for inspection and densifying), CSR (for `A x`) and
 /// CSR of its transpose (for the backward).
 pub struct SparseMatrix {
     pub coo: Tensor,
@@ -48,15 +53,16 @@ impl SparseMatrix {
     /// From a sparse COO tensor.
     pub fn new(coo: Tensor) -> Self {
         let coo = coo.coalesce();
-        let csr = coo.to_sparse_csr(None::<i64>);
-        let csr_t = coo.tr().coalesce().to_sparse_csr(None::<i64>);
+        let csr = csr_i32(&coo);
+        let csr_t = csr_i32(&coo.tr().coalesce());
         SparseMatrix { coo, csr, csr_t, recording: RefCell::new(None) }
     }
     pub fn to_dense(&self) -> Tensor {
         self.coo.to_dense(None, false)
     }
     /// From now until [`SparseMatrix::take_products`], products with an input that requires grad
-    /// are computed outside autograd and recorded for [`backward`].
+    /// are computed outside autograd and recorded for [`backward`]. Every product recorded must
+    /// be handed to [`backward`]: until then autograd sees its output as a constant.
     pub fn record(&self) {
         *self.recording.borrow_mut() = Some(Vec::new());
     }
@@ -66,6 +72,20 @@ impl SparseMatrix {
     }
 }
 
+/// CSR with int32 indices: MKL's sparse kernels take 32-bit indices, and libtorch converts int64
+/// ones on every product (on Cornell5, 5.7 ms instead of 3.5 ms per product).
+fn csr_i32(coo: &Tensor) -> Tensor {
+    let csr = coo.to_sparse_csr(None::<i64>);
+    let int = |t: Tensor| t.to_kind(Kind::Int);
+    Tensor::sparse_csr_tensor_crow_col_value_size(
+        &int(csr.crow_indices()),
+        &int(csr.col_indices()),
+        &csr.values(),
+        csr.size(),
+        (csr.kind(), csr.device()),
+    )
+}
+
 impl Propagate for SparseMatrix {
     fn propagate(&self, x: &Tensor) -> Tensor {
         let mut recording = self.recording.borrow_mut();
@@ -73,7 +93,8 @@ impl Propagate for SparseMatrix {
             Some(products) if x.requires_grad() => {
                 let out = tch::no_grad(|| self.csr.mm(x)).set_requires_grad(true);
                 let transpose = self.csr_t.shallow_clone();
-                products.push(Product { input: x.shallow_clone(), out: out.shallow_clone(), transpose });
+                let seq = NEXT_PRODUCT.fetch_add(1, Ordering::Relaxed);
+                products.push(Product { seq, input: x.shallow_clone(), out: out.shallow_clone(), transpose });
                 out
             }
             _ => self.csr.mm(x),
@@ -82,11 +103,13 @@ impl Propagate for SparseMatrix {
 }
 
 /// Gradients of the scalar `loss` with respect to `params` (`None` where `loss` does not depend
-/// on one), where the forward pass recorded `products`. Autograd runs from the loss, stopping at
+/// on one), where the forward pass recorded `products` (from any number of matrices). Autograd runs from the loss, stopping at
 /// the products' outputs; then, latest product first, each output's gradient `g` becomes
 /// `A^T g` at its input and autograd runs on from there (through `sum(input * A^T g)`, whose
 /// gradient is exactly that vector-Jacobian product).
-pub fn backward(loss: &Tensor, params: &[Tensor], products: &[Product]) -> Vec<Option<Tensor>> {
+pub fn backward(loss: &Tensor, params: &[Tensor], mut products: Vec<Product>) -> Vec<Option<Tensor>> {
+    products.sort_by_key(|p| p.seq);
+    let products = products.as_slice();
     let mut grads: Vec<Option<Tensor>> = (0..params.len() + products.len()).map(|_| None).collect();
     let run = |root: &Tensor, upto: usize, keep: bool, grads: &mut Vec<Option<Tensor>>| {
         let inputs: Vec<&Tensor> = params.iter().chain(products[..upto].iter().map(|p| &p.out)).collect();
@@ -111,37 +134,93 @@ pub fn backward(loss: &Tensor, params: &[Tensor], products: &[Product]) -> Vec<O
     grads
 }
 
+/// Node features of a full-batch network: dense, or sparse when mostly zeros (one-hot or
+/// bag-of-words columns), so that the first layer is a sparse product with the weights whose
+/// backward is the stored transpose (`x^T g`) instead of a dense [N, F] pass.
+pub enum FeatureMatrix {
+    Dense(Tensor),
+    Sparse(SparseMatrix),
+}
+
+/// Inputs at most this dense are stored sparse (Cornell5's one-hot columns: 2%).
+const SPARSE_DENSITY: f64 = 0.05;
+
+impl FeatureMatrix {
+    /// Sparse when at most 5% of the entries are non-zero.
+    pub fn new(x: &Tensor) -> Self {
+        let x = x.to_kind(Kind::Float);
+        let nnz = x.count_nonzero(None::<i64>).int64_value(&[]) as f64;
+        if x.dim() == 2 && nnz <= SPARSE_DENSITY * x.numel().max(1) as f64 {
+            FeatureMatrix::Sparse(SparseMatrix::new(x.to_sparse_sparse_dim(2)))
+        } else {
+            FeatureMatrix::Dense(x)
+        }
+    }
+    /// `x W^T + b` for a Linear layer.
+    pub fn linear(&self, lin: &nn::Linear) -> Tensor {
+        match self {
+            FeatureMatrix::Dense(x) => x.apply(lin),
+            FeatureMatrix::Sparse(m) => {
+                let y = m.propagate(&lin.ws.tr());
+                match &lin.bs {
+                    Some(b) => y + b,
+                    None => y,
+                }
+            }
+        }
+    }
+    pub fn dense(&self) -> Tensor {
+        match self {
+            FeatureMatrix::Dense(x) => x.shallow_clone(),
+            FeatureMatrix::Sparse(m) => m.to_dense(),
+        }
+    }
+    /// The sparse matrix whose products a training forward records, if any.
+    pub fn sparse(&self) -> Option<&SparseMatrix> {
+        match self {
+            FeatureMatrix::Sparse(m) => Some(m),
+            FeatureMatrix::Dense(_) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use tch::Device;
 
-    /// Two chained products with parameters before, between and after them: the recorded
-    /// backward gives the gradients of dense autograd.
+    /// A sparse feature product (`F w1`, as a first layer) and two chained adjacency products, with
+    /// parameters before, between and after them: the recorded backward gives the gradients of
+    /// dense autograd, whatever order the matrices hand their products back in.
     #[test]
     fn recorded_backward_matches_dense_autograd() {
         tch::manual_seed(5);
         let opts = (Kind::Float, Device::Cpu);
         let a = Tensor::rand([30, 30], opts).lt(0.2).to_kind(Kind::Float) * Tensor::rand([30, 30], opts);
+        let feats = Tensor::rand([30, 4], opts).lt(0.3).to_kind(Kind::Float);
         let m = SparseMatrix::new(a.to_sparse_sparse_dim(2));
-        let x = Tensor::randn([30, 4], opts);
+        let fm = SparseMatrix::new(feats.to_sparse_sparse_dim(2));
         let w1 = Tensor::randn([4, 5], opts).set_requires_grad(true);
         let w2 = Tensor::randn([5, 3], opts).set_requires_grad(true);
         let unused = Tensor::randn([2], opts).set_requires_grad(true);
         let c = Tensor::randn([30, 3], opts);
-        let net = |prop: &dyn Fn(&Tensor) -> Tensor| {
-            let h = prop(&x.mm(&w1)).tanh() + x.mm(&w1);
+        let net = |prop: &dyn Fn(&Tensor) -> Tensor, first: &dyn Fn(&Tensor) -> Tensor| {
+            let x1 = first(&w1);
+            let h = prop(&x1).tanh() + &x1;
             (prop(&h).mm(&w2) * &c).sum(Kind::Float)
         };
         let params = [w1.shallow_clone(), w2.shallow_clone(), unused.shallow_clone()];
 
         m.record();
-        let loss = net(&|t: &Tensor| m.propagate(t));
-        let products = m.take_products();
+        fm.record();
+        let loss = net(&|t: &Tensor| m.propagate(t), &|t: &Tensor| fm.propagate(t));
+        let mut products = m.take_products();
         assert_eq!(products.len(), 2);
-        let ours = backward(&loss, &params, &products);
+        products.extend(fm.take_products());
+        assert_eq!(products.len(), 3);
+        let ours = backward(&loss, &params, products);
 
-        let dense_loss = net(&|t: &Tensor| a.mm(t));
+        let dense_loss = net(&|t: &Tensor| a.mm(t), &|t: &Tensor| feats.mm(t));
         let want = Tensor::run_backward(&[&dense_loss], &[&w1, &w2], false, false);
         assert!((loss.double_value(&[]) - dense_loss.double_value(&[])).abs() < 1e-3);
         for (o, w) in ours.iter().zip(&want) {
@@ -149,6 +228,7 @@ mod tests {
             assert!((o - w).abs().max().double_value(&[]) < 1e-4, "{o:?} vs {w:?}");
         }
         assert!(ours[2].is_none());
+        let x = Tensor::randn([30, 4], opts);
         // Outside recording (and for inputs without grad) products are plain CSR products.
         assert!(m.take_products().is_empty());
         assert!((m.propagate(&x) - a.mm(&x)).abs().max().double_value(&[]) < 1e-5);
