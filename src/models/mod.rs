@@ -255,12 +255,18 @@ impl Norm {
                 nn::ModuleT::forward_t(bn, x, f.train)
             }
             Norm::Group { groups, weight, bias, ws, bs } => {
-                let shape = x.size();
-                let c = *shape.last().unwrap();
-                let xg = x.reshape([-1, *groups, c / groups]);
-                let mean = xg.mean_dim([-1i64].as_slice(), true, Kind::Float);
-                let var = xg.var_dim([-1i64].as_slice(), false, true);
-                let xhat = ((xg - mean) / (var + 1e-5).sqrt()).reshape(shape.as_slice());
+                // libtorch's fused kernel (forward and backward) on [rows, C]; the affine stays
+                // outside it, because per-sample gradients need x-hat.
+                let xhat = if x.dim() == 2 {
+                    x.group_norm(*groups, None::<Tensor>, None::<Tensor>, 1e-5, false)
+                } else {
+                    let shape = x.size();
+                    let c = *shape.last().unwrap();
+                    let xg = x.reshape([-1, *groups, c / groups]);
+                    let mean = xg.mean_dim([-1i64].as_slice(), true, Kind::Float);
+                    let var = xg.var_dim([-1i64].as_slice(), false, true);
+                    ((xg - mean) / (var + 1e-5).sqrt()).reshape(shape.as_slice())
+                };
                 let y = &xhat * ws + bs;
                 if let Some(t) = f.tape.as_mut() {
                     t.push(OpKind::ScaleShift { weight: *weight, bias: *bias }, &xhat, &y);
@@ -402,10 +408,11 @@ pub fn cross_entropy(logits: &Tensor, y: &Tensor) -> Tensor {
     log_softmax_rows(logits).g_nll_loss::<Tensor>(y, None, tch::Reduction::Mean, -100)
 }
 
-/// Row-wise L2 normalisation, x_v / max(||x_v||, 1e-12) (as torch's F.normalize).
+/// Row-wise L2 normalisation, x_v / max(||x_v||, 1e-12) (as torch's F.normalize), written as
+/// `x * rsqrt(max(||x_v||^2, 1e-24))`: autograd through a broadcast division costs more than
+/// twice as much (Cornell5, 48 columns: 11.9 ms against 5.5 ms forward and backward).
 pub fn row_normalize(x: &Tensor) -> Tensor {
-    let n = x.square().sum_dim_intlist([-1i64].as_slice(), true, Kind::Float).sqrt().clamp_min(1e-12);
-    x / n
+    x * (x * x).sum_dim_intlist([-1i64].as_slice(), true, Kind::Float).clamp_min(1e-24).rsqrt()
 }
 
 /// A node-input matrix with its row gathers for fixed index sets (train, val, ...) cached, so that

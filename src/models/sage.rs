@@ -71,7 +71,7 @@ impl SageConv {
         };
         let out = neigh + x.apply(&self.root);
         if self.normalize {
-            l2_normalize(&out)
+            super::row_normalize(&out)
         } else {
             out
         }
@@ -83,11 +83,6 @@ impl SageConv {
     pub fn input_weights(&self) -> Tensor {
         Tensor::cat(&[&self.neigh.ws, &self.root.ws], 0).tr()
     }
-}
-
-pub(crate) fn l2_normalize(x: &Tensor) -> Tensor {
-    let norm = x.norm_scalaropt_dim(2.0, [-1i64].as_slice(), true).clamp_min(1e-12);
-    x / norm
 }
 
 /// Hyper-parameters of the GraphSAGE baseline (defaults: the thesis ch.4 setting, hidden 16).
