@@ -364,7 +364,9 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         hidden: recipe.hidden as i64,
         pre_layers: recipe.base_layers(),
         mp_layers: recipe.mp_layers.unwrap_or(2),
-        post_layers: recipe.head_layers,
+        // With jumping knowledge, the reference (PyG's GraphSAGE with `jk`) first projects the
+        // concatenation back to the hidden width, then its head MLP follows.
+        post_layers: recipe.head_layers + 1,
         aggregation: recipe.aggregation,
         jk: true,
         batch_norm: recipe.norm() == crate::models::NormKind::Batch,

@@ -52,8 +52,8 @@ pub struct SageConv {
 impl SageConv {
     /// `normalize` L2-normalises each output row (as PyG's SAGEConv(normalize=True) does).
     pub fn new(vs: &nn::Path, in_dim: i64, out_dim: i64, normalize: bool) -> Self {
-        let neigh = nn::linear(vs / "neigh", in_dim, out_dim, Default::default());
-        let root = nn::linear(vs / "root", in_dim, out_dim, nn::LinearConfig { bias: false, ..Default::default() });
+        let neigh = torch_linear(&(vs / "neigh"), in_dim, out_dim, true);
+        let root = torch_linear(&(vs / "root"), in_dim, out_dim, false);
         SageConv { neigh, root, normalize }
     }
     /// `adj` from `aggregation_matrix` (or its dense form).
@@ -93,7 +93,8 @@ pub struct SageConfig {
     pub pre_layers: usize,
     /// Message-passing layers, 1..=5.
     pub mp_layers: usize,
-    /// Post-processing MLP layers (>= 1; the last maps to the classes).
+    /// Post-processing MLP layers (>= 1; the last maps to the classes). With `jk` the first is the
+    /// projection of the concatenated layer outputs back to the hidden width.
     pub post_layers: usize,
     pub aggregation: Aggregation,
     /// Jumping knowledge: concatenate every SAGE layer's output before the head.
@@ -109,7 +110,7 @@ impl Default for SageConfig {
             hidden: 16,
             pre_layers: 1,
             mp_layers: 2,
-            post_layers: 1,
+            post_layers: 2,
             aggregation: Aggregation::Sum,
             jk: true,
             batch_norm: true,
@@ -146,13 +147,24 @@ struct Block {
 
 impl Block {
     fn new(vs: &nn::Path, i: i64, o: i64, bn: bool) -> Self {
-        Block {
-            lin: nn::linear(vs / "lin", i, o, Default::default()),
-            bn: bn.then(|| nn::batch_norm1d(vs / "bn", o, Default::default())),
-        }
+        Block { lin: torch_linear(&(vs / "lin"), i, o, true), bn: bn.then(|| torch_batch_norm(&(vs / "bn"), o)) }
     }
 }
 
+/// A Linear layer initialised as PyTorch's `nn.Linear` and PyG's `Linear` (weight and bias
+/// U(+-1/sqrt(in))); tch's default weight init is sqrt(6) times wider.
+fn torch_linear(vs: &nn::Path, input: i64, output: i64, bias: bool) -> nn::Linear {
+    let bound = 1.0 / (input.max(1) as f64).sqrt();
+    let init = nn::Init::Uniform { lo: -bound, up: bound };
+    nn::linear(vs, input, output, nn::LinearConfig { ws_init: init, bs_init: bias.then_some(init), bias })
+}
+
+/// Batch norm starting from scale 1 and shift 0, as PyTorch's (tch draws the scale from U(0, 1)).
+fn torch_batch_norm(vs: &nn::Path, dim: i64) -> nn::BatchNorm {
+    nn::batch_norm1d(vs, dim, nn::BatchNormConfig { ws_init: nn::Init::Const(1.0), ..Default::default() })
+}
+
+/// SeLU, then batch norm, then dropout (the pre-MLP's order, as the reference's MLP).
 fn activate(x: Tensor, bn: &Option<nn::BatchNorm>, dropout: f64, train: bool) -> Tensor {
     let x = x.selu();
     let x = match bn {
@@ -160,6 +172,16 @@ fn activate(x: Tensor, bn: &Option<nn::BatchNorm>, dropout: f64, train: bool) ->
         None => x,
     };
     x.dropout(dropout, train)
+}
+
+/// Batch norm, then SeLU, then dropout: the order PyG's GraphSAGE (the reference's message
+/// passing and the head of its GNN wrapper) uses after a convolution and after the JK projection.
+fn norm_activate(x: Tensor, bn: &Option<nn::BatchNorm>, dropout: f64, train: bool) -> Tensor {
+    let x = match bn {
+        Some(bn) => bn.forward_t(&x, train),
+        None => x,
+    };
+    x.selu().dropout(dropout, train)
 }
 
 /// The GraphSAGE baseline network.
@@ -189,7 +211,7 @@ impl SageNet {
                 let p = vs / format!("conv{i}");
                 let c = SageConv::new(&p, dim, h, config.normalize);
                 dim = h;
-                (c, config.batch_norm.then(|| nn::batch_norm1d(&p / "bn", h, Default::default())))
+                (c, config.batch_norm.then(|| torch_batch_norm(&(&p / "bn"), h)))
             })
             .collect();
         let mut dim = if config.jk { h * config.mp_layers as i64 } else { h };
@@ -198,8 +220,8 @@ impl SageNet {
             let last = i + 1 == config.post_layers;
             let o = if last { num_classes } else { h };
             let p = vs / format!("post{i}");
-            post.push(nn::linear(&p / "lin", dim, o, Default::default()));
-            post_bn.push((!last && config.batch_norm).then(|| nn::batch_norm1d(&p / "bn", o, Default::default())));
+            post.push(torch_linear(&(&p / "lin"), dim, o, true));
+            post_bn.push((!last && config.batch_norm).then(|| torch_batch_norm(&(&p / "bn"), o)));
             dim = o;
         }
         Ok(SageNet { pre, convs, post, post_bn, config: config.clone() })
@@ -221,7 +243,7 @@ impl SageNet {
         }
         let mut outs = Vec::with_capacity(self.convs.len());
         for (conv, bn) in &self.convs {
-            h = activate(conv.forward(&h, adj), bn, d, train);
+            h = norm_activate(conv.forward(&h, adj), bn, d, train);
             outs.push(h.shallow_clone());
         }
         let mut h = if self.config.jk { Tensor::cat(&outs, 1) } else { h };
@@ -229,7 +251,7 @@ impl SageNet {
         for (i, (lin, bn)) in self.post.iter().zip(&self.post_bn).enumerate() {
             h = h.apply(lin);
             if i < last {
-                h = activate(h, bn, d, train);
+                h = norm_activate(h, bn, d, train);
             }
         }
         h
