@@ -25,6 +25,7 @@ pub mod white_box;
 
 use crate::privacy::dpsgd::{OpKind, Tape};
 use serde::{Deserialize, Serialize};
+use sparse::SparseMatrix;
 use tch::nn::{self, VarStore};
 use tch::{Kind, Tensor};
 
@@ -33,7 +34,7 @@ pub struct Fwd {
     pub train: bool,
     pub tape: Option<Tape>,
     /// Sparse inputs handed out by [`Rows::get_for`] in this pass (CSR and transposed CSR).
-    sparse_inputs: Vec<std::rc::Rc<SparseRows>>,
+    sparse_inputs: Vec<std::rc::Rc<SparseMatrix>>,
     /// When `Some`, a Linear layer on a sparse input computes its output without autograd and
     /// records it here as a leaf; the caller then forms the weight gradient `x^T g` itself
     /// ([`SparseLeaf::grads`]). libtorch's autograd for sparse-times-dense transposes the sparse
@@ -57,29 +58,6 @@ impl Fwd {
     /// Training without a tape, sparse first layers as leaves (see `sparse_leaves`).
     pub fn train_sparse_leaves() -> Self {
         Fwd::new(true, None, true)
-    }
-}
-
-/// A gathered sparse input in the layouts a fast first layer needs: COO (what the model passes
-/// around; `is_sparse()` recognises it), CSR for `x W^T` and CSR of `x^T` for the weight gradient.
-pub struct SparseRows {
-    pub coo: Tensor,
-    pub csr: Tensor,
-    pub csr_t: Tensor,
-}
-
-impl SparseRows {
-    fn new(coo: Tensor) -> Self {
-        let coo = coo.coalesce();
-        let csr = coo.to_sparse_csr(None::<i64>);
-        let csr_t = coo.tr().coalesce().to_sparse_csr(None::<i64>);
-        SparseRows { coo, csr, csr_t }
-    }
-    fn is(&self, x: &Tensor) -> bool {
-        x.is_sparse()
-            && x.is_coalesced()
-            && x.size() == self.coo.size()
-            && x.indices().data_ptr() == self.coo.indices().data_ptr()
     }
 }
 
@@ -201,16 +179,16 @@ impl Linear {
     /// matmul, whose backward `x^T g` is sparse too.
     pub fn forward(&self, x: &Tensor, f: &mut Fwd) -> Tensor {
         if x.is_sparse() && f.tape.is_none() {
-            if let Some(sr) = f.sparse_inputs.iter().find(|s| s.is(x)).cloned() {
+            if let Some(sr) = f.sparse_inputs.iter().find(|s| s.is_coo(x)).cloned() {
                 if let Some(leaves) = f.sparse_leaves.as_mut() {
-                    let y = tch::no_grad(|| sr.csr.mm(&self.ws.tr()) + &self.bs).set_requires_grad(true);
+                    let y = tch::no_grad(|| sr.csr().mm(&self.ws.tr()) + &self.bs).set_requires_grad(true);
                     let leaf =
-                        SparseLeaf { weight: self.weight, bias: self.bias, x_t: sr.csr_t.shallow_clone(), out: y };
+                        SparseLeaf { weight: self.weight, bias: self.bias, x_t: sr.csr_t().shallow_clone(), out: y };
                     let out = leaf.out.shallow_clone();
                     leaves.push(leaf);
                     return out;
                 }
-                return sr.csr.mm(&self.ws.tr()) + &self.bs;
+                return sr.csr().mm(&self.ws.tr()) + &self.bs;
             }
         }
         let y = if x.is_sparse() { x.mm(&self.ws.tr()) + &self.bs } else { x.linear(&self.ws, Some(&self.bs)) };
@@ -423,7 +401,7 @@ pub struct Rows {
     /// untaped forward passes: the first layer is then a sparse matmul.
     sparse: Option<Tensor>,
     cache: std::cell::RefCell<Vec<(Tensor, Tensor)>>,
-    sparse_cache: std::cell::RefCell<Vec<(Tensor, std::rc::Rc<SparseRows>)>>,
+    sparse_cache: std::cell::RefCell<Vec<(Tensor, std::rc::Rc<SparseMatrix>)>>,
 }
 
 /// Inputs at most this dense get a sparse copy (Cora 1.3%, Cornell5 one-hot ~2%).
@@ -449,7 +427,7 @@ impl Rows {
         }
         if let Some(sp) = &self.sparse {
             if lookup(&self.sparse_cache, idx, |_| ()).is_none() {
-                let rows = std::rc::Rc::new(SparseRows::new(sp.index_select(0, idx)));
+                let rows = std::rc::Rc::new(SparseMatrix::new(sp.index_select(0, idx)));
                 self.sparse_cache.borrow_mut().push((idx.shallow_clone(), rows));
             }
         }

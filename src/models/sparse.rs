@@ -57,6 +57,21 @@ impl SparseMatrix {
         let csr_t = csr_i32(&coo.tr().coalesce());
         SparseMatrix { coo, csr, csr_t, recording: RefCell::new(None) }
     }
+    /// CSR of the matrix (`A x`) and of its transpose (`A^T g`).
+    pub fn csr(&self) -> &Tensor {
+        &self.csr
+    }
+    pub fn csr_t(&self) -> &Tensor {
+        &self.csr_t
+    }
+    /// Is `x` this matrix's own COO tensor (the same index storage)? A model that hands the COO
+    /// form around finds the CSR forms again this way.
+    pub fn is_coo(&self, x: &Tensor) -> bool {
+        x.is_sparse()
+            && x.is_coalesced()
+            && x.size() == self.coo.size()
+            && x.indices().data_ptr() == self.coo.indices().data_ptr()
+    }
     pub fn to_dense(&self) -> Tensor {
         self.coo.to_dense(None, false)
     }
