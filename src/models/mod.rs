@@ -76,6 +76,20 @@ impl SparseLeaf {
     }
 }
 
+/// PyTorch's `nn.Linear` (and PyG's `Linear`) initialisation: kaiming_uniform with a = sqrt(5),
+/// i.e. U(+-1/sqrt(in)) for weight and bias. tch's default weight init is sqrt(6) x wider.
+pub fn torch_linear_config(input: i64, bias: bool) -> nn::LinearConfig {
+    let bound = 1.0 / (input.max(1) as f64).sqrt();
+    let init = nn::Init::Uniform { lo: -bound, up: bound };
+    nn::LinearConfig { ws_init: init, bs_init: bias.then_some(init), bias }
+}
+
+/// PyTorch's BatchNorm1d starts from scale 1 and shift 0 (tch's default draws the scale from
+/// U(0, 1)).
+pub fn torch_batch_norm_config() -> nn::BatchNormConfig {
+    nn::BatchNormConfig { ws_init: nn::Init::Const(1.0), ..Default::default() }
+}
+
 /// All trainable tensors of a model, addressed by id, stored in one VarStore (for checkpoints).
 pub struct ParamStore {
     pub vs: VarStore,
@@ -102,16 +116,9 @@ impl ParamStore {
         self.names.push(name.to_string());
         self.params.len() - 1
     }
-    /// A Linear layer initialised as PyTorch's `nn.Linear` (kaiming_uniform with a = sqrt(5),
-    /// i.e. U(+-1/sqrt(in)) for weight and bias; tch's default weight init is sqrt(6) x wider).
+    /// A Linear layer initialised as PyTorch's `nn.Linear` (see [`torch_linear_config`]).
     pub fn linear(&mut self, name: &str, input: i64, output: i64) -> Linear {
-        let bound = 1.0 / (input.max(1) as f64).sqrt();
-        let cfg = nn::LinearConfig {
-            ws_init: nn::Init::Uniform { lo: -bound, up: bound },
-            bs_init: Some(nn::Init::Uniform { lo: -bound, up: bound }),
-            bias: true,
-        };
-        let l = nn::linear(self.path(name), input, output, cfg);
+        let l = nn::linear(self.path(name), input, output, torch_linear_config(input, true));
         let bs = l.bs.expect("linear layers have a bias");
         let weight = self.register(&format!("{name}.weight"), &l.ws);
         let bias = self.register(&format!("{name}.bias"), &bs);
@@ -121,14 +128,12 @@ impl ParamStore {
         match kind {
             NormKind::None => Norm::None,
             NormKind::Batch => {
-                // PyTorch's BatchNorm1d starts from weight 1 (tch's default draws U(0, 1)).
                 // Known deviation: the scale and shift are registered but `Norm::ids()` leaves them
                 // out, so they stay at 1 and 0 (batch norm without a learned affine); the reference
                 // trains them. Training them was tried and reverted: LiRA against GAP-inf on Cora
                 // then weakened (seeds 1-2: AUC 76.0 -> 69.9, TPR at 1% FPR 13.4 -> 4.7%; seed 3:
                 // 66.3 -> 56.6) for a reason not yet found.
-                let cfg = nn::BatchNormConfig { ws_init: nn::Init::Const(1.0), ..Default::default() };
-                let bn = nn::batch_norm1d(self.path(name), dim, cfg);
+                let bn = nn::batch_norm1d(self.path(name), dim, torch_batch_norm_config());
                 if let Some(w) = &bn.ws {
                     self.register(&format!("{name}.weight"), w);
                 }
@@ -404,9 +409,6 @@ pub struct Rows {
     sparse_cache: std::cell::RefCell<Vec<(Tensor, std::rc::Rc<SparseMatrix>)>>,
 }
 
-/// Inputs at most this dense get a sparse copy (Cora 1.3%, Cornell5 one-hot ~2%).
-const SPARSE_DENSITY: f64 = 0.05;
-
 impl Rows {
     pub fn new(x: Tensor) -> Self {
         Rows { x, sparse: None, cache: Default::default(), sparse_cache: Default::default() }
@@ -414,9 +416,7 @@ impl Rows {
     /// Node features: like [`Rows::new`], plus a sparse copy when at most 5% of entries are
     /// non-zero. A sparse first layer costs nnz x hidden instead of rows x cols x hidden.
     pub fn features(x: Tensor) -> Self {
-        let numel = x.numel().max(1) as f64;
-        let nnz = x.count_nonzero(None::<i64>).int64_value(&[]) as f64;
-        let sparse = (x.dim() == 2 && nnz / numel <= SPARSE_DENSITY).then(|| x.to_sparse_sparse_dim(2).coalesce());
+        let sparse = sparse::mostly_zeros(&x).then(|| x.to_sparse_sparse_dim(2).coalesce());
         Rows { sparse, ..Rows::new(x) }
     }
     /// Gathers and keeps `x[idx]`. The cache holds `idx` itself, so its storage (the cache key)

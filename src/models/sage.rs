@@ -151,17 +151,12 @@ impl Block {
     }
 }
 
-/// A Linear layer initialised as PyTorch's `nn.Linear` and PyG's `Linear` (weight and bias
-/// U(+-1/sqrt(in))); tch's default weight init is sqrt(6) times wider.
 fn torch_linear(vs: &nn::Path, input: i64, output: i64, bias: bool) -> nn::Linear {
-    let bound = 1.0 / (input.max(1) as f64).sqrt();
-    let init = nn::Init::Uniform { lo: -bound, up: bound };
-    nn::linear(vs, input, output, nn::LinearConfig { ws_init: init, bs_init: bias.then_some(init), bias })
+    nn::linear(vs, input, output, super::torch_linear_config(input, bias))
 }
 
-/// Batch norm starting from scale 1 and shift 0, as PyTorch's (tch draws the scale from U(0, 1)).
 fn torch_batch_norm(vs: &nn::Path, dim: i64) -> nn::BatchNorm {
-    nn::batch_norm1d(vs, dim, nn::BatchNormConfig { ws_init: nn::Init::Const(1.0), ..Default::default() })
+    nn::batch_norm1d(vs, dim, super::torch_batch_norm_config())
 }
 
 /// SeLU, then batch norm, then dropout (the pre-MLP's order, as the reference's MLP).
