@@ -42,6 +42,14 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Train a target and run one privacy attack; reports AUC, TPR at low FPR and eps_lb.
     Attack(attack::AttackArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    pub shell: clap_complete::Shell,
 }
 
 pub fn init_logging(verbose: u8) {
@@ -66,6 +74,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Account(a) => account::run(a),
         Command::Bench(b) => bench::run(b),
         Command::Attack(a) => attack::run(a),
+        Command::Completions(a) => {
+            use clap::CommandFactory;
+            clap_complete::generate(a.shell, &mut Cli::command(), "gnnaudit", &mut std::io::stdout());
+            Ok(())
+        }
     }
 }
 
@@ -75,7 +88,8 @@ fn doctor() -> Result<()> {
     y.backward();
     let ok = x.grad().allclose(&(&x * 2.0), 1e-6, 1e-6, false);
     println!(
-        "libtorch: ok (cuda available: {}, threads: {}), autograd check: {}",
+        "libtorch {}: ok (cuda available: {}, threads: {}), autograd check: {}",
+        crate::libtorch::version(),
         tch::Cuda::is_available(),
         tch::get_num_threads(),
         ok
