@@ -3,7 +3,7 @@
 //! pairwise operations on posteriors and their entropies) with an MLP and a logistic regression.
 //! Natural edges and non-edges differ by homophily too, so this measures practical leakage and is
 //! never compared with an edge-level epsilon (canary edges do that, see `canary`).
-use crate::classifier::{logistic_scores, split_indices, to_vec, Activation, AttackMlp, MlpConfig};
+use crate::classifier::{binary_scores, logistic_scores, split_indices, to_vec, Activation, AttackModel, MlpConfig};
 use crate::error::{check, Result};
 use crate::membership::partition;
 use crate::posterior::entropy;
@@ -35,6 +35,9 @@ pub struct LinkStealingParams {
     /// Reproduce GAP's "correlation": centre each endpoint by the batch mean over all pairs (the
     /// anchors' caveat 2) instead of by its own mean (scipy's correlation distance).
     pub batch_mean_correlation: bool,
+    /// The supervised attack's classifier (default GAP's MLP with ReLU).
+    #[serde(default)]
+    pub model: AttackModel,
 }
 
 impl Default for LinkStealingParams {
@@ -45,6 +48,7 @@ impl Default for LinkStealingParams {
             supervised: true,
             use_embeddings: false,
             batch_mean_correlation: true,
+            model: AttackModel::Mlp,
         }
     }
 }
@@ -182,11 +186,11 @@ pub fn link_stealing(target: &Target, params: &LinkStealingParams, seed: u64) ->
     let mlp_cfg = MlpConfig { activation: Activation::Relu, ..Default::default() };
     let (xtr, xva, xte) = (sel(&tr), sel(&va), sel(&te));
     let (ytr, yva) = (lab(&tr), lab(&va));
-    let mlp = AttackMlp::fit(&xtr, &ytr, Some((&xva, &yva)), 2, mlp_cfg, seed)?;
-    let mlp_scores = mlp.positive_scores(&xte);
+    let mlp_scores = binary_scores(params.model, mlp_cfg, &xtr, &ytr, Some((&xva, &yva)), &xte, seed)?;
     let test_edge: Vec<bool> = te.iter().map(|&i| is_edge[i as usize]).collect();
     let logit_scores = logistic_scores(&xtr, &ytr, &xte)?;
     let (lp, lq) = partition(&logit_scores, &test_edge);
+    details.insert("attack_model".into(), params.model.name().into());
     details.insert("logistic_auc".into(), crate::metrics::Roc::new(&lp, &lq).auc().into());
     details.insert("split".into(), serde_json::json!({"train": tr.len(), "val": va.len(), "test": te.len()}));
     knowledge.known_edge_fraction = Some(params.train_fraction + 0.1);

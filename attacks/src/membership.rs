@@ -1,7 +1,7 @@
 //! Node membership inference: the shadow-model attack of thesis ch.4 Sec. 4.8.2 (TSTF: the shadow
 //! model is trained on a shadow subgraph, the target answers on its full graph) and the
 //! threshold attacks of Song & Mittal (2021) with class-dependent thresholds from the shadow.
-use crate::classifier::{AttackMlp, MlpConfig};
+use crate::classifier::{binary_scores, AttackModel, MlpConfig};
 use crate::error::{check, Error, Result};
 use crate::graph::{class_balanced_split, NodeSplit};
 use crate::posterior::{self, with_one_hot};
@@ -30,12 +30,20 @@ pub struct MiaParams {
     pub source: ShadowSource,
     /// Shadow graph nodes per class; None = min(1000, smallest class).
     pub shadow_per_class: Option<usize>,
+    /// The attack classifier (default GAP's MLP, configured by `mlp`).
+    #[serde(default)]
+    pub model: AttackModel,
     pub mlp: MlpConfig,
 }
 
 impl Default for MiaParams {
     fn default() -> Self {
-        MiaParams { source: ShadowSource::Independent, shadow_per_class: None, mlp: MlpConfig::default() }
+        MiaParams {
+            source: ShadowSource::Independent,
+            shadow_per_class: None,
+            model: AttackModel::Mlp,
+            mlp: MlpConfig::default(),
+        }
     }
 }
 
@@ -185,7 +193,8 @@ fn membership_game(knowledge_sentence: &str) -> Game {
     }
 }
 
-/// Shadow-model attack: a 3-layer MLP (64 hidden) on [posteriors, one-hot label].
+/// Shadow-model attack: a classifier (default a 3-layer MLP, 64 hidden) on [posteriors, one-hot
+/// label].
 pub fn shadow_mia(target: &Target, params: &MiaParams, seed: u64) -> Result<Outcome> {
     let (train, eval, knowledge) = membership_data(target, params, seed)?;
     let c = target.graph.num_classes;
@@ -196,8 +205,8 @@ pub fn shadow_mia(target: &Target, params: &MiaParams, seed: u64) -> Result<Outc
     let n_fit = y.len() - n_val;
     let xf = x.narrow(0, 0, n_fit as i64);
     let xv = x.narrow(0, n_fit as i64, n_val as i64);
-    let mlp = AttackMlp::fit(&xf, &y[..n_fit], Some((&xv, &y[n_fit..])), 2, params.mlp, seed)?;
-    let scores = mlp.positive_scores(&with_one_hot(&eval.posteriors, &eval.labels, c));
+    let test = with_one_hot(&eval.posteriors, &eval.labels, c);
+    let scores = binary_scores(params.model, params.mlp, &xf, &y[..n_fit], Some((&xv, &y[n_fit..])), &test, seed)?;
     let (pos, neg) = partition(&scores, &eval.member);
     let sentence = if params.source == ShadowSource::Independent { "shadow model" } else { "reference set-up" };
     Ok(Outcome::new(pos, neg, Some(0.5), membership_game(sentence), knowledge))

@@ -156,3 +156,21 @@ pub fn record(a: &AttackSpec, r: &AttackResult) -> AttackRecord {
         details: serde_json::Value::Object(details),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_selects_the_attack_classifier() {
+        let params: Params = toml::from_str(r#"model = "random-forest""#).unwrap();
+        let (_, _, p) = attack_inputs("mia", &Params::new(), &params).unwrap();
+        assert_eq!(p.mia.model, attacks::classifier::AttackModel::RandomForest);
+        let params: Params = toml::from_str(r#"model = "knn""#).unwrap();
+        let (_, _, p) = attack_inputs("link-stealing", &Params::new(), &params).unwrap();
+        assert_eq!(p.link.model, attacks::classifier::AttackModel::Knn);
+        let params: Params = toml::from_str(r#"model = "svm""#).unwrap();
+        let (key, _) = attack_inputs("mia", &Params::new(), &params).unwrap_err();
+        assert_eq!(key, "params.model");
+    }
+}

@@ -9,6 +9,7 @@ use crate::data::{self, Split, SplitRatios};
 use crate::error::{Error, Result};
 use crate::train;
 use clap::Args;
+use gnnaudit_attacks::classifier::AttackModel;
 use gnnaudit_attacks::membership::{MembershipMetric, ShadowSource};
 use gnnaudit_attacks::metrics::epsilon_lower_bound;
 use gnnaudit_attacks::{run_attack, AdversaryKnowledge, AttackKind, AttackParams, AttackResult, Target};
@@ -51,6 +52,9 @@ pub struct AttackArgs {
     /// shadow graph, thesis ch.4 Sec. 4.8.2; a weaker adversary, e.g. Cora GAP-inf 64 vs 79 AUC).
     #[arg(long, default_value = "reference")]
     pub mia_setup: String,
+    /// mia and link-stealing: the attack classifier, mlp (default) | logistic | random-forest | knn.
+    #[arg(long, default_value = "mlp", value_parser = parse_attack_model)]
+    pub attack_model: AttackModel,
     /// mia-metric: confidence | entropy | modified-entropy.
     #[arg(long, default_value = "modified-entropy")]
     pub metric: String,
@@ -89,6 +93,13 @@ fn parse_attack(s: &str) -> std::result::Result<AttackKind, String> {
     })
 }
 
+fn parse_attack_model(s: &str) -> std::result::Result<AttackModel, String> {
+    AttackModel::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = AttackModel::ALL.iter().map(|m| m.name()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
+}
+
 fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     let mut p = AttackParams::default();
     p.mia.source = match a.mia_setup.as_str() {
@@ -97,6 +108,8 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
         other => return Err(Error::invalid("mia-setup", format!("'{other}' is neither 'shadow' nor 'reference'"))),
     };
     p.mia.shadow_per_class = a.nodes_per_class;
+    p.mia.model = a.attack_model;
+    p.link.model = a.attack_model;
     p.metric = Some(match a.metric.as_str() {
         "confidence" => MembershipMetric::Confidence,
         "entropy" => MembershipMetric::Entropy,
