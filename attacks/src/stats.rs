@@ -524,6 +524,13 @@ fn random_partition(scores: &[f64], fraction: f64, rng: &mut rand_chacha::ChaCha
     (v, rest)
 }
 
+/// The independence assumption of canary games.
+pub const COIN_ASSUMPTION: &str =
+    "each canary is included by its own fair coin, independent of the others and of the training randomness";
+/// The independence assumption of membership games.
+pub const SPLIT_ASSUMPTION: &str =
+    "members and non-members are a random split of nodes drawn from one population";
+
 /// Canary audits: scores of canaries and their coins (true = included) as positives and negatives.
 pub fn partition_by_coin(scores: &[f64], included: &[bool]) -> (Vec<f64>, Vec<f64>) {
     let mut pos = Vec::new();
