@@ -5,7 +5,6 @@
 use crate::classifier::to_vec;
 use crate::error::{check, Error, Result};
 use crate::membership::partition;
-use crate::one_run::one_run_audit;
 use crate::result::{Outcome, Target};
 use crate::threat::{AdversaryKnowledge, Game, GameUnit};
 use rand::{Rng, SeedableRng};
@@ -173,20 +172,23 @@ pub fn canary_outcome(
     Ok(out)
 }
 
-/// The one-run bound of Steinke, Nasr & Jagielski (2023) on a canary game's scores and coins:
-/// `eps_lb_one_run` (null where the game does not match the claim, like `eps_lb`) and the guesses
-/// behind it. Canaries of several runs pool validly: each canary is in one run only, so the runs
-/// together are still (eps, delta)-DP in each canary.
+/// The one-run bound of Steinke, Nasr & Jagielski (2023) on a canary game's scores and coins,
+/// certified by `stats` (split threshold, 95%): `eps_lb_one_run` (null where the game does not
+/// match the claim, like `eps_lb`) and its certificate. Canaries of several runs pool validly:
+/// each canary is in one run only, so the runs together are still (eps, delta)-DP in each canary.
 pub fn one_run_details(
     scores: &[f64],
     included: &[bool],
     target: &Target,
     unit: GameUnit,
 ) -> serde_json::Map<String, serde_json::Value> {
-    let bound = one_run_audit(scores, included, target.claim.delta, 0.95);
     let mut m = serde_json::Map::new();
+    let (pos, neg) = crate::stats::partition_by_coin(scores, included);
+    let spec = crate::stats::AuditSpec::new(crate::stats::BoundKind::OneRun, target.claim.delta);
+    let cert = crate::stats::certify(&pos, &neg, &spec, crate::stats::COIN_ASSUMPTION).ok();
     let matches = target.claim.matches(unit);
-    m.insert("eps_lb_one_run".into(), if matches { bound.eps_lb.into() } else { serde_json::Value::Null });
-    m.insert("one_run".into(), serde_json::to_value(bound).unwrap_or_default());
+    let lb = cert.as_ref().filter(|_| matches).map(|c| c.eps_lb);
+    m.insert("eps_lb_one_run".into(), lb.map_or(serde_json::Value::Null, Into::into));
+    m.insert("one_run".into(), serde_json::to_value(cert).unwrap_or_default());
     m
 }

@@ -32,6 +32,7 @@ pub mod posterior;
 pub mod reconstruction;
 pub mod record_canary;
 pub mod result;
+pub mod stats;
 pub mod threat;
 pub mod toy;
 

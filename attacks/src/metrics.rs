@@ -1,5 +1,5 @@
 //! Scoring an attack: ROC curve, AUC with ties, TPR at fixed FPR, balanced accuracy,
-//! Clopper-Pearson bounds and the empirical epsilon lower bound of Jagielski et al. (2020).
+//! Clopper-Pearson bounds (the epsilon lower bounds built on them live in `stats`).
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{Beta, ContinuousCDF};
 
@@ -121,34 +121,6 @@ pub fn clopper_pearson_upper(k: usize, n: usize, alpha: f64) -> f64 {
     Beta::new((k + 1) as f64, (n - k) as f64).map(|b| b.inverse_cdf(1.0 - alpha)).unwrap_or(1.0)
 }
 
-/// Empirical epsilon lower bound (Jagielski et al. 2020) from an attack's scores on positives
-/// (the private unit present) and negatives (absent): over every threshold, with one-sided
-/// Clopper-Pearson bounds at confidence 1 - alpha,
-/// max( log((TPR_low - delta) / FPR_high), log((TNR_low - delta) / FNR_high) ), floored at 0.
-/// (eps, delta)-DP implies TPR <= e^eps FPR + delta for every test, so any larger value refutes it.
-pub fn epsilon_lower_bound(pos: &[f64], neg: &[f64], delta: f64, alpha: f64) -> f64 {
-    let roc = Roc::new(pos, neg);
-    let (np, nn) = (roc.n_pos, roc.n_neg);
-    if np == 0 || nn == 0 {
-        return 0.0;
-    }
-    let mut best: f64 = 0.0;
-    for &(tp, fp, _) in &roc.counts {
-        let tpr_low = clopper_pearson_lower(tp, np, alpha);
-        let fpr_high = clopper_pearson_upper(fp, nn, alpha);
-        if tpr_low - delta > 0.0 && fpr_high > 0.0 {
-            best = best.max(((tpr_low - delta) / fpr_high).ln());
-        }
-        // The complementary test "score < t means positive-absent": TNR vs FNR.
-        let tnr_low = clopper_pearson_lower(nn - fp, nn, alpha);
-        let fnr_high = clopper_pearson_upper(np - tp, np, alpha);
-        if tnr_low - delta > 0.0 && fnr_high > 0.0 {
-            best = best.max(((tnr_low - delta) / fnr_high).ln());
-        }
-    }
-    best
-}
-
 /// All the numbers every attack reports about its scores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScoreSummary {
@@ -233,22 +205,5 @@ mod tests {
         assert!((statrs::function::beta::beta_reg(5.0, 6.0, l) - 0.05).abs() < 1e-9);
         // 1 of 20: beta.ppf(0.95, 2, 19) = 0.2161 (textbook one-sided 95% upper bound).
         assert!((clopper_pearson_upper(1, 20, 0.05) - 0.21611).abs() < 1e-4);
-    }
-
-    #[test]
-    fn epsilon_bound_of_perfect_and_blind_attacks() {
-        // A perfect separation of 1000 vs 1000: TPR_low = 0.05^(1/1000), FPR_high = 1 - 0.05^(1/1000).
-        let pos = vec![1.0; 1000];
-        let neg = vec![0.0; 1000];
-        let t: f64 = 0.05f64.powf(1e-3);
-        let want = (t / (1.0 - t)).ln();
-        let got = epsilon_lower_bound(&pos, &neg, 0.0, 0.05);
-        assert!((got - want).abs() < 1e-9, "{got} vs {want}");
-        assert!(got > 5.0);
-        // Delta eats into the bound.
-        assert!(epsilon_lower_bound(&pos, &neg, 1e-3, 0.05) < got);
-        // Identical score distributions give (almost) nothing.
-        let same: Vec<f64> = (0..1000).map(|i| (i % 100) as f64).collect();
-        assert!(epsilon_lower_bound(&same, &same, 0.0, 0.05) < 0.2);
     }
 }

@@ -7,7 +7,7 @@
 //!   alpha(v) = max_{1 <= i <= v} P[v - i <= Bin(r, q) < v] / i.
 //! Observing v correct guesses therefore refutes every eps whose right-hand side is below beta
 //! = 1 - confidence; the lower bound is the largest such eps (the right-hand side grows with eps).
-use serde::{Deserialize, Serialize};
+
 use statrs::distribution::{Binomial, Discrete, DiscreteCDF};
 
 /// The right-hand side of Theorem 3: the p-value of `correct` correct guesses out of `guesses`
@@ -55,51 +55,6 @@ pub fn one_run_epsilon(canaries: usize, guesses: usize, correct: usize, delta: f
     lo
 }
 
-/// Fractions of the canaries the auditor guesses on (half "included" from the top scores, half
-/// "excluded" from the bottom). Fixed in advance; the bound uses beta / (number of choices)
-/// (Bonferroni), so taking the best choice afterwards keeps the confidence level.
-pub const GUESS_FRACTIONS: [f64; 7] = [0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0];
-
-/// What the one-run audit found.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct OneRunBound {
-    /// Epsilon lower bound at the requested confidence (Bonferroni over GUESS_FRACTIONS).
-    pub eps_lb: f64,
-    pub canaries: usize,
-    /// Guesses "included" (top scores) and "excluded" (bottom scores) of the best choice.
-    pub k_pos: usize,
-    pub k_neg: usize,
-    pub correct: usize,
-    pub confidence: f64,
-}
-
-/// Runs the guessing game on canary scores (higher = "included") and their coins.
-pub fn one_run_audit(scores: &[f64], included: &[bool], delta: f64, confidence: f64) -> OneRunBound {
-    assert_eq!(scores.len(), included.len(), "one coin per canary");
-    let m = scores.len();
-    let clean = |s: f64| if s.is_nan() { f64::NEG_INFINITY } else { s };
-    // Descending by score; within ties excluded canaries first, which puts the wrong guesses at
-    // both ends of a tied block: never more correct guesses than any coin-independent tie-break,
-    // so the bound stays valid whatever order the caller pooled the canaries in.
-    let mut order: Vec<usize> = (0..m).collect();
-    order
-        .sort_by(|&a, &b| clean(scores[b]).partial_cmp(&clean(scores[a])).unwrap().then(included[a].cmp(&included[b])));
-    let beta = (1.0 - confidence) / GUESS_FRACTIONS.len() as f64;
-    let mut best = OneRunBound { eps_lb: 0.0, canaries: m, k_pos: 0, k_neg: 0, correct: 0, confidence };
-    for f in GUESS_FRACTIONS {
-        let r = ((f * m as f64).round() as usize).clamp(2.min(m), m);
-        let k_pos = r / 2 + r % 2;
-        let k_neg = r - k_pos;
-        let correct = order[..k_pos].iter().filter(|&&i| included[i]).count()
-            + order[m - k_neg..].iter().filter(|&&i| !included[i]).count();
-        let eps = one_run_epsilon(m, r, correct, delta, beta);
-        if eps > best.eps_lb || best.k_pos + best.k_neg == 0 {
-            best = OneRunBound { eps_lb: eps, canaries: m, k_pos, k_neg, correct, confidence };
-        }
-    }
-    best
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,28 +96,5 @@ mod tests {
         // The p-value grows with eps and with delta.
         let p = |e: f64, d: f64| one_run_p_value(1000, 200, 150, e, d);
         assert!(p(0.5, 0.0) < p(1.0, 0.0) && p(1.0, 0.0) < p(1.0, 1e-4));
-    }
-
-    #[test]
-    fn audit_of_perfect_and_blind_scores() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
-        let m = 1000;
-        let included: Vec<bool> = (0..m).map(|_| rng.gen_bool(0.5)).collect();
-        let perfect: Vec<f64> = included.iter().map(|&b| b as u8 as f64).collect();
-        let b = one_run_audit(&perfect, &included, 0.0, 0.95);
-        // Half the canaries guessed (250 + 250) are all right: at least the closed form of 500 of
-        // 500 at the Bonferroni level, and exactly the bound of the reported guesses.
-        let beta = 0.05 / GUESS_FRACTIONS.len() as f64;
-        let all_right_500 = logit(beta.powf(1.0 / 500.0));
-        assert!(b.eps_lb >= all_right_500 - 1e-9 && b.eps_lb > 4.0, "{b:?} vs {all_right_500}");
-        let r = b.k_pos + b.k_neg;
-        assert!((b.eps_lb - one_run_epsilon(m, r, b.correct, 0.0, beta)).abs() < 1e-12);
-        // Scores independent of the coins: nothing to find (up to the 5% the confidence allows).
-        let blind: Vec<f64> = (0..m).map(|_| rng.gen::<f64>()).collect();
-        assert_eq!(one_run_audit(&blind, &included, 1e-5, 0.95).eps_lb, 0.0);
-        // Ties between included and excluded canaries never count in the auditor's favour.
-        let tied = vec![1.0; m];
-        assert_eq!(one_run_audit(&tied, &included, 0.0, 0.95).eps_lb, 0.0);
     }
 }

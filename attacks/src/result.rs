@@ -7,8 +7,9 @@ use crate::inversion::InversionParams;
 use crate::link_stealing::LinkStealingParams;
 use crate::lira::LiraParams;
 use crate::membership::{MembershipMetric, MiaParams};
-use crate::metrics::{epsilon_lower_bound, ScoreSummary};
+use crate::metrics::ScoreSummary;
 use crate::reconstruction::ReconstructionParams;
+use crate::stats::{certify, AuditSpec, BoundKind, Certificate, ThresholdStrategy, Verdict};
 use crate::threat::{AdversaryKnowledge, BlackBox, Claim, ClaimUnit, Game, GameUnit, ShadowOracle, WhiteBox};
 use serde::{Deserialize, Serialize};
 
@@ -107,8 +108,14 @@ pub struct AttackParams {
     pub inversion: InversionParams,
     pub reconstruction: ReconstructionParams,
     pub attribute: AttributeParams,
-    /// Confidence level of the Clopper-Pearson bounds behind eps_lb (default 0.95).
+    /// Confidence level of the bound behind eps_lb (default 0.95).
     pub confidence: Option<f64>,
+    /// The bound behind eps_lb (default clopper-pearson; see `stats`).
+    #[serde(default)]
+    pub bound: BoundKind,
+    /// How its threshold is chosen (default split).
+    #[serde(default)]
+    pub strategy: ThresholdStrategy,
 }
 
 /// One attack's result: success, its game and knowledge, and the epsilon lower bound where the
@@ -126,7 +133,14 @@ pub struct AttackResult {
     /// Empirical epsilon lower bound at `eps_lb_confidence`; None where the game does not match.
     pub eps_lb: Option<f64>,
     pub eps_lb_confidence: f64,
-    /// True only when the game matches the claim and eps_lb exceeds the claimed epsilon.
+    /// The certificate behind eps_lb (bound, strategy, trials, threshold, assumption).
+    pub certificate: Option<Certificate>,
+    /// violated / holds / inconclusive against the claim; not comparable where the game does not
+    /// match it; no claim for a non-private target.
+    pub verdict: Verdict,
+    /// eps_lb / claimed epsilon, where both are positive and finite.
+    pub tightness: Option<f64>,
+    /// verdict == violated.
     pub violation: bool,
     pub details: serde_json::Map<String, serde_json::Value>,
     pub note: Option<String>,
@@ -137,17 +151,26 @@ pub struct AttackResult {
 }
 
 impl AttackResult {
-    /// Summarises an outcome; computes eps_lb only when the game's unit matches the claim's.
-    pub fn from_outcome(attack: AttackKind, out: Outcome, claim: Claim, confidence: f64, seed: u64) -> Self {
+    /// Summarises an outcome; certifies eps_lb (through `stats`) only when the game's unit matches
+    /// the claim's.
+    pub fn from_outcome(attack: AttackKind, out: Outcome, claim: Claim, spec: AuditSpec, seed: u64) -> Result<Self> {
         let summary = ScoreSummary::new(&out.pos, &out.neg, out.threshold);
         let scores = (out.pos.clone(), out.neg.clone());
-        let eps_lb = claim
-            .matches(out.game.unit)
-            .then(|| epsilon_lower_bound(&out.pos, &out.neg, claim.delta, 1.0 - confidence));
-        let violation = match (eps_lb, claim.epsilon, claim.unit) {
-            (Some(lb), Some(eps), u) if u != ClaimUnit::None => lb > eps,
-            _ => false,
+        let assumption = match out.game.unit {
+            GameUnit::NodeMembership => crate::stats::SPLIT_ASSUMPTION,
+            _ => crate::stats::COIN_ASSUMPTION,
         };
+        let certificate = if claim.matches(out.game.unit) {
+            Some(certify(&out.pos, &out.neg, &AuditSpec { delta: claim.delta, ..spec }, assumption)?)
+        } else {
+            None
+        };
+        let claimed = if claim.unit == ClaimUnit::None { None } else { claim.epsilon.or(Some(f64::INFINITY)) };
+        let verdict = certificate.as_ref().map_or(Verdict::NotComparable, |c| c.verdict(claimed));
+        let tightness = certificate.as_ref().and_then(|c| c.tightness(claimed));
+        let eps_lb = certificate.as_ref().map(|c| c.eps_lb);
+        let violation = verdict == Verdict::Violated;
+        let confidence = spec.confidence;
         let mut note = out.note;
         if out.game.unit == GameUnit::Practical && note.is_none() {
             note = Some(
@@ -156,7 +179,7 @@ impl AttackResult {
                     .into(),
             );
         }
-        AttackResult {
+        Ok(AttackResult {
             attack,
             game: out.game,
             knowledge: out.knowledge,
@@ -166,12 +189,15 @@ impl AttackResult {
             privacy_unit: claim.unit,
             eps_lb,
             eps_lb_confidence: confidence,
+            certificate,
+            verdict,
+            tightness,
             violation,
             details: out.details,
             note,
             seed,
             scores,
-        }
+        })
     }
 }
 
@@ -186,6 +212,7 @@ pub fn run_attack(
 ) -> Result<AttackResult> {
     let confidence = params.confidence.unwrap_or(0.95);
     crate::error::check!(confidence > 0.5 && confidence < 1.0, "confidence", "{confidence} is outside (0.5, 1)");
+    let spec = AuditSpec { bound: params.bound, strategy: params.strategy, confidence, delta: 0.0, seed };
     let mut mia = params.mia;
     if let Some(k) = knowledge.shadow_nodes_per_class {
         mia.shadow_per_class = Some(k);
@@ -221,5 +248,5 @@ pub fn run_attack(
             crate::attribute::attribute_inference(target, &p, seed)?
         }
     };
-    Ok(AttackResult::from_outcome(kind, out, target.claim, confidence, seed))
+    AttackResult::from_outcome(kind, out, target.claim, spec, seed)
 }

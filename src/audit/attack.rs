@@ -120,8 +120,12 @@ pub fn run_attacks(
     };
     let mut out = vec![];
     for (i, a) in cell.attacks.iter().enumerate() {
-        let (kind, knowledge, params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
+        let (kind, knowledge, mut params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
             .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
+        // The summary takes the largest eps_lb over the cell's seeds: Bonferroni over them keeps
+        // that maximum a bound at the configured confidence.
+        let confidence = params.confidence.unwrap_or(0.95);
+        params.confidence = Some(1.0 - (1.0 - confidence) / cell.runs.max(1) as f64);
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
         let seed = cell.key.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
         let result = run_attack(kind, &target, &knowledge, &params, seed).map_err(from_attack)?;
@@ -140,6 +144,12 @@ pub fn record(a: &AttackSpec, r: &AttackResult) -> AttackRecord {
     details.insert("positives".into(), s.num_positives.into());
     details.insert("negatives".into(), s.num_negatives.into());
     details.insert("eps_lb_confidence".into(), r.eps_lb_confidence.into());
+    if let Some(c) = &r.certificate {
+        details.insert("certificate".into(), serde_json::to_value(c).unwrap_or_default());
+    }
+    if let Some(t) = r.tightness {
+        details.insert("tightness".into(), t.into());
+    }
     if let Some(n) = &r.note {
         details.insert("note".into(), n.clone().into());
     }
@@ -151,6 +161,7 @@ pub fn record(a: &AttackSpec, r: &AttackResult) -> AttackRecord {
         tpr_at_fpr: TprAtFpr { fpr_0_1pct: s.tpr_at_fpr.at_0_001, fpr_1pct: s.tpr_at_fpr.at_0_01 },
         balanced_accuracy: s.balanced_accuracy,
         eps_lb: r.eps_lb,
+        verdict: Some(r.verdict.name().to_string()),
         violation: r.violation,
         roc: thin_roc(&roc, ROC_POINTS),
         details: serde_json::Value::Object(details),

@@ -42,6 +42,9 @@ pub struct CellSpec<'a> {
     pub attacks: Vec<&'a AttackSpec>,
     /// Hash of every input of the cell; a stored record with another fingerprint is stale.
     pub fingerprint: String,
+    /// Seeds of the same (dataset, method, epsilon): the report's maximum of eps_lb over them is
+    /// a valid bound only if each seed's bound is certified at alpha / runs (Bonferroni).
+    pub runs: usize,
 }
 
 /// The cells of a config in report order: datasets, methods, epsilons, seeds as listed.
@@ -57,7 +60,15 @@ pub fn plan(config: &AuditConfig) -> Vec<CellSpec<'_>> {
                 for &seed in &seeds {
                     let key = CellKey { dataset: d.label(), method: m.label(), epsilon: eps, seed };
                     let fingerprint = fingerprint(&key, d, m, delta, &attacks);
-                    cells.push(CellSpec { key, dataset: d, method: m, delta, attacks: attacks.clone(), fingerprint });
+                    cells.push(CellSpec {
+                        key,
+                        dataset: d,
+                        method: m,
+                        delta,
+                        attacks: attacks.clone(),
+                        fingerprint,
+                        runs: seeds.len(),
+                    });
                 }
             }
         }
@@ -180,9 +191,12 @@ pub struct AttackRecord {
     pub auc: f64,
     pub tpr_at_fpr: TprAtFpr,
     pub balanced_accuracy: f64,
-    /// Empirical epsilon lower bound (Clopper-Pearson, 95%), only where the game matches the
-    /// claimed privacy unit; None otherwise.
+    /// Empirical epsilon lower bound (details.certificate names its test, confidence and trials),
+    /// only where the game matches the claimed privacy unit; None otherwise.
     pub eps_lb: Option<f64>,
+    /// violated / holds / inconclusive / not comparable / no claim (see attacks::stats).
+    #[serde(default)]
+    pub verdict: Option<String>,
     /// eps_lb exceeds the claimed epsilon in a matching game: the claim is broken.
     pub violation: bool,
     /// ROC curve as (fpr, tpr) points, thinned to at most `ROC_POINTS` on a log FPR grid.

@@ -11,7 +11,7 @@ use crate::train;
 use clap::Args;
 use gnnaudit_attacks::classifier::AttackModel;
 use gnnaudit_attacks::membership::{MembershipMetric, ShadowSource};
-use gnnaudit_attacks::metrics::epsilon_lower_bound;
+use gnnaudit_attacks::stats::{certify, AuditSpec, BoundKind, ThresholdStrategy, Verdict};
 use gnnaudit_attacks::{run_attack, AdversaryKnowledge, AttackKind, AttackParams, AttackResult, Target};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -78,6 +78,17 @@ pub struct AttackArgs {
     /// (from the checkpoint) drives the shadow models.
     #[arg(long)]
     pub target: Option<PathBuf>,
+    /// The bound behind eps_lb: clopper-pearson (default, any mechanism) | gdp (Gaussian
+    /// trade-off curve) | one-run | one-run-fdp.
+    #[arg(long, default_value = "clopper-pearson", value_parser = parse_bound)]
+    pub bound: BoundKind,
+    /// How the bound's threshold is chosen: split (default; chosen on half the trials, certified
+    /// on the rest), split:F, bonferroni (every threshold, corrected), explicit:T (fixed in advance).
+    #[arg(long, default_value = "split", value_parser = parse_strategy)]
+    pub threshold_strategy: ThresholdStrategy,
+    /// Confidence of the bound, in (0.5, 1).
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -100,6 +111,14 @@ fn parse_attack_model(s: &str) -> std::result::Result<AttackModel, String> {
     })
 }
 
+fn parse_bound(s: &str) -> std::result::Result<BoundKind, String> {
+    BoundKind::parse(s).ok_or_else(|| "expected one of clopper-pearson, gdp, one-run, one-run-fdp".to_string())
+}
+
+fn parse_strategy(s: &str) -> std::result::Result<ThresholdStrategy, String> {
+    ThresholdStrategy::parse(s).ok_or_else(|| "expected split, split:F, bonferroni or explicit:T".to_string())
+}
+
 fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     let mut p = AttackParams::default();
     p.mia.source = match a.mia_setup.as_str() {
@@ -110,6 +129,13 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     p.mia.shadow_per_class = a.nodes_per_class;
     p.mia.model = a.attack_model;
     p.link.model = a.attack_model;
+    p.bound = a.bound;
+    p.strategy = a.threshold_strategy;
+    crate::ensure!(
+        a.confidence > 0.5 && a.confidence < 1.0,
+        Error::invalid("confidence", format!("{} is outside (0.5, 1)", a.confidence))
+    );
+    p.confidence = Some(a.confidence);
     p.metric = Some(match a.metric.as_str() {
         "confidence" => MembershipMetric::Confidence,
         "entropy" => MembershipMetric::Entropy,
@@ -262,31 +288,33 @@ pub fn run(a: AttackArgs) -> Result<()> {
     let (t1, _) = mean_std(&results.iter().map(|r| r.summary.tpr_at_fpr.at_0_001).collect::<Vec<_>>());
     let (t2, t2_std) = mean_std(&results.iter().map(|r| r.summary.tpr_at_fpr.at_0_01).collect::<Vec<_>>());
     let (bacc, _) = mean_std(&results.iter().map(|r| r.summary.balanced_accuracy).collect::<Vec<_>>());
-    // eps_lb over all runs' scores pooled (each run is an independent draw of the game).
+    // One test over all runs' scores pooled (each run is an independent draw of the game), never a
+    // maximum over runs.
     let first = &results[0];
-    let eps_lb = first.eps_lb.map(|_| {
-        let pos: Vec<f64> = results.iter().flat_map(|r| r.scores.0.iter().copied()).collect();
-        let neg: Vec<f64> = results.iter().flat_map(|r| r.scores.1.iter().copied()).collect();
-        epsilon_lower_bound(&pos, &neg, claim.delta, 1.0 - first.eps_lb_confidence)
-    });
-    // The one-run bound of canary games, over all runs' canaries (each canary is in one run only).
-    let eps_lb_one_run = first.details.get("eps_lb_one_run").map(|v| {
-        if v.is_null() {
-            return None;
-        }
-        let mut scores = Vec::new();
-        let mut coins = Vec::new();
-        for r in &results {
-            scores.extend(r.scores.0.iter().chain(&r.scores.1).copied());
-            coins.extend(r.scores.0.iter().map(|_| true).chain(r.scores.1.iter().map(|_| false)));
-        }
-        Some(gnnaudit_attacks::one_run::one_run_audit(&scores, &coins, claim.delta, first.eps_lb_confidence).eps_lb)
-    });
-    let eps_lb_one_run = eps_lb_one_run.flatten();
-    let violation = match (eps_lb, claim.epsilon) {
-        (Some(lb), Some(eps)) => lb > eps,
-        _ => false,
+    let pos: Vec<f64> = results.iter().flat_map(|r| r.scores.0.iter().copied()).collect();
+    let neg: Vec<f64> = results.iter().flat_map(|r| r.scores.1.iter().copied()).collect();
+    let pooled = |bound: BoundKind, strategy: ThresholdStrategy, assumption: &str| -> Result<_> {
+        let spec = AuditSpec { bound, strategy, confidence: first.eps_lb_confidence, delta: claim.delta, seed: a.seed };
+        certify(&pos, &neg, &spec, assumption).map_err(from_attack)
     };
+    let certificate = match &first.certificate {
+        Some(c) => Some(pooled(params.bound, params.strategy, &c.assumption)?),
+        None => None,
+    };
+    // The one-run bound of canary games, over all runs' canaries (each canary is in one run only).
+    let one_run = match first.details.get("eps_lb_one_run") {
+        Some(v) if !v.is_null() => {
+            Some(pooled(BoundKind::OneRun, ThresholdStrategy::default(), gnnaudit_attacks::stats::COIN_ASSUMPTION)?)
+        }
+        _ => None,
+    };
+    let eps_lb = certificate.as_ref().map(|c| c.eps_lb);
+    let eps_lb_one_run = one_run.as_ref().map(|c| c.eps_lb);
+    let claimed =
+        if claim.unit == gnnaudit_attacks::ClaimUnit::None { None } else { claim.epsilon.or(Some(f64::INFINITY)) };
+    let verdict = certificate.as_ref().map_or(Verdict::NotComparable, |c| c.verdict(claimed));
+    let tightness = certificate.as_ref().and_then(|c| c.tightness(claimed));
+    let violation = verdict == Verdict::Violated;
     let acc = |f: fn(&train::Accuracy) -> f64| mean_std(&utility.iter().map(f).collect::<Vec<_>>());
     let seconds = start.elapsed().as_secs_f64();
     let repeat_mode = if loaded.is_some() {
@@ -323,6 +351,10 @@ pub fn run(a: AttackArgs) -> Result<()> {
             "eps_lb": eps_lb,
             "eps_lb_confidence": first.eps_lb_confidence,
             "eps_lb_one_run": eps_lb_one_run,
+            "certificate": certificate,
+            "one_run_certificate": one_run,
+            "verdict": verdict,
+            "tightness": tightness,
             "violation": violation,
             "utility": {"train": acc(|u| u.train).0, "val": acc(|u| u.val).0, "test": acc(|u| u.test).0,
                         "test_std": acc(|u| u.test).1},
@@ -353,13 +385,20 @@ pub fn run(a: AttackArgs) -> Result<()> {
         100.0 * te,
         100.0 * te_std
     );
-    match (eps_lb, claim.epsilon) {
-        (Some(lb), Some(eps)) => println!(
-            "eps_lb {lb:.3} vs claimed eps {eps:.3} ({:?} level): {}",
+    match (&certificate, claim.epsilon) {
+        (Some(c), Some(eps)) => println!(
+            "eps_lb {:.3} vs claimed eps {eps:.3} ({:?} level): {verdict} ({}, {} threshold, {:.0}% confidence, {} + {} \
+             trials; the test could certify at most {:.3})",
+            c.eps_lb,
             claim.unit,
-            if violation { "VIOLATION" } else { "consistent" }
+            c.bound.name(),
+            c.strategy,
+            100.0 * c.confidence,
+            c.positives,
+            c.negatives,
+            c.max_certifiable
         ),
-        (Some(lb), None) => println!("eps_lb {lb:.3} (non-private target: evidence of leakage)"),
+        (Some(c), None) => println!("eps_lb {:.3} (non-private target: evidence of leakage)", c.eps_lb),
         _ => println!("eps_lb: not computed (the game does not match the claimed privacy unit)"),
     }
     if let Some(lb) = eps_lb_one_run {
