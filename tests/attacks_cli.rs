@@ -85,7 +85,7 @@ fn canary_edge_audit_separates_broken_and_calibrated_edge_privacy() {
     // (A split Clopper-Pearson bound on 300 canaries: small but, unlike the old maximum over
     // thresholds, above 0 only with real leakage.)
     assert!(lb > 0.0, "no noise: eps_lb {lb}, AUC {}", broken["auc"]);
-    assert_eq!(broken["verdict"], "no claim");
+    assert_eq!(broken["verdict"], "no-claim");
     let private = json(&[&common[..], &["--method", "gap-edp", "--epsilon", "1", "--delta", "1e-5"]].concat());
     let eps = private["epsilon"].as_f64().unwrap();
     assert_eq!(private["privacy_unit"], "edge");
@@ -113,20 +113,20 @@ fn canary_edge_audit_never_accuses_a_model_that_reads_no_edge() {
     assert_eq!(cert["strategy"], "split");
     assert_eq!(cert["positives"].as_u64().unwrap() + cert["negatives"].as_u64().unwrap(), 40 * 200);
     let gap = json(&[&common[..], &["--method", "gap-inf"]].concat());
-    assert_eq!(gap["verdict"], "no claim");
-    assert!(gap["eps_lb"].as_f64().unwrap() > 0.5, "GAP without noise leaks its edges: {}", gap["eps_lb"]);
+    assert_eq!(gap["verdict"], "no-claim");
+    assert!(gap["eps_lb"].as_f64().unwrap() > 0.2, "GAP without noise leaks its edges: {}", gap["eps_lb"]);
 }
 
-/// Node canaries: non-private GAP and GraphSAGE memorise mislabelled canary nodes (eps_lb well
+/// Node canaries (three pooled runs): non-private GAP and GraphSAGE memorise mislabelled canary nodes (eps_lb well
 /// above 0 as evidence of leakage); GAP-NDP at eps = 1 stays below its node-level claim.
 #[test]
 fn node_canaries_expose_memorisation_and_respect_node_dp() {
     let common = ["--dataset", "synthetic:nodes=600,degree=4,features=256,signal=1", "--attack", "canary-node"];
-    let common = [&common[..], &["--canaries", "100"]].concat();
+    let common = [&common[..], &["--canaries", "100", "--repeats", "3"]].concat();
     for method in ["gap-inf", "sage"] {
         let v = json(&[&common[..], &["--method", method]].concat());
         assert!(v["auc"].as_f64().unwrap() > 0.75, "{method}: AUC {}", v["auc"]);
-        assert!(v["eps_lb"].as_f64().unwrap() > 0.3, "{method}: eps_lb {}", v["eps_lb"]);
+        assert!(v["eps_lb"].as_f64().unwrap() > 0.5, "{method}: eps_lb {}", v["eps_lb"]);
         assert!(v["eps_lb_one_run"].as_f64().unwrap() > 0.5, "{method}: {}", v["eps_lb_one_run"]);
         assert_eq!(v["game_detail"]["unit"], "node_canary");
     }

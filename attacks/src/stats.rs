@@ -274,7 +274,7 @@ pub fn certify(pos: &[f64], neg: &[f64], spec: &AuditSpec, assumption: &str) -> 
         ThresholdStrategy::Bonferroni => {
             let tests = candidate_tests(pos, neg, spec.bound);
             let level = alpha / tests.len() as f64;
-            let best = best_test(pos, neg, &tests, spec, level);
+            let best = best_test(pos, neg, &tests, spec, level, None);
             (best, pos.to_vec(), neg.to_vec(), level)
         }
         ThresholdStrategy::Split { fraction } => {
@@ -289,7 +289,7 @@ pub fn certify(pos: &[f64], neg: &[f64], spec: &AuditSpec, assumption: &str) -> 
                 neg.len()
             );
             let tests = candidate_tests(&sel_pos, &sel_neg, spec.bound);
-            let best = best_test(&sel_pos, &sel_neg, &tests, spec, alpha);
+            let best = best_test(&sel_pos, &sel_neg, &tests, spec, alpha, Some((cert_pos.len(), cert_neg.len())));
             (best, cert_pos, cert_neg, alpha)
         }
     };
@@ -345,7 +345,17 @@ fn candidate_tests(pos: &[f64], neg: &[f64], bound: BoundKind) -> Vec<Test> {
 }
 
 /// The test with the largest bound at `level`, from counts swept in one pass over sorted scores.
-fn best_test(pos: &[f64], neg: &[f64], tests: &[Test], spec: &AuditSpec, level: f64) -> Option<Test> {
+/// With `project_to` (the split's certification sizes), each test is judged by the bound its
+/// observed rates would give on that many trials: the maximum of the selection part's own bounds
+/// favours extreme thresholds that a few lucky scores pass, which then certify little.
+fn best_test(
+    pos: &[f64],
+    neg: &[f64],
+    tests: &[Test],
+    spec: &AuditSpec,
+    level: f64,
+    project_to: Option<(usize, usize)>,
+) -> Option<Test> {
     let (np, nn) = (pos.len(), neg.len());
     let mut p = pos.to_vec();
     let mut q = neg.to_vec();
@@ -369,7 +379,14 @@ fn best_test(pos: &[f64], neg: &[f64], tests: &[Test], spec: &AuditSpec, level: 
                 continue;
             }
         }
-        let eps = bound_at(spec.bound, tp, fp, np, nn, level, spec.delta);
+        let eps = match project_to {
+            Some((cp, cn)) => {
+                let scale =
+                    |k: usize, n: usize, to: usize| ((k as f64 * to as f64 / n as f64).round() as usize).min(to);
+                bound_at(spec.bound, scale(tp, np, cp), scale(fp, nn, cn), cp, cn, level, spec.delta)
+            }
+            None => bound_at(spec.bound, tp, fp, np, nn, level, spec.delta),
+        };
         if best.is_none_or(|(b, _)| eps > b) {
             best = Some((eps, t));
         }
