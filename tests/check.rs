@@ -133,6 +133,36 @@ fn bad_input_exits_2() {
     assert!(err.contains("overrides[0].max_auc"), "{err}");
 }
 
+/// A report whose cells were emptied, whose summary was edited, or that holds a value outside its
+/// domain cannot be checked honestly: exit 2 naming the problem, never a pass.
+#[test]
+fn tampered_reports_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = report(&dir.path().join("ok"), FakeRunner::default());
+    let t = dir.path().join("t.toml");
+    std::fs::write(&t, THRESHOLDS).unwrap();
+    let original: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    let edited = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = original.clone();
+        edit(&mut v);
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        gnnaudit(&["check", p.to_str().unwrap(), "--thresholds", t.to_str().unwrap()])
+    };
+    let (code, _, err) = edited("empty.json", &|v| v["cells"] = serde_json::json!([]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no cells"), "{err}");
+    let (code, _, err) = edited("summary.json", &|v| v["summary"][0]["test_accuracy"]["mean"] = 0.99.into());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("summary does not match"), "{err}");
+    let (code, _, err) = edited("auc.json", &|v| v["cells"][0]["attacks"][0]["auc"] = 1.7.into());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("auc 1.7 is outside [0, 1]"), "{err}");
+    let (code, _, err) = edited("lb.json", &|v| v["cells"][0]["attacks"][0]["eps_lb"] = (-1.0).into());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("eps_lb -1"), "{err}");
+}
+
 #[test]
 fn overrides_that_match_nothing_are_reported() {
     let dir = tempfile::tempdir().unwrap();

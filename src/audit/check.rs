@@ -214,6 +214,52 @@ impl CheckOutcome {
     }
 }
 
+/// Refuses a report that cannot be checked honestly: no cells (nothing was measured), a summary
+/// that its cells do not recompute to (edited or truncated), or a value outside its domain.
+/// `check` reads the summary, so without this a tampered report would pass.
+pub fn validate_report(report: &Report, path: &Path) -> Result<()> {
+    let bad = |msg: String| Err(Error::bad_file(path, msg));
+    if report.cells.is_empty() {
+        return bad("the report has no cells: nothing was measured, so there is nothing to check".into());
+    }
+    let unit = |x: f64| (0.0..=1.0).contains(&x);
+    for c in &report.cells {
+        let at = format!("cell {}", c.key());
+        for (name, v) in [("train", c.utility.train), ("val", c.utility.val), ("test", c.utility.test)] {
+            if !(unit(v) || v.is_nan()) {
+                return bad(format!("{at}: {name} accuracy {v} is outside [0, 1]"));
+            }
+        }
+        for a in &c.attacks {
+            let at = format!("{at} / {}", a.attack);
+            let values = [
+                ("auc", a.auc),
+                ("tpr_at_fpr.0.001", a.tpr_at_fpr.fpr_0_1pct),
+                ("tpr_at_fpr.0.01", a.tpr_at_fpr.fpr_1pct),
+                ("balanced_accuracy", a.balanced_accuracy),
+            ];
+            for (name, v) in values {
+                if !unit(v) {
+                    return bad(format!("{at}: {name} {v} is outside [0, 1]"));
+                }
+            }
+            if let Some(lb) = a.eps_lb {
+                if !(lb >= 0.0) {
+                    return bad(format!("{at}: eps_lb {lb} is negative or not a number"));
+                }
+            }
+            if a.roc.iter().any(|&(f, t)| !unit(f) || !unit(t)) {
+                return bad(format!("{at}: a ROC point is outside [0, 1]"));
+            }
+        }
+    }
+    let recomputed = crate::report::summarize(&report.cells);
+    if serde_json::to_value(&recomputed)? != serde_json::to_value(&report.summary)? {
+        return bad("the summary does not match what its cells recompute to (edited or truncated report)".into());
+    }
+    Ok(())
+}
+
 /// Checks every (dataset, method, epsilon) row and every attack of a report.
 pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
     let mut findings = vec![];

@@ -1,6 +1,6 @@
 //! `gnnaudit check <report.json> --thresholds <file>`: the CI leakage check. Exit 0 when every
 //! limit holds, 1 with a list of what broke, 2 for unreadable input.
-use crate::audit::check::{check, Thresholds};
+use crate::audit::check::{check, validate_report, Thresholds};
 use crate::error::{Error, Result};
 use crate::report::Report;
 use std::path::PathBuf;
@@ -17,6 +17,7 @@ pub struct CheckArgs {
 pub fn run(args: CheckArgs) -> Result<()> {
     let path = if args.report.is_dir() { args.report.join("report.json") } else { args.report.clone() };
     let report = Report::load(&path)?;
+    validate_report(&report, &path)?;
     let thresholds = Thresholds::load(&args.thresholds)?;
     let outcome = check(&report, &thresholds);
     for i in &outcome.unused_overrides {
