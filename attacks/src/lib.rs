@@ -14,9 +14,11 @@
 //! | canary-edge audit | `canary` | training oracle | edge canary |
 //! | node-canary audit | `record_canary` | training oracle | node canary |
 //! | LDP-canary audit | `record_canary` | training oracle | LDP canary |
+//! | in-pipeline canary audit | `aggregation_canary` | white box (released aggregations) | edge canary |
 //! | class inversion | `inversion` | white box | practical |
 //! | graph reconstruction | `reconstruction` | white box or black box | practical |
 //! | attribute inference | `attribute` | black box | practical |
+pub mod aggregation_canary;
 pub mod attribute;
 pub mod canary;
 pub mod classifier;

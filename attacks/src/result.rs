@@ -1,4 +1,5 @@
 //! The one entry point (`run_attack`) and what every attack returns (`AttackResult`).
+use crate::aggregation_canary::AggregationCanaryParams;
 use crate::attribute::AttributeParams;
 use crate::canary::CanaryParams;
 use crate::error::Result;
@@ -60,6 +61,7 @@ pub enum AttackKind {
     CanaryEdge,
     CanaryNode,
     CanaryLdp,
+    CanaryAggregation,
     Inversion,
     GraphReconstruction,
     Attribute,
@@ -75,12 +77,13 @@ impl AttackKind {
             AttackKind::CanaryEdge => "canary-edge",
             AttackKind::CanaryNode => "canary-node",
             AttackKind::CanaryLdp => "canary-ldp",
+            AttackKind::CanaryAggregation => "canary-aggregation",
             AttackKind::Inversion => "inversion",
             AttackKind::GraphReconstruction => "graph-reconstruction",
             AttackKind::Attribute => "attribute",
         }
     }
-    pub const ALL: [AttackKind; 10] = [
+    pub const ALL: [AttackKind; 11] = [
         AttackKind::Mia,
         AttackKind::MiaMetric,
         AttackKind::Lira,
@@ -88,6 +91,7 @@ impl AttackKind {
         AttackKind::CanaryEdge,
         AttackKind::CanaryNode,
         AttackKind::CanaryLdp,
+        AttackKind::CanaryAggregation,
         AttackKind::Inversion,
         AttackKind::GraphReconstruction,
         AttackKind::Attribute,
@@ -105,6 +109,8 @@ pub struct AttackParams {
     pub lira: LiraParams,
     pub link: LinkStealingParams,
     pub canary: CanaryParams,
+    #[serde(default)]
+    pub aggregation: AggregationCanaryParams,
     pub inversion: InversionParams,
     pub reconstruction: ReconstructionParams,
     pub attribute: AttributeParams,
@@ -236,6 +242,9 @@ pub fn run_attack(
         AttackKind::CanaryEdge => crate::canary::canary_edge_audit(target, &params.canary, seed)?,
         AttackKind::CanaryNode => crate::record_canary::node_canary_audit(target, &params.canary, seed)?,
         AttackKind::CanaryLdp => crate::record_canary::ldp_canary_audit(target, &params.canary, seed)?,
+        AttackKind::CanaryAggregation => {
+            crate::aggregation_canary::aggregation_canary_audit(target, &params.aggregation, seed)?
+        }
         AttackKind::Inversion => crate::inversion::class_inversion(target, &params.inversion, seed)?,
         AttackKind::GraphReconstruction => {
             crate::reconstruction::graph_reconstruction(target, &params.reconstruction, seed)?

@@ -29,6 +29,11 @@ pub trait WhiteBox {
     fn forward_dense(&self, _x: &Tensor, _adj: &Tensor) -> Option<Result<Tensor>> {
         None
     }
+    /// The private aggregation pipeline, re-runnable on a crafted graph (GAP, ProGAP); `None`
+    /// for models without aggregation perturbation.
+    fn aggregation(&self) -> Option<&dyn crate::aggregation_canary::AggregationRelease> {
+        None
+    }
 }
 
 /// "Train a fresh model with the target's recipe (method, hyper-parameters, privacy level,

@@ -56,6 +56,19 @@ pub fn attack_inputs(
                 .ok_or_else(|| ("params.confidence".to_string(), "must be a number".to_string()))?,
         );
     }
+    // `bound` and `threshold_strategy` (of the eps_lb test) too; names as `gnnaudit attack` takes them.
+    if let Some(b) = own.remove("bound") {
+        let name = b.as_str().unwrap_or_default();
+        p.bound = attacks::stats::BoundKind::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = attacks::stats::BoundKind::ALL.iter().map(|b| b.name()).collect();
+            ("params.bound".to_string(), format!("unknown bound {b} (known: {})", known.join(", ")))
+        })?;
+    }
+    if let Some(t) = own.remove("threshold_strategy") {
+        p.strategy = attacks::stats::ThresholdStrategy::parse(t.as_str().unwrap_or_default()).ok_or_else(|| {
+            ("params.threshold_strategy".to_string(), format!("{t} is not split, split:F, bonferroni or explicit:T"))
+        })?;
+    }
     let err = |(key, m): (String, String)| (format!("params.{key}"), m);
     match k {
         AttackKind::Mia => p.mia = overlay(&p.mia, &own).map_err(err)?,
@@ -73,6 +86,7 @@ pub fn attack_inputs(
         AttackKind::CanaryEdge | AttackKind::CanaryNode | AttackKind::CanaryLdp => {
             p.canary = overlay(&p.canary, &own).map_err(err)?
         }
+        AttackKind::CanaryAggregation => p.aggregation = overlay(&p.aggregation, &own).map_err(err)?,
         AttackKind::Inversion => p.inversion = overlay(&p.inversion, &own).map_err(err)?,
         AttackKind::GraphReconstruction => p.reconstruction = overlay(&p.reconstruction, &own).map_err(err)?,
         AttackKind::Attribute => p.attribute = overlay(&p.attribute, &own).map_err(err)?,

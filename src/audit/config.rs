@@ -240,6 +240,7 @@ pub const KNOWN_ATTACKS: &[&str] = &[
     "canary-edge",
     "canary-node",
     "canary-ldp",
+    "canary-aggregation",
     "inversion",
     "graph-reconstruction",
     "attribute",

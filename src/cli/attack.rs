@@ -28,7 +28,9 @@ pub struct AttackArgs {
     /// Drop classes with fewer nodes (the Facebook100 anchors use 1000).
     #[arg(long, default_value_t = 1)]
     pub min_class_count: usize,
-    /// mia | mia-metric | lira | link-stealing | canary-edge | canary-node | canary-ldp | inversion | graph-reconstruction | attribute
+    /// mia | mia-metric | lira | link-stealing | canary-edge | canary-node | canary-ldp |
+    /// canary-aggregation (white box: GAP/ProGAP's released aggregations) | inversion |
+    /// graph-reconstruction | attribute
     #[arg(long, value_parser = parse_attack)]
     pub attack: AttackKind,
     /// LiRA shadow models.
@@ -64,9 +66,10 @@ pub struct AttackArgs {
     /// LiRA: one global variance instead of per-node variances.
     #[arg(long)]
     pub global_variance: bool,
-    /// canary-edge / canary-node / canary-ldp: canaries per run.
-    #[arg(long, default_value_t = 200)]
-    pub canaries: usize,
+    /// canary-edge / canary-node / canary-ldp: canaries per run [200]; canary-aggregation: crafted
+    /// canary edges [100000].
+    #[arg(long)]
+    pub canaries: Option<usize>,
     /// attribute: prefix of the one-hot feature block to carve out (Facebook100: gender).
     #[arg(long, default_value = "gender")]
     pub sensitive: String,
@@ -98,9 +101,8 @@ pub struct AttackArgs {
 
 fn parse_attack(s: &str) -> std::result::Result<AttackKind, String> {
     AttackKind::parse(s).ok_or_else(|| {
-        "expected one of mia, mia-metric, lira, link-stealing, canary-edge, canary-node, canary-ldp, inversion, \
-         graph-reconstruction, attribute"
-            .to_string()
+        let names: Vec<&str> = AttackKind::ALL.iter().map(|k| k.name()).collect();
+        format!("expected one of {}", names.join(", "))
     })
 }
 
@@ -145,12 +147,15 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     p.lira.shadows = a.shadows;
     p.lira.online = !a.offline;
     p.lira.global_variance = a.global_variance;
-    p.canary.canaries = a.canaries;
+    if let Some(n) = a.canaries {
+        p.canary.canaries = n;
+        p.aggregation.canaries = n;
+    }
     p.canary.use_embeddings = a.use_embeddings;
     p.link.use_embeddings = a.use_embeddings;
     p.attribute.use_embeddings = a.use_embeddings;
     crate::ensure!(a.shadows >= 2 && a.shadows % 2 == 0, Error::invalid("shadows", "must be even and at least 2"));
-    crate::ensure!(a.canaries >= 2, Error::invalid("canaries", "must be at least 2"));
+    crate::ensure!(a.canaries.is_none_or(|n| n >= 2), Error::invalid("canaries", "must be at least 2"));
     crate::ensure!(a.repeats >= 1, Error::invalid("repeats", "must be at least 1"));
     Ok(p)
 }

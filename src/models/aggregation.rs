@@ -25,11 +25,27 @@ pub fn perturbed_sum(adj: &Tensor, x: &Tensor, std: f64) -> Tensor {
 /// PMA (Algorithm 5): from row-normalised `x0`, K times aggregate, perturb, row-normalise.
 /// Returns [x0, x1, ..., xK], each row of unit norm.
 pub fn pma(adj: &Tensor, x0: &Tensor, hops: usize, std: f64) -> Vec<Tensor> {
+    let releases = pma_releases(adj, x0, hops, std);
+    let mut out: Vec<Tensor> = releases.iter().map(|(input, _)| input.shallow_clone()).collect();
+    out.push(match releases.last() {
+        Some((_, sum)) => row_normalize(sum),
+        None => row_normalize(x0),
+    });
+    out
+}
+
+/// PMA as the edge-level guarantee sees it: per hop, the unit-norm rows it aggregates and the
+/// noisy sums it releases (the Gaussian mechanism's outputs; later steps only post-process them).
+/// The in-pipeline canary audit reads these; `pma` is built on them so both run the same code.
+pub fn pma_releases(adj: &Tensor, x0: &Tensor, hops: usize, std: f64) -> Vec<(Tensor, Tensor)> {
     tch::no_grad(|| {
-        let mut out = vec![row_normalize(x0)];
-        for k in 0..hops {
-            let next = row_normalize(&perturbed_sum(adj, &out[k], std));
-            out.push(next);
+        let mut input = row_normalize(x0);
+        let mut out = Vec::with_capacity(hops);
+        for _ in 0..hops {
+            let sum = perturbed_sum(adj, &input, std);
+            let next = row_normalize(&sum);
+            out.push((input, sum));
+            input = next;
         }
         out
     })
@@ -37,7 +53,16 @@ pub fn pma(adj: &Tensor, x0: &Tensor, hops: usize, std: f64) -> Vec<Tensor> {
 
 /// NAP (ProGAP Eq. 5.8): row-normalise, aggregate, perturb (the output is not normalised).
 pub fn nap(adj: &Tensor, x: &Tensor, std: f64) -> Tensor {
-    tch::no_grad(|| perturbed_sum(adj, &row_normalize(x), std))
+    nap_release(adj, x, std).1
+}
+
+/// NAP with the unit-norm rows it aggregated, for the in-pipeline canary audit.
+pub fn nap_release(adj: &Tensor, x: &Tensor, std: f64) -> (Tensor, Tensor) {
+    tch::no_grad(|| {
+        let input = row_normalize(x);
+        let sum = perturbed_sum(adj, &input, std);
+        (input, sum)
+    })
 }
 
 #[cfg(test)]

@@ -157,6 +157,9 @@ impl WhiteBox for GapModel {
     fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<AttackResult<Tensor>> {
         Some(ok_softmax(self.logits_noise_free(x, &float(adj))))
     }
+    fn aggregation(&self) -> Option<&dyn gnnaudit_attacks::aggregation_canary::AggregationRelease> {
+        Some(self)
+    }
 }
 
 // ---------------------------------------------------------------- ProGAP
@@ -189,6 +192,9 @@ impl WhiteBox for ProgapModel {
     }
     fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<AttackResult<Tensor>> {
         Some(ok_softmax(self.logits_noise_free(x, &float(adj))))
+    }
+    fn aggregation(&self) -> Option<&dyn gnnaudit_attacks::aggregation_canary::AggregationRelease> {
+        Some(self)
     }
 }
 

@@ -49,8 +49,9 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(
             o,
             "AUC, TPR at 0.1% and 1% FPR and balanced accuracy in %, mean ± sd over seeds. ε_lb is the largest \
-             empirical lower bound over seeds (Clopper-Pearson, 95%), given only where the attack's game matches the \
-             claimed privacy unit; a violation means ε_lb > claimed ε.\n"
+             empirical lower bound over seeds, each seed certified at confidence 1 - α/seeds so that the largest is \
+             still a bound at 1 - α (see \"How to read the bounds\"); it is given only where the attack's game \
+             matches the claimed privacy unit, and a violation means ε_lb > claimed ε.\n"
         );
         table_md(&mut o, &table::attacks(r, true));
         let _ = writeln!(o, "\n### Games\n");
@@ -60,6 +61,14 @@ pub fn render(r: &Report) -> String {
                 seen.push(&a.attack);
                 let _ = writeln!(o, "- **{}** ({}): {}", cell(&a.attack), a.kind, a.game.replace('\n', " "));
             }
+        }
+    }
+
+    let bounds = bounds_used(r);
+    if !bounds.is_empty() {
+        let _ = writeln!(o, "\n### How to read the bounds\n");
+        for b in bounds {
+            let _ = writeln!(o, "- **{}**: {}. {}", b.name(), b.describe(), how_to_read(b));
         }
     }
 
@@ -86,5 +95,43 @@ fn table_md(o: &mut String, t: &Table) {
             })
             .collect();
         let _ = writeln!(o, "| {} |", cells.join(" | "));
+    }
+}
+
+/// The bounds behind the report's eps_lb figures, in a fixed order.
+pub fn bounds_used(r: &Report) -> Vec<gnnaudit_attacks::stats::BoundKind> {
+    use gnnaudit_attacks::stats::BoundKind;
+    let names: Vec<&str> = r
+        .cells
+        .iter()
+        .flat_map(|c| &c.attacks)
+        .filter_map(|a| a.details.get("certificate").and_then(|c| c.get("bound")).and_then(|b| b.as_str()))
+        .collect();
+    BoundKind::ALL.into_iter().filter(|b| names.contains(&b.name())).collect()
+}
+
+/// What a figure from this bound lets a reader conclude, and what it does not.
+pub fn how_to_read(b: gnnaudit_attacks::stats::BoundKind) -> &'static str {
+    use gnnaudit_attacks::stats::BoundKind;
+    match b {
+        BoundKind::ClopperPearson => {
+            "Read ε_lb as: with the stated confidence, no mechanism with a smaller ε (at the claimed δ) could have \
+             produced an attack this good on these trials. It needs no assumption about the noise, so it is \
+             conservative: it is limited by ln(trials) and rarely reaches a tight claim. ε_lb = 0 means the attack \
+             showed nothing at this power, not that the model is private; check 'max certifiable' in the certificate"
+        }
+        BoundKind::Gdp => {
+            "Read ε_lb as the ε of the weakest Gaussian mechanism consistent with the observed TPR/FPR. It is close to \
+             the truth for Gaussian mechanisms (GAP's aggregation, DP-SGD) and is the bound for tight audits of them; \
+             against a mechanism with another trade-off curve (randomised response) it is not a valid lower bound"
+        }
+        BoundKind::OneRun => {
+            "Read ε_lb as what one training run with many canaries (independent coins) certifies; one run costs no \
+             retraining, and the bound is looser than a many-run audit at the same number of canaries"
+        }
+        BoundKind::OneRunFdp => {
+            "As the one-run bound, but judged against the Gaussian trade-off curve of (ε, δ): tighter for Gaussian \
+             mechanisms, with the same assumption as gdp"
+        }
     }
 }

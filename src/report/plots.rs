@@ -324,14 +324,16 @@ fn roc_chart(title: &str, curves: &[(Epsilon, Vec<(f64, f64)>)]) -> Result<Strin
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(56)
-            .build_cartesian_2d((ROC_MIN_FPR..1.0f64).log_scale(), 0f64..1f64)
+            // Log-log, as in the LiRA paper: the low-FPR corner, where every eps_lb comes from, is
+            // a dot on linear axes.
+            .build_cartesian_2d((ROC_MIN_FPR..1.0f64).log_scale(), (ROC_MIN_FPR..1.0f64).log_scale())
             .map_err(plot_err)?;
         chart
             .configure_mesh()
             .x_label_formatter(&|x| format!("{x:.0e}"))
-            .y_label_formatter(&|y| format!("{y:.1}"))
+            .y_label_formatter(&|y| format!("{y:.0e}"))
             .x_desc("false positive rate (log)")
-            .y_desc("true positive rate")
+            .y_desc("true positive rate (log)")
             .label_style((FONT, 16))
             .light_line_style(RGBColor(0xf4, 0xf4, 0xf4))
             .draw()
@@ -341,7 +343,8 @@ fn roc_chart(title: &str, curves: &[(Epsilon, Vec<(f64, f64)>)]) -> Result<Strin
         let mut entries = vec![];
         for (k, (e, curve)) in curves.iter().enumerate() {
             let c = color(k);
-            chart.draw_series(LineSeries::new(curve.clone(), c.stroke_width(2))).map_err(plot_err)?;
+            let floored = curve.iter().map(|&(f, t)| (f, t.max(ROC_MIN_FPR)));
+            chart.draw_series(LineSeries::new(floored, c.stroke_width(2))).map_err(plot_err)?;
             entries.push((c, false, format!("ε = {}", fmt_eps(*e))));
         }
         legend(&side, "target ε", &entries)?;

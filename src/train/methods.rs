@@ -247,6 +247,9 @@ pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         (g, calibrate(r, data, accounting::gap_node(hops, r.max_degree, s, s))?, (r.max_degree as f64).sqrt())
     } else if r.method == Method::GapEdp {
         (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, 1.0)
+    } else if r.method == Method::DemoGapEdpPlantedBug {
+        // The planted bug: the claim is GAP-EDP's, the noise is for a sensitivity of 0.1.
+        (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, 0.1)
     } else {
         (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)
     };

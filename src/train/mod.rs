@@ -11,6 +11,7 @@ pub mod checkpoint;
 pub mod fit;
 pub mod methods;
 pub mod recipe;
+pub mod release;
 
 pub use checkpoint::{load_model, LoadedModel};
 pub use recipe::{Method, Recipe};
@@ -73,7 +74,7 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         Method::Mlp => methods::train_mlp(recipe, data, seed)?,
         Method::DpMlp => methods::train_mlp(recipe, data, seed)?,
         Method::GapInf => methods::train_gap(recipe, data, seed)?,
-        Method::GapEdp => methods::train_gap(recipe, data, seed)?,
+        Method::GapEdp | Method::DemoGapEdpPlantedBug => methods::train_gap(recipe, data, seed)?,
         Method::GapNdp => methods::train_gap(recipe, data, seed)?,
         Method::ProgapInf => methods::train_progap(recipe, data, seed)?,
         Method::ProgapEdp => methods::train_progap(recipe, data, seed)?,

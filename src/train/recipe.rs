@@ -23,6 +23,11 @@ pub enum Method {
     GapEdp,
     /// GAP with node-level DP (degree bound, PMA at sensitivity sqrt(D), DP-Adam; Prop. 7).
     GapNdp,
+    /// PLANTED BUG, a demo only: GAP-EDP whose PMA noise is calibrated to a sensitivity of 0.1
+    /// instead of 1, so it claims its epsilon with 10x too little noise. An audit must flag it.
+    #[value(name = "demo-gap-edp-planted-bug")]
+    #[serde(rename = "demo-gap-edp-planted-bug")]
+    DemoGapEdpPlantedBug,
     /// ProGAP without noise.
     ProgapInf,
     /// ProGAP with edge-level DP (Theorem 4).
@@ -51,6 +56,7 @@ impl Method {
             Method::GapInf => "gap-inf",
             Method::GapEdp => "gap-edp",
             Method::GapNdp => "gap-ndp",
+            Method::DemoGapEdpPlantedBug => "demo-gap-edp-planted-bug",
             Method::ProgapInf => "progap-inf",
             Method::ProgapEdp => "progap-edp",
             Method::ProgapNdp => "progap-ndp",
@@ -65,7 +71,7 @@ impl Method {
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
     pub fn privacy_unit(self) -> PrivacyUnit {
         match self {
-            Method::Mlp | Method::GapEdp | Method::ProgapEdp => PrivacyUnit::Edge,
+            Method::Mlp | Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::ProgapEdp => PrivacyUnit::Edge,
             Method::DpMlp | Method::GapNdp | Method::ProgapNdp => PrivacyUnit::Node,
             Method::GapInf | Method::ProgapInf => PrivacyUnit::None,
             Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
@@ -84,6 +90,7 @@ impl Method {
             self,
             Method::DpMlp
                 | Method::GapEdp
+                | Method::DemoGapEdpPlantedBug
                 | Method::GapNdp
                 | Method::ProgapEdp
                 | Method::ProgapNdp
@@ -92,7 +99,7 @@ impl Method {
         )
     }
     pub fn is_gap(self) -> bool {
-        matches!(self, Method::GapInf | Method::GapEdp | Method::GapNdp)
+        matches!(self, Method::GapInf | Method::GapEdp | Method::GapNdp | Method::DemoGapEdpPlantedBug)
     }
     pub fn is_progap(self) -> bool {
         matches!(self, Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp)
