@@ -154,6 +154,20 @@ pub struct AttackSummary {
     pub eps_lb_max: Option<f64>,
     /// Seeds whose eps_lb exceeds the claimed epsilon.
     pub violations: usize,
+    /// Over the seeds: violated if any seed is; else holds if any holds; else inconclusive, no
+    /// claim or not comparable (from the cells' verdicts; empty in reports before it existed).
+    #[serde(default)]
+    pub verdict: String,
+}
+
+/// The verdict of an attack over its seeds, from each seed's verdict.
+fn combined_verdict(verdicts: &[Option<&str>]) -> String {
+    for v in ["violated", "holds", "inconclusive", "no claim", "not comparable"] {
+        if verdicts.iter().any(|x| *x == Some(v)) {
+            return v.to_string();
+        }
+    }
+    String::new()
 }
 
 impl Report {
@@ -264,6 +278,7 @@ pub fn summarize(cells: &[ReportCell]) -> Vec<SummaryRow> {
                     balanced_accuracy: stat(&|a| a.balanced_accuracy),
                     eps_lb_max: runs.iter().filter_map(|(_, a)| a.eps_lb).max_by(f64::total_cmp),
                     violations: runs.iter().filter(|(_, a)| a.violation).count(),
+                    verdict: combined_verdict(&runs.iter().map(|(_, a)| a.verdict.as_deref()).collect::<Vec<_>>()),
                 });
             }
             SummaryRow {

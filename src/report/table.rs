@@ -89,10 +89,12 @@ pub fn pct(s: Stat) -> String {
 }
 
 fn verdict_of(a: &AttackSummary) -> (Verdict, String) {
-    match (a.eps_lb_max, a.violations) {
-        (_, v) if v > 0 => (Verdict::Violation, format!("VIOLATION ({v} of {} seeds)", a.auc.n)),
-        (Some(_), _) => (Verdict::Holds, "holds".to_string()),
-        (None, _) => (Verdict::NotComparable, "not comparable".to_string()),
+    match (a.eps_lb_max, a.violations, a.verdict.as_str()) {
+        (_, v, _) if v > 0 => (Verdict::Violation, format!("VIOLATION ({v} of {} seeds)", a.auc.n)),
+        (_, _, "no claim") => (Verdict::NotComparable, "no claim (non-private): ε_lb measures leakage".to_string()),
+        (_, _, "inconclusive") => (Verdict::NotComparable, "inconclusive (too few trials)".to_string()),
+        (Some(_), _, _) => (Verdict::Holds, "holds".to_string()),
+        (None, _, _) => (Verdict::NotComparable, "not comparable".to_string()),
     }
 }
 
