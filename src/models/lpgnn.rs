@@ -189,6 +189,7 @@ impl LpgnnConfig {
             epsilon_rdp: total,
             rdp_order: None,
             epsilon_pld: None,
+            pld_fallback: None,
             noise,
             components,
         }

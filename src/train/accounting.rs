@@ -75,6 +75,7 @@ impl Expression {
             epsilon_rdp: total.epsilon,
             rdp_order: total.order,
             epsilon_pld: None,
+            pld_fallback: None,
             noise,
             components,
         })
