@@ -190,6 +190,7 @@ impl LpgnnConfig {
             rdp_order: None,
             epsilon_pld: None,
             pld_fallback: None,
+            event: total.is_finite().then(|| crate::privacy::accountant::methods::lpgnn(ex, self.epsilon_y)),
             noise,
             components,
         }

@@ -76,6 +76,7 @@ impl Expression {
             rdp_order: total.order,
             epsilon_pld: None,
             pld_fallback: None,
+            event: Some(event.clone()),
             noise,
             components,
         })

@@ -180,6 +180,7 @@ fn edge_free_budget() -> Budget {
         rdp_order: None,
         epsilon_pld: Some(0.0),
         pld_fallback: None,
+        event: None,
         noise: vec![],
         components: vec![],
     }

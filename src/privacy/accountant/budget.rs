@@ -45,6 +45,10 @@ pub struct Budget {
     /// the memory budget): the claim is then the RDP epsilon, a valid but looser upper bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pld_fallback: Option<String>,
+    /// The mechanism the claim was computed from (noise, steps, sampling rates, sensitivities),
+    /// so that an audit can recompute the claim; None where no mechanism was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Event>,
     /// Noise multipliers chosen by calibration, by name (e.g. "sigma_agg").
     pub noise: Vec<(String, f64)>,
     pub components: Vec<BudgetComponent>,
@@ -65,6 +69,7 @@ impl Budget {
             rdp_order: None,
             epsilon_pld: None,
             pld_fallback: None,
+            event: None,
             noise: vec![],
             components: vec![],
         }
@@ -142,6 +147,7 @@ pub fn budget_with(
         rdp_order: total.order,
         epsilon_pld,
         pld_fallback,
+        event: Some(event.clone()),
         noise,
         components,
     })
