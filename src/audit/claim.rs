@@ -121,6 +121,9 @@ pub fn check_claim(b: &BudgetRecord, units: Option<u64>) -> ClaimCheck {
     };
     let word = unit_word(unit);
     let delta_reason = match units {
+        _ if b.delta == 0.0 && b.event.is_none() && recomputed == Some(Epsilon::Finite(0.0)) => {
+            format!("no mechanism reads the {word}: epsilon 0 by construction")
+        }
         _ if b.delta == 0.0 => "pure DP: delta = 0".to_string(),
         Some(n) if b.delta >= 1.0 / n as f64 => {
             let d0 = default_delta(n as usize);
@@ -200,5 +203,25 @@ mod tests {
         rec.event = None;
         let c = check_claim(&rec, Some(10_556));
         assert!(c.flags.iter().any(|f| f.contains("recorded no mechanism")), "{:?}", c.flags);
+    }
+
+    #[test]
+    fn pure_dp_claims_are_recomputed_and_an_edge_free_claim_is_explained() {
+        // LPGNN: eps_x + eps_y, pure local DP (thesis Corollary 2).
+        let mut b = crate::privacy::accountant::Budget::non_private();
+        (b.privacy_unit, b.target_epsilon, b.epsilon_rdp, b.delta) = (PrivacyUnit::Local, Some(3.0), 3.0, 0.0);
+        b.event = Some(methods::lpgnn(1.0, 2.0));
+        let c = check_claim(&BudgetRecord::from(&b), Some(2708));
+        assert_eq!((c.recomputed, c.flags.len()), (Some(Epsilon::Finite(3.0)), 0), "{c:?}");
+        assert_eq!(c.delta_reason, "pure DP: delta = 0");
+        // Spending more than stated (eps_y 2.5 recorded under a claim of 3): flagged.
+        b.event = Some(methods::lpgnn(1.0, 2.5));
+        assert!(check_claim(&BudgetRecord::from(&b), Some(2708)).is_flagged());
+        // An MLP at edge level reads no edge: epsilon 0, no mechanism, nothing to flag.
+        b = crate::privacy::accountant::Budget::non_private();
+        (b.privacy_unit, b.target_epsilon, b.epsilon_rdp, b.epsilon_pld, b.delta) =
+            (PrivacyUnit::Edge, Some(0.0), 0.0, Some(0.0), 0.0);
+        let c = check_claim(&BudgetRecord::from(&b), Some(10_556));
+        assert!(!c.is_flagged() && c.delta_reason.contains("no mechanism reads the edges"), "{c:?}");
     }
 }

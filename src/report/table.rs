@@ -277,7 +277,7 @@ pub fn recomputed_claims(r: &Report) -> Table {
             s.method.clone(),
             fmt_eps(claim.stated),
             claim.recomputed.map_or("-".into(), fmt_eps),
-            format!("{:e}", claim.delta),
+            if claim.delta == 0.0 { "0".into() } else { format!("{:e}", claim.delta) },
             claim.delta_reason.clone(),
             if claim.is_flagged() { format!("FLAGGED: {}", claim.flags.join("; ")) } else { "reproduced".into() },
         ]);
