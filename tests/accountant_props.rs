@@ -69,3 +69,52 @@ fn calibration_round_trips() {
         }
     }
 }
+
+/// PLD options for the low-noise properties: a 2^20-point budget keeps each case near a second.
+fn low_sigma_opts() -> PldOptions {
+    PldOptions { max_points: 1 << 20, ..PldOptions::default() }
+}
+
+fn pld(q: f64, s: f64, t: u64, delta: f64) -> f64 {
+    pld_epsilon_with(&Event::poisson_gaussian(q, s).times(t), delta, &low_sigma_opts()).unwrap()
+}
+
+/// Issue #12: at low noise the PLD epsilon fell as the noise fell (q = 0.01, T = 1000,
+/// delta = 1e-5: 15.1 at sigma 0.02 against 5090 at sigma 0.05). Less noise must never buy a
+/// smaller epsilon; more steps or a larger sampling rate never a smaller one either.
+#[test]
+fn low_sigma_pld_is_monotone_in_sigma_steps_and_rate() {
+    let mut last = f64::INFINITY;
+    for s in [0.02, 0.03, 0.05, 0.1, 0.2, 0.3] {
+        let e = pld(0.126, s, 7, 1e-4);
+        assert!(e.is_finite() && e < last, "sigma {s}: {e} >= {last} (q 0.126, T 7)");
+        last = e;
+    }
+    let (e02, e05) = (pld(0.01, 0.02, 1000, 1e-5), pld(0.01, 0.05, 1000, 1e-5));
+    assert!(e02 > e05 && e05 > 1000.0, "q 0.01, T 1000: sigma 0.02 gives {e02}, sigma 0.05 {e05}");
+    let mut last = 0.0;
+    for t in [1u64, 2, 3, 5, 7] {
+        let e = pld(0.126, 0.05, t, 1e-4);
+        assert!(e > last, "steps {t}: {e} <= {last}");
+        last = e;
+    }
+    let mut last = 0.0;
+    for q in [0.02, 0.05, 0.126, 0.3, 0.6] {
+        let e = pld(q, 0.1, 7, 1e-4);
+        assert!(e > last, "q {q}: {e} <= {last}");
+        last = e;
+    }
+}
+
+/// The tight accountant never exceeds RDP at low noise either (RDP is an upper bound too; the
+/// PLD's only slack is its pessimistic grid, far below 1e-3 relative here).
+#[test]
+fn low_sigma_pld_is_at_most_rdp() {
+    for &(q, s, t, d) in
+        &[(0.126, 0.02, 7, 1e-4), (0.5, 0.05, 3, 1e-5), (0.25, 0.2, 20, 1e-5), (0.01, 0.05, 1000, 1e-5)]
+    {
+        let e = Event::poisson_gaussian(q, s).times(t);
+        let (r, p) = (rdp_epsilon(&e, d).unwrap().epsilon, pld(q, s, t, d));
+        assert!(p > 0.0 && p <= r * (1.0 + 1e-3), "{e}: pld {p} > rdp {r}");
+    }
+}

@@ -3,7 +3,7 @@
 //! so that an interrupted audit resumes where it stopped.
 use super::config::{AttackSpec, AuditConfig, DatasetSpec, DeltaPolicy, MethodSpec};
 use super::epsilon::{f64_or_inf, Epsilon};
-use crate::privacy::accountant::{Budget, PrivacyUnit};
+use crate::privacy::accountant::{Budget, Event, PrivacyUnit};
 use crate::train::Accuracy;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -129,6 +129,13 @@ pub struct BudgetRecord {
     pub epsilon_rdp: Epsilon,
     pub rdp_order: Option<f64>,
     pub epsilon_pld: Option<Epsilon>,
+    /// Why the PLD accountant gave no epsilon (its grid would not fit the memory budget); the
+    /// claim is then the RDP epsilon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pld_fallback: Option<String>,
+    /// The mechanism the claim was computed from, for recomputing it ([`super::claim`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Event>,
     /// The claim: the tighter of RDP and PLD.
     pub epsilon_claimed: Epsilon,
     pub noise: Vec<(String, f64)>,
@@ -153,6 +160,8 @@ impl From<&Budget> for BudgetRecord {
             epsilon_rdp: Epsilon::from_f64(b.epsilon_rdp),
             rdp_order: b.rdp_order,
             epsilon_pld: b.epsilon_pld.map(Epsilon::from_f64),
+            pld_fallback: b.pld_fallback.clone(),
+            event: b.event.clone(),
             epsilon_claimed: Epsilon::from_f64(b.claimed_epsilon()),
             noise: b.noise.clone(),
             components: b

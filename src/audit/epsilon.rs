@@ -75,10 +75,7 @@ impl<'de> Deserialize<'de> for Epsilon {
                 f.write_str("a positive number or \"inf\"")
             }
             fn visit_f64<E: de::Error>(self, x: f64) -> Result<Epsilon, E> {
-                if x.is_nan() {
-                    return Err(E::custom("epsilon is NaN"));
-                }
-                Ok(Epsilon::from_f64(x))
+                checked(x)
             }
             fn visit_i64<E: de::Error>(self, x: i64) -> Result<Epsilon, E> {
                 Ok(Epsilon::Finite(x as f64))
@@ -89,14 +86,20 @@ impl<'de> Deserialize<'de> for Epsilon {
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Epsilon, E> {
                 match s.trim().to_ascii_lowercase().as_str() {
                     "inf" | "+inf" | "infinity" | "∞" => Ok(Epsilon::Infinite),
-                    other => other
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|x| !x.is_nan())
-                        .map(Epsilon::from_f64)
-                        .ok_or_else(|| E::custom(format!("expected a number or \"inf\", got \"{s}\""))),
+                    other => match other.parse::<f64>() {
+                        Ok(x) => checked(x),
+                        Err(_) => Err(E::custom(format!("expected a number or \"inf\", got \"{s}\""))),
+                    },
                 }
             }
+        }
+        /// NaN and -inf are refused here, where they are still visible: `from_f64` maps every
+        /// non-finite value to "no privacy", so `-inf` used to run silently as eps = inf.
+        fn checked<E: de::Error>(x: f64) -> Result<Epsilon, E> {
+            if x.is_nan() || x == f64::NEG_INFINITY {
+                return Err(E::custom(format!("epsilon {x} is not a privacy level (give a number > 0, or inf)")));
+            }
+            Ok(Epsilon::from_f64(x))
         }
         d.deserialize_any(V)
     }
@@ -136,6 +139,16 @@ mod tests {
                 Epsilon::Finite(8.0)
             ]
         );
+    }
+
+    #[test]
+    fn minus_infinity_and_nan_are_refused_not_run_as_no_privacy() {
+        for text in [r#"eps = [-inf]"#, r#"eps = [nan]"#, r#"eps = ["-inf"]"#, r#"eps = ["NaN"]"#, r#"eps = [1, -inf]"#]
+        {
+            let err = toml::from_str::<Grid>(text).err().unwrap_or_else(|| panic!("{text} accepted"));
+            assert!(err.to_string().contains("not a privacy level"), "{text}: {err}");
+        }
+        assert!(serde_json::from_str::<Grid>(r#"{"eps":["-inf"]}"#).is_err());
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! | `progress` | progress bars per stage |
 //! | `runner` | the audit loop over a `CellRunner` |
 //! | `check` | thresholds and the CI leakage check |
+//! | `claim` | each claim recomputed from its recorded mechanism, its delta explained |
 //! | `execute` | the real cell runner: load, prepare, train |
 //! | `attack` | a cell's attacks through the attacks crate |
 //! | `adapters` | what each threat model lets an attack see of a trained model |
@@ -18,6 +19,7 @@ pub mod adapters;
 pub mod attack;
 pub mod cell;
 pub mod check;
+pub mod claim;
 pub mod config;
 pub mod epsilon;
 pub mod execute;

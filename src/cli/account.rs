@@ -139,7 +139,8 @@ impl MethodArgs {
             [("--epsilon-x", self.epsilon_x), ("--epsilon-y", self.epsilon_y), ("--ldp-epsilon", self.ldp_epsilon)]
         {
             if let Some(e) = v {
-                ensure!(e > 0.0, Error::invalid(flag, format!("must be > 0, got {e}")));
+                // An infinite part is a mechanism that does not perturb: its guarantee is void.
+                ensure!(e > 0.0 && e.is_finite(), Error::invalid(flag, format!("must be > 0 and finite, got {e}")));
             }
         }
         let delta = match (self.delta, self.units) {
@@ -242,10 +243,15 @@ fn print_budget(m: &MethodArgs, b: &Budget, json: bool) -> Result<()> {
         Some(a) => println!("epsilon (RDP, Balle et al. 2020 conversion) = {:.6} at order {a}", b.epsilon_rdp),
         None => println!("epsilon (pure composition) = {:.6}", b.epsilon_rdp),
     }
-    match b.epsilon_pld {
-        Some(e) => println!("epsilon (PLD, tight) = {e:.6}"),
-        None => println!("epsilon (PLD) = n/a (event not supported by the PLD accountant)"),
+    match (b.epsilon_pld, &b.pld_fallback) {
+        (Some(e), _) => println!("epsilon (PLD, tight) = {e:.6}"),
+        (None, Some(why)) => {
+            println!("epsilon (PLD) = not computed: {why}");
+            println!("FALLBACK: the claimed epsilon is the RDP bound {:.6} (valid, looser than PLD)", b.epsilon_rdp)
+        }
+        (None, None) => println!("epsilon (PLD) = n/a (event not supported by the PLD accountant)"),
     }
+    println!("claimed epsilon (the tighter valid bound) = {:.6}", b.claimed_epsilon());
     println!("components (each alone at the same delta, RDP):");
     for c in &b.components {
         println!("  {:<50} eps = {:>10.6}   {}", c.name, c.epsilon, c.mechanism);

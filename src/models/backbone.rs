@@ -404,6 +404,8 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
             epsilon_rdp: eps,
             rdp_order: None,
             epsilon_pld: None,
+            pld_fallback: None,
+            event: Some(crate::privacy::accountant::methods::edge_rand(eps)),
             noise: vec![("arr_keep_prob".into(), out.keep_prob), ("arr_add_prob".into(), out.add_prob)],
             components: vec![BudgetComponent {
                 name: "graph".into(),

@@ -189,6 +189,8 @@ impl LpgnnConfig {
             epsilon_rdp: total,
             rdp_order: None,
             epsilon_pld: None,
+            pld_fallback: None,
+            event: total.is_finite().then(|| crate::privacy::accountant::methods::lpgnn(ex, self.epsilon_y)),
             noise,
             components,
         }

@@ -124,6 +124,20 @@ fn claims_section(o: &mut String, r: &Report) {
          (node membership vs node-level DP, canary edges vs edge-level DP); other attacks measure practical leakage \
          and show “not comparable”.</p>"
     );
+    let claims = table::recomputed_claims(r);
+    if !claims.rows.is_empty() {
+        let flagged = table::flagged_claims(r);
+        if flagged > 0 {
+            let _ = writeln!(o, "<p><b style=\"color:#b00\">{flagged} claim(s) flagged: the accountant cannot reproduce them from the recorded mechanism, or their δ is not below 1/N (see “Recomputed claims”).</b></p>");
+        } else {
+            let _ = writeln!(
+                o,
+                "<p>Every claim is reproduced by the accountant from the recorded mechanism, at a δ below 1/N.</p>"
+            );
+        }
+        let _ = writeln!(o, "<h3 id=\"recomputed\">Recomputed claims</h3>");
+        table_html(o, &claims);
+    }
     if r.summary.iter().all(|s| s.attacks.is_empty()) {
         let _ = writeln!(o, "<p>No attacks were configured: this is a utility-only report.</p>");
         return;

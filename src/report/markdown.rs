@@ -44,6 +44,20 @@ pub fn render(r: &Report) -> String {
     );
     table_md(&mut o, &table::utility(r));
 
+    let claims = table::recomputed_claims(r);
+    if !claims.rows.is_empty() {
+        let _ = writeln!(o, "\n## Recomputed claims\n");
+        let _ = writeln!(
+            o,
+            "Each claim recomputed by the accountant from the mechanism the run recorded (noise, steps, sampling \
+             rate, sensitivity) at the recorded δ. Flagged: a claim the mechanism does not reproduce, or a δ not \
+             below 1/N for N private units. {} of {} flagged.\n",
+            table::flagged_claims(r),
+            claims.rows.len()
+        );
+        table_md(&mut o, &claims);
+    }
+
     if r.summary.iter().any(|s| !s.attacks.is_empty()) {
         let _ = writeln!(o, "\n## Attacks\n");
         let _ = writeln!(

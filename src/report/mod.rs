@@ -11,6 +11,7 @@ pub mod provenance;
 pub mod table;
 
 use crate::audit::cell::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds};
+use crate::audit::claim::{check_claim, ClaimCheck};
 use crate::audit::config::AuditConfig;
 use crate::audit::epsilon::Epsilon;
 use crate::audit::store::write_atomic;
@@ -76,6 +77,10 @@ pub struct ReportCell {
     pub budget: BudgetRecord,
     pub recipe: serde_json::Value,
     pub attacks: Vec<AttackRecord>,
+    /// The claim as stated and as recomputed from the recorded mechanism, with its delta and
+    /// why, and any flag (see [`crate::audit::claim`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<ClaimCheck>,
 }
 
 impl ReportCell {
@@ -179,9 +184,27 @@ impl Report {
         records: &[CellRecord],
         run: RunInfo,
     ) -> Report {
+        // Recomputing a claim can cost a PLD composition; seeds of one (dataset, method, eps)
+        // share their mechanism, so each distinct (budget, N) is checked once.
+        let mut checked: Vec<(String, ClaimCheck)> = vec![];
+        let mut claim_of = |r: &CellRecord| -> ClaimCheck {
+            let b = &r.result.budget;
+            let units = datasets.iter().find(|d| d.label == r.key.dataset).map(|d| match b.privacy_unit {
+                PrivacyUnit::Edge => 2 * d.undirected_edges as u64,
+                _ => d.nodes as u64,
+            });
+            let key = format!("{}|{units:?}", serde_json::to_string(b).unwrap_or_default());
+            if let Some((_, c)) = checked.iter().find(|(k, _)| *k == key) {
+                return c.clone();
+            }
+            let c = check_claim(b, units);
+            checked.push((key, c.clone()));
+            c
+        };
         let cells: Vec<ReportCell> = records
             .iter()
             .map(|r| ReportCell {
+                claim: Some(claim_of(r)),
                 dataset: r.key.dataset.clone(),
                 method: r.key.method.clone(),
                 epsilon: r.key.epsilon,

@@ -255,3 +255,43 @@ pub fn datasets(r: &Report, sha_chars: usize) -> Table {
     }
     t
 }
+
+/// Each private (dataset, method, ε)'s claim as stated and as recomputed by the accountant from
+/// the mechanism the run recorded (first seed; the seeds share it), the δ and why it was chosen,
+/// and whether the claim is reproduced or flagged (see `audit::claim`).
+pub fn recomputed_claims(r: &Report) -> Table {
+    let mut t = Table::new(vec![
+        col("dataset", "dataset", L),
+        col("method", "method", L),
+        col("ε stated", "ε stated", R),
+        col("ε recomputed", "ε recomputed", R),
+        col("δ", "δ", R),
+        col("why this δ", "why this δ", L),
+        col("check", "check", L),
+    ]);
+    for s in &r.summary {
+        let Some(claim) = r.cells_of(s).next().and_then(|c| c.claim.as_ref()) else { continue };
+        if s.privacy_unit == crate::privacy::accountant::PrivacyUnit::None {
+            continue;
+        }
+        t.push(vec![
+            s.dataset.clone(),
+            s.method.clone(),
+            fmt_eps(claim.stated),
+            claim.recomputed.map_or("-".into(), fmt_eps),
+            if claim.delta == 0.0 { "0".into() } else { format!("{:e}", claim.delta) },
+            claim.delta_reason.clone(),
+            if claim.is_flagged() { format!("FLAGGED: {}", claim.flags.join("; ")) } else { "reproduced".into() },
+        ]);
+    }
+    t
+}
+
+/// How many private (dataset, method, ε) claims are flagged (first seed of each).
+pub fn flagged_claims(r: &Report) -> usize {
+    r.summary
+        .iter()
+        .filter_map(|s| r.cells_of(s).next().and_then(|c| c.claim.as_ref()))
+        .filter(|c| c.is_flagged())
+        .count()
+}

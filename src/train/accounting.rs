@@ -75,6 +75,8 @@ impl Expression {
             epsilon_rdp: total.epsilon,
             rdp_order: total.order,
             epsilon_pld: None,
+            pld_fallback: None,
+            event: Some(event.clone()),
             noise,
             components,
         })

@@ -179,6 +179,8 @@ fn edge_free_budget() -> Budget {
         epsilon_rdp: 0.0,
         rdp_order: None,
         epsilon_pld: Some(0.0),
+        pld_fallback: None,
+        event: None,
         noise: vec![],
         components: vec![],
     }

@@ -336,8 +336,18 @@ impl Recipe {
         if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
             return Err(Error::invalid("weight_decay", "must be >= 0"));
         }
-        if !(self.max_grad_norm > 0.0) {
-            return Err(Error::invalid("max_grad_norm", format!("{} must be > 0", self.max_grad_norm)));
+        if !(self.max_grad_norm > 0.0 && self.max_grad_norm.is_finite()) {
+            // An infinite clip leaves each example's gradient unbounded: the noise (sigma times
+            // the clip) no longer bounds any one example's influence, so no epsilon holds.
+            return Err(Error::invalid(
+                "max_grad_norm",
+                format!("{} must be > 0 and finite: an unbounded clip voids the DP-SGD guarantee", self.max_grad_norm),
+            ));
+        }
+        for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
+            if !(e > 0.0) {
+                return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));
+            }
         }
         Ok(())
     }

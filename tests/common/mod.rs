@@ -95,6 +95,8 @@ impl CellRunner for FakeRunner {
                 epsilon_rdp: e * 1.05,
                 rdp_order: Some(12.0),
                 epsilon_pld: Some(e),
+                pld_fallback: None,
+                event: None,
                 noise: vec![("sigma_agg".into(), 3.0 / e)],
                 components: vec![BudgetComponent { name: "PMA".into(), mechanism: "Gaussian x 2".into(), epsilon: e }],
             },

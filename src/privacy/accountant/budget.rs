@@ -41,6 +41,14 @@ pub struct Budget {
     pub rdp_order: Option<f64>,
     /// Epsilon by the tight PLD accountant, where the event supports it.
     pub epsilon_pld: Option<f64>,
+    /// Why the PLD accountant gave no epsilon for an event it supports (its grid would not fit
+    /// the memory budget): the claim is then the RDP epsilon, a valid but looser upper bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pld_fallback: Option<String>,
+    /// The mechanism the claim was computed from (noise, steps, sampling rates, sensitivities),
+    /// so that an audit can recompute the claim; None where no mechanism was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Event>,
     /// Noise multipliers chosen by calibration, by name (e.g. "sigma_agg").
     pub noise: Vec<(String, f64)>,
     pub components: Vec<BudgetComponent>,
@@ -60,6 +68,8 @@ impl Budget {
             epsilon_rdp: f64::INFINITY,
             rdp_order: None,
             epsilon_pld: None,
+            pld_fallback: None,
+            event: None,
             noise: vec![],
             components: vec![],
         }
@@ -71,7 +81,7 @@ impl Budget {
 }
 
 use super::event::Event;
-use super::pld::pld_epsilon_if_supported;
+use super::pld::{pld_epsilon_outcome_with, PldOptions, PldOutcome};
 use super::rdp::rdp_epsilon;
 use crate::error::Result;
 
@@ -87,8 +97,9 @@ pub fn default_delta(private_units: usize) -> f64 {
 }
 
 /// The budget a method claims: RDP epsilon (improved conversion) with its order, the PLD epsilon
-/// where the PLD accountant supports the event, and one component per outermost labelled
-/// sub-event (its epsilon alone at the same delta, RDP conversion).
+/// where the PLD accountant supports the event (or, where its grid would not fit the memory
+/// budget, the reason, and the claim falls back to RDP), and one component per outermost
+/// labelled sub-event (its epsilon alone at the same delta, RDP conversion).
 pub fn budget(
     event: &Event,
     unit: PrivacyUnit,
@@ -96,8 +107,24 @@ pub fn budget(
     delta: f64,
     noise: Vec<(String, f64)>,
 ) -> Result<Budget> {
+    budget_with(event, unit, target_epsilon, delta, noise, &PldOptions::default())
+}
+
+/// [`budget`] with explicit PLD options (memory budget, grid step).
+pub fn budget_with(
+    event: &Event,
+    unit: PrivacyUnit,
+    target_epsilon: Option<f64>,
+    delta: f64,
+    noise: Vec<(String, f64)>,
+    pld: &PldOptions,
+) -> Result<Budget> {
     let total = rdp_epsilon(event, delta)?;
-    let epsilon_pld = pld_epsilon_if_supported(event, delta)?;
+    let (epsilon_pld, pld_fallback) = match pld_epsilon_outcome_with(event, delta, pld)? {
+        PldOutcome::Epsilon(e) => (Some(e), None),
+        PldOutcome::Unsupported => (None, None),
+        PldOutcome::OverBudget(why) => (None, Some(why)),
+    };
     let mut parts = event.components();
     if parts.is_empty() {
         parts.push(("total".to_string(), event.clone()));
@@ -119,6 +146,8 @@ pub fn budget(
         epsilon_rdp: total.epsilon,
         rdp_order: total.order,
         epsilon_pld,
+        pld_fallback,
+        event: Some(event.clone()),
         noise,
         components,
     })
@@ -150,6 +179,25 @@ mod tests {
         assert!(b.epsilon_rdp > max_part);
         assert!(b.epsilon_rdp < b.components.iter().map(|c| c.epsilon).sum::<f64>());
         assert!(b.rdp_order.is_some());
+    }
+
+    /// Where the PLD does not fit its memory budget the budget says so and claims the RDP
+    /// epsilon (a valid upper bound), instead of aborting or reporting something smaller.
+    #[test]
+    fn pld_over_its_memory_budget_falls_back_to_rdp_and_says_so() {
+        let e = methods::dp_sgd(0.126, 7, 0.02);
+        let tiny = PldOptions { max_points: 1 << 12, max_interval: 1e-2, ..PldOptions::default() };
+        let b = budget_with(&e, PrivacyUnit::Node, None, 1e-4, vec![], &tiny).unwrap();
+        assert_eq!(b.epsilon_pld, None);
+        let why = b.pld_fallback.as_deref().expect("a fallback reason");
+        assert!(why.contains("memory budget"), "{why}");
+        assert_eq!(b.claimed_epsilon(), b.epsilon_rdp);
+        let json = serde_json::to_string(&b).unwrap();
+        assert!(json.contains("pld_fallback"), "{json}");
+        // With room, the same event gets its PLD epsilon, and no fallback field is written.
+        let fine = budget(&methods::dp_sgd(0.01, 100, 1.0), PrivacyUnit::Node, None, 1e-5, vec![]).unwrap();
+        assert!(fine.epsilon_pld.is_some() && fine.pld_fallback.is_none());
+        assert!(!serde_json::to_string(&fine).unwrap().contains("pld_fallback"));
     }
 
     /// A non-private budget survives a JSON round trip (checkpoints of non-private models).

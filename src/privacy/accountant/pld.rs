@@ -24,7 +24,7 @@
 use super::analytic::{gaussian_delta, gaussian_epsilon};
 use super::event::Event;
 use super::rdp::check_delta;
-use super::special::{log_ndtr, log_sub};
+use super::special::{log_add, log_ndtr, log_sub};
 use crate::ensure;
 use crate::error::{Error, Result};
 use rustfft::num_complex::Complex;
@@ -38,15 +38,33 @@ pub struct PldOptions {
     /// Mass allowed outside the composed window on each side, and (total) mass of the single-step
     /// tails sent to +inf; all of it is added to the reported delta.
     pub tail: f64,
-    /// Largest FFT size; a window needing more points gets a coarser grid instead.
+    /// Memory budget: the most grid points of one discretised step or of the composed window
+    /// (one FFT buffer is 16 bytes a point). A range needing more points at `interval` gets a
+    /// coarser grid instead (still pessimistic: connect-the-dots dominates at any step).
     pub max_points: usize,
+    /// The coarsest grid step accepted; an event whose privacy-loss range would need a coarser
+    /// one within `max_points` is not built (the caller falls back to RDP and says so).
+    pub max_interval: f64,
 }
 
 impl Default for PldOptions {
-    /// h = 1e-4 (dp_accounting's default interval), tails 1e-15, at most 2^23 points.
+    /// h = 1e-4 (dp_accounting's default interval), tails 1e-15, at most 2^23 points (128 MiB a
+    /// buffer), steps up to 1 (losses of order 10^6 nats, far beyond any meaningful claim).
     fn default() -> Self {
-        PldOptions { interval: 1e-4, tail: 1e-15, max_points: 1 << 23 }
+        PldOptions { interval: 1e-4, tail: 1e-15, max_points: 1 << 23, max_interval: 1.0 }
     }
+}
+
+/// What the PLD accountant says about an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PldOutcome {
+    /// The event has a part the PLD accountant does not model (fixed-size batches, DP-GNN).
+    Unsupported,
+    /// The tight epsilon.
+    Epsilon(f64),
+    /// The PLD could not be built within the memory budget (or the numerics failed); the reason
+    /// in words. The caller must use another valid bound (RDP) and say so.
+    OverBudget(String),
 }
 
 /// The PLD epsilon of `event` at `delta`, with the default options.
@@ -66,7 +84,7 @@ pub fn pld_delta(event: &Event, epsilon: f64) -> Result<f64> {
         return Ok(plan.gaussian_inv_s2.map_or(0.0, |v| gaussian_delta(1.0 / v.sqrt(), rest)));
     }
     let opts = PldOptions::default();
-    let [remove, add] = plan.compose_both(&opts)?;
+    let [remove, add] = plan.compose_both(&opts)?.map_err(Error::Other)?;
     Ok(remove.delta(rest).max(add.delta(rest)).min(1.0))
 }
 
@@ -90,20 +108,32 @@ pub fn pld_epsilons_with(event: &Event, deltas: &[f64], opts: &PldOptions) -> Re
             })
             .collect();
     }
-    let composed = plan.compose_both(opts)?;
+    let composed = plan.compose_both(opts)?.map_err(Error::Other)?;
     Ok(deltas.iter().map(|&d| composed[0].epsilon(d).max(composed[1].epsilon(d)) + plan.pure).collect())
 }
 
-/// `Some(epsilon)` when the PLD accountant supports every part of the event (Gaussian, Poisson-
-/// subsampled Gaussian, pure DP, and their compositions), `None` otherwise (fixed-size batches
-/// without replacement, DP-GNN's hypergeometric bound).
-pub fn pld_epsilon_if_supported(event: &Event, delta: f64) -> Result<Option<f64>> {
+/// The PLD epsilon where the accountant supports every part of the event (Gaussian, Poisson-
+/// subsampled Gaussian, pure DP, and their compositions) and the PLD fits the memory budget of
+/// the default options; otherwise why not. Errors only on invalid input.
+pub fn pld_epsilon_outcome(event: &Event, delta: f64) -> Result<PldOutcome> {
+    pld_epsilon_outcome_with(event, delta, &PldOptions::default())
+}
+
+/// [`pld_epsilon_outcome`] with explicit options.
+pub fn pld_epsilon_outcome_with(event: &Event, delta: f64, opts: &PldOptions) -> Result<PldOutcome> {
     event.validate()?;
     check_delta(delta)?;
     if !supported(&event.normalized()) {
-        return Ok(None);
+        return Ok(PldOutcome::Unsupported);
     }
-    pld_epsilon(event, delta).map(Some)
+    let plan = Plan::new(event)?;
+    if plan.poisson.is_empty() {
+        return pld_epsilon_with(event, delta, opts).map(PldOutcome::Epsilon);
+    }
+    Ok(match plan.compose_both(opts)? {
+        Ok([remove, add]) => PldOutcome::Epsilon(remove.epsilon(delta).max(add.epsilon(delta)) + plan.pure),
+        Err(why) => PldOutcome::OverBudget(why),
+    })
 }
 
 /// The PLD epsilon with explicit options.
@@ -117,7 +147,7 @@ pub fn pld_epsilon_with(event: &Event, delta: f64, opts: &PldOptions) -> Result<
         };
         return Ok(g + plan.pure);
     }
-    let [remove, add] = plan.compose_both(opts)?;
+    let [remove, add] = plan.compose_both(opts)?.map_err(Error::Other)?;
     Ok(remove.epsilon(delta).max(add.epsilon(delta)) + plan.pure)
 }
 
@@ -188,14 +218,33 @@ impl Plan {
     }
 
     /// Composes all parts for both directions of the add/remove relation ([remove, add]) on one
-    /// grid, so that one packed FFT serves both (see [`fft_compose_pair`]).
-    fn compose_both(&self, opts: &PldOptions) -> Result<[Composed; 2]> {
+    /// grid, so that one packed FFT serves both (see [`fft_compose_pair`]). The grid step is
+    /// chosen from the privacy loss's range before anything is allocated: at least
+    /// `opts.interval`, and coarse enough that every discretised step and then the composed
+    /// (Chernoff) window fit `opts.max_points`. At low noise one step's loss spans thousands of
+    /// nats (about 1/(2 sigma^2)), which at h = 1e-4 would need 10^7-10^10 points per step.
+    /// `Ok(Err(why))` when the budget would need a step above `opts.max_interval`, or when the
+    /// composition is numerically unusable: the caller then reports another bound.
+    fn compose_both(&self, opts: &PldOptions) -> Result<std::result::Result<[Composed; 2], String>> {
         let total_count: f64 = self.poisson.iter().map(|p| p.2 as f64).sum::<f64>() + 1.0;
         let per_step_tail = opts.tail / total_count;
-        let mut h = opts.interval;
-        // A first pass decides the grid; if a composed window is too wide for max_points, the
-        // grid is coarsened and the PLDs rebuilt.
-        for _attempt in 0..4 {
+        let mut ranges = vec![];
+        if let Some(v) = self.gaussian_inv_s2 {
+            ranges.push(gaussian_range(1.0 / v.sqrt(), per_step_tail));
+        }
+        for &(q, s, _) in &self.poisson {
+            for dir in [Direction::Remove, Direction::Add] {
+                ranges.push(poisson_gaussian_range(q, s, dir, per_step_tail));
+            }
+        }
+        let widest = ranges.iter().map(|(lo, hi)| hi - lo).fold(0.0, f64::max);
+        let budget = opts.max_points as f64;
+        let mut h = opts.interval.max(widest * 1.05 / budget);
+        let mut worst = 0usize;
+        for _attempt in 0..6 {
+            if !(h <= opts.max_interval) {
+                break;
+            }
             let parts = |dir: Direction| -> Vec<(Discrete, u64)> {
                 let mut parts = vec![];
                 if let Some(v) = self.gaussian_inv_s2 {
@@ -213,13 +262,61 @@ impl Plan {
                 let need = ((hi - lo) / h).ceil() as usize + 2;
                 need.max(p.iter().map(|p| p.0.masses.len()).max().unwrap_or(1))
             };
-            let worst = size(&remove, w_remove).max(size(&add, w_add));
+            worst = size(&remove, w_remove).max(size(&add, w_add));
             if worst <= opts.max_points {
-                return fft_compose_pair([&remove, &add], [w_remove, w_add], h, opts.tail);
+                return Ok(match fft_compose_pair([&remove, &add], [w_remove, w_add], h, opts.tail) {
+                    Ok(c) => Ok(c),
+                    Err(Error::Other(why)) => Err(why),
+                    Err(e) => return Err(e),
+                });
             }
-            h *= (worst as f64 / opts.max_points as f64) * 1.05;
+            h *= (worst as f64 / budget) * 1.05;
         }
-        Err(Error::Other("PLD window does not fit the point budget".into()))
+        let composed = if worst > 0 {
+            format!("; the composed window needs {worst} points at step {h:.3e}")
+        } else {
+            String::new()
+        };
+        Ok(Err(format!(
+            "the privacy loss distribution does not fit the memory budget of {} grid points at a step of at most {} \
+             (one step's loss spans {widest:.4e} nats{composed})",
+            opts.max_points, opts.max_interval
+        )))
+    }
+}
+
+/// The loss range [lo, hi] of the Gaussian mechanism with multiplier s (symmetric: one
+/// direction). Loss ~ N(mu, 2 mu), mu = 1/(2 s^2); from mu - 12 sd (mass below is collapsed
+/// upwards: pessimistic) to the point where delta falls below `tail` (the rest goes to +inf).
+fn gaussian_range(s: f64, tail: f64) -> (f64, f64) {
+    let mu = 0.5 / (s * s);
+    let sd = (2.0 * mu).sqrt();
+    let mut hi = mu + 8.0 * sd;
+    while gaussian_delta(s, hi) > tail && hi < 1e15 {
+        hi += 2.0 * sd;
+    }
+    (mu - 12.0 * sd, hi)
+}
+
+/// The loss range [lo, hi] of the Poisson-subsampled Gaussian (rate q < 1, multiplier s) in one
+/// direction. Remove: the loss is at least log(1-q); the top is where delta(eps) <= `tail` (the
+/// rest goes to +inf). Add: the loss is at most -log(1-q); the bottom is the loss at x = 14 s
+/// under P = N(0, s^2) (mass beyond < 1e-44, collapsed upwards: pessimistic).
+fn poisson_gaussian_range(q: f64, s: f64, dir: Direction, tail: f64) -> (f64, f64) {
+    let l1q = (-q).ln_1p();
+    match dir {
+        Direction::Remove => {
+            let mut hi = 1.0_f64.max(-l1q);
+            while delta_remove(q, s, hi) > tail && hi < 1e15 {
+                hi *= 1.5;
+            }
+            (l1q, hi)
+        }
+        Direction::Add => {
+            let x = 14.0 * s;
+            let lo = -log_add(l1q, q.ln() + (2.0 * x - 1.0) / (2.0 * s * s));
+            (lo.min(-l1q), -l1q)
+        }
     }
 }
 
@@ -232,72 +329,48 @@ struct Discrete {
 
 impl Discrete {
     /// Connect-the-dots PLD from the exact hockey-stick curve `delta` on grid indices k0..=k1
-    /// (Doroshenko et al. 2022). `delta(eps)` must be the exact delta of the pair at eps.
+    /// (Doroshenko et al. 2022, Algorithm 1, in the form without exponentials of the losses, so
+    /// that losses of thousands of nats do not overflow): with g_k = delta_k - delta_{k+1} >= 0,
+    /// w_0 = 1 - delta_0 - g_0/(e^h - 1), w_k = (e^h g_{k-1} - g_k)/(e^h - 1),
+    /// w_n = e^h g_{n-1}/(e^h - 1), and delta_n at +inf. `delta(eps)` must be the exact delta of
+    /// the pair at eps.
     fn connect_dots(k0: i64, k1: i64, h: f64, delta: impl Fn(f64) -> f64) -> Discrete {
         let n = (k1 - k0 + 1) as usize;
-        let eps = |i: usize| (k0 + i as i64) as f64 * h;
-        let d = |i: usize| delta(eps(i)).clamp(0.0, 1.0);
-        let emh = h.exp_m1();
-        // One pass, no scratch vectors: keeps delta_k, delta_{k+1} and the previous chord slope
-        // S_{k-1}, with S_k = (delta_k - delta_{k+1}) / (e^{eps_k} (e^h - 1)) and S_{n-1} = 0.
+        let d = |i: usize| delta((k0 + i as i64) as f64 * h).clamp(0.0, 1.0);
+        let (eh, emh) = (h.exp(), h.exp_m1());
         let mut masses = vec![0.0; n];
-        let mut upper = 0.0;
+        // One pass: keeps delta_k and the previous gap g_{k-1}.
         let mut d_k = d(0);
-        let mut s_prev = 0.0;
-        for k in 0..n {
-            let (s_k, d_next) = if k + 1 < n {
+        let d_0 = d_k;
+        let mut g_prev = 0.0;
+        for (k, w) in masses.iter_mut().enumerate() {
+            let (g_k, d_next) = if k + 1 < n {
                 let d_next = d(k + 1);
-                ((d_k - d_next).max(0.0) / (eps(k).exp() * emh), d_next)
+                ((d_k - d_next).max(0.0), d_next)
             } else {
                 (0.0, d_k)
             };
-            if k > 0 {
-                let w = (eps(k).exp() * (s_prev - s_k)).max(0.0);
-                masses[k] = w;
-                upper += w;
-            }
-            s_prev = s_k;
+            *w = if k == 0 { 1.0 - d_0 - g_k / emh } else { (eh * g_prev - g_k) / emh }.max(0.0);
+            g_prev = g_k;
             d_k = d_next;
         }
-        let inf_mass = d_k;
-        masses[0] = (1.0 - upper - inf_mass).max(0.0);
-        Discrete { offset: k0, masses, inf_mass }
+        Discrete { offset: k0, masses, inf_mass: d_k }
     }
 
-    /// The Gaussian mechanism with multiplier s (symmetric: one direction). Loss ~ N(mu, 2 mu),
-    /// mu = 1/(2 s^2); the grid spans mu - 12 sd (mass below is collapsed upwards: pessimistic) to
-    /// the point where delta falls below `tail` (the rest goes to +inf).
+    /// The Gaussian mechanism with multiplier s on the grid of step h (see [`gaussian_range`]).
     fn gaussian(s: f64, h: f64, tail: f64) -> Discrete {
-        let mu = 0.5 / (s * s);
-        let sd = (2.0 * mu).sqrt();
-        let lo = mu - 12.0 * sd;
-        let mut hi = mu + 8.0 * sd;
-        while gaussian_delta(s, hi) > tail {
-            hi += 2.0 * sd;
-        }
+        let (lo, hi) = gaussian_range(s, tail);
         Discrete::connect_dots((lo / h).floor() as i64, (hi / h).ceil() as i64, h, |e| gaussian_delta(s, e))
     }
 
-    /// The Poisson-subsampled Gaussian (rate q < 1, multiplier s) in one direction.
+    /// The Poisson-subsampled Gaussian (rate q < 1, multiplier s) in one direction, on the grid
+    /// of step h (see [`poisson_gaussian_range`]).
     fn poisson_gaussian(q: f64, s: f64, dir: Direction, h: f64, tail: f64) -> Discrete {
-        let l1q = (-q).ln_1p();
+        let (lo, hi) = poisson_gaussian_range(q, s, dir, tail);
+        let (k0, k1) = ((lo / h).floor() as i64, (hi / h).ceil() as i64);
         match dir {
-            Direction::Remove => {
-                // Loss >= log(1-q); upper end where delta <= tail.
-                let mut hi = 1.0_f64.max(-l1q);
-                while delta_remove(q, s, hi) > tail {
-                    hi *= 1.5;
-                }
-                Discrete::connect_dots((l1q / h).floor() as i64, (hi / h).ceil() as i64, h, |e| delta_remove(q, s, e))
-            }
-            Direction::Add => {
-                // Loss <= -log(1-q); below, the loss at x = 1/2 + 13 s under P = N(0, s^2) (mass
-                // beyond is < 1e-38 and is collapsed upwards).
-                let x = 0.5 + 13.0 * s;
-                let lo = -((1.0 - q) + q * ((2.0 * x - 1.0) / (2.0 * s * s)).exp()).ln();
-                let lo = if lo.is_finite() { lo } else { -(q.ln() + (2.0 * x - 1.0) / (2.0 * s * s)) };
-                Discrete::connect_dots((lo / h).floor() as i64, (-l1q / h).ceil() as i64, h, |e| delta_add(q, s, e))
-            }
+            Direction::Remove => Discrete::connect_dots(k0, k1, h, |e| delta_remove(q, s, e)),
+            Direction::Add => Discrete::connect_dots(k0, k1.max(k0 + 1), h, |e| delta_add(q, s, e)),
         }
     }
 
@@ -328,20 +401,27 @@ impl Discrete {
     }
 }
 
-/// Number of Chernoff parameters tried by [`window`]: 2^-6, ..., 2^8.
-const LAMBDAS: usize = 15;
+/// Number of Chernoff parameters tried by [`window`]: 2^-24, ..., 2^8 (at low noise one step's
+/// loss is of order 1/(2 sigma^2), so the best parameter is of order 2 sigma^2 / (steps q)).
+const LAMBDAS: usize = 33;
 
 /// Hockey-stick delta(eps) of the "remove" pair P = (1-q)N(0,s^2) + qN(1,s^2), Q = N(0,s^2):
 /// the loss log(1 - q + q e^{(2x-1)/(2s^2)}) exceeds eps iff x > x_eps = s^2 log((e^eps - 1 + q)/q)
 /// + 1/2, so delta = q Phi_c((x_eps - 1)/s) - (e^eps - 1 + q) Phi_c(x_eps/s) (log space).
 fn delta_remove(q: f64, s: f64, eps: f64) -> f64 {
-    let c = eps.exp_m1() + q; // e^eps - 1 + q
-    if c <= 0.0 {
-        return -eps.exp_m1(); // every outcome has loss > eps: delta = 1 - e^eps
-    }
-    let x = s * s * (c / q).ln() + 0.5;
+    // log c without overflow: for eps > 0, c = e^eps (1 - (1-q) e^-eps).
+    let log_c = if eps > 0.0 {
+        eps + (-(1.0 - q) * (-eps).exp()).ln_1p()
+    } else {
+        let c = eps.exp_m1() + q; // e^eps - 1 + q
+        if c <= 0.0 {
+            return -eps.exp_m1(); // every outcome has loss > eps: delta = 1 - e^eps
+        }
+        c.ln()
+    };
+    let x = s * s * (log_c - q.ln()) + 0.5;
     let a = q.ln() + log_ndtr(-(x - 1.0) / s);
-    let b = c.ln() + log_ndtr(-x / s);
+    let b = log_c + log_ndtr(-x / s);
     log_sub(a, b).map_or(0.0, f64::exp)
 }
 
@@ -349,11 +429,17 @@ fn delta_remove(q: f64, s: f64, eps: f64) -> f64 {
 /// -log(1 - q + q e^{(2x-1)/(2s^2)}) exceeds eps iff x < x' = s^2 log((e^{-eps} - 1 + q)/q) + 1/2,
 /// so delta = (1 - (1-q) e^eps) Phi(x'/s) - q e^eps Phi((x'-1)/s); zero for eps >= -log(1-q).
 fn delta_add(q: f64, s: f64, eps: f64) -> f64 {
-    let c = (-eps).exp_m1() + q; // e^{-eps} - 1 + q
-    if c <= 0.0 {
-        return 0.0;
-    }
-    let x = s * s * (c / q).ln() + 0.5;
+    // log c without overflow: for eps < 0, c = e^-eps (1 - (1-q) e^eps).
+    let log_c = if eps < 0.0 {
+        -eps + (-(1.0 - q) * eps.exp()).ln_1p()
+    } else {
+        let c = (-eps).exp_m1() + q; // e^{-eps} - 1 + q
+        if c <= 0.0 {
+            return 0.0;
+        }
+        c.ln()
+    };
+    let x = s * s * (log_c - q.ln()) + 0.5;
     let one_minus = -(eps + (-q).ln_1p()).exp_m1(); // 1 - (1-q) e^eps
     if one_minus <= 0.0 {
         return 0.0;
@@ -365,7 +451,7 @@ fn delta_add(q: f64, s: f64, eps: f64) -> f64 {
 
 /// Chernoff window [lo, hi] of the composed loss: P(L > hi) <= tail and P(L < lo) <= tail, by
 /// P(L > b) <= exp(sum_j c_j K_j(l) - l b) for l > 0 (and the mirror bound), with K_j the exact
-/// log-MGF of the discrete PLD j, minimised over l in {2^-6, ..., 2^8}; clipped to the support.
+/// log-MGF of the discrete PLD j, minimised over l in {2^-24, ..., 2^8}; clipped to the support.
 fn window(parts: &[(Discrete, u64)], h: f64, tail: f64) -> (f64, f64) {
     let lt = tail.ln();
     let (mut lo, mut hi) = (0.0, 0.0);
@@ -374,7 +460,7 @@ fn window(parts: &[(Discrete, u64)], h: f64, tail: f64) -> (f64, f64) {
         hi += *c as f64 * (p.offset + p.masses.len() as i64 - 1) as f64 * h;
     }
     let (sup_lo, sup_hi) = (lo, hi);
-    let ls: [f64; LAMBDAS] = std::array::from_fn(|j| 2f64.powi(j as i32 - 6));
+    let ls: [f64; LAMBDAS] = std::array::from_fn(|j| 2f64.powi(j as i32 - 24));
     let (mut kp, mut km) = ([0.0f64; LAMBDAS], [0.0f64; LAMBDAS]);
     for (p, c) in parts {
         let (up, down) = (p.log_mgfs(&ls, h, true), p.log_mgfs(&ls, h, false));
@@ -383,9 +469,16 @@ fn window(parts: &[(Discrete, u64)], h: f64, tail: f64) -> (f64, f64) {
             km[j] += *c as f64 * down[j];
         }
     }
+    // On a coarse grid a large parameter can underflow a part's whole MGF sum to 0 (log -inf):
+    // that parameter gives no bound and is skipped (it used to void the window, leaving the
+    // whole support: at sigma = 0.001 a composed window 20x too wide).
     for j in 0..LAMBDAS {
-        hi = hi.min((kp[j] - lt) / ls[j]);
-        lo = lo.max((lt - km[j]) / ls[j]);
+        if kp[j].is_finite() {
+            hi = hi.min((kp[j] - lt) / ls[j]);
+        }
+        if km[j].is_finite() {
+            lo = lo.max((lt - km[j]) / ls[j]);
+        }
     }
     if !(hi > lo) {
         return (sup_lo, sup_hi);
@@ -603,6 +696,48 @@ mod tests {
         // dpsgd_q0.01_s0.8_T1000_d1e-05: eps_pld_dp_accounting = 3.1410183192645444.
         let e = pld_epsilon(&Event::poisson_gaussian(0.01, 0.8).times(1000), 1e-5).unwrap();
         assert!((e - 3.1410183192645444).abs() / 3.14 < 1e-3, "{e}");
+    }
+
+    #[test]
+    fn low_noise_single_step_matches_the_exact_curve() {
+        // q = 0.126, sigma = 0.02, one step, delta = 1e-4: the root of the closed-form remove
+        // curve q Phi_c((x-1)/s) - (e^eps - 1 + q) Phi_c(x/s) = 1e-4, solved in log space with
+        // scipy (log_ndtr, brentq to 1e-10): 1404.8704625697853; dp_accounting 0.6.0's delta
+        // curve gives 1.0000317e-4 at 1404.87. One step's loss spans ~1735 nats here, beyond
+        // exp's range: the old construction lost the mass above 709 nats and answered 0.94 for
+        // seven steps.
+        let e = pld_epsilon(&Event::poisson_gaussian(0.126, 0.02), 1e-4).unwrap();
+        assert!((e - 1404.8704625697853).abs() / 1404.87 < 1e-6, "{e}");
+        assert!((delta_remove(0.126, 0.02, 1404.8704625697853) - 1e-4).abs() < 1e-10);
+        assert!(delta_remove(0.126, 0.02, 1000.0) > 1e-4 && delta_remove(0.126, 0.02, 1735.0) < 1e-20);
+    }
+
+    #[test]
+    fn chernoff_window_survives_coarse_grids() {
+        // sigma = 0.001: one step's loss reaches ~6.5e5 nats. On a grid of 0.08 nats the largest
+        // Chernoff parameters underflow the MGF sums to 0; the window must still come from the
+        // others: ~45 sampled steps of 1000 (P(Bin(1000, 0.01) > 45) < 1e-15), not all 1000.
+        let (q, s, h) = (0.01, 0.001, 0.08);
+        let p = Discrete::poisson_gaussian(q, s, Direction::Remove, h, 1e-18);
+        let support_hi = 1000.0 * (p.offset + p.masses.len() as i64 - 1) as f64 * h;
+        let (lo, hi) = window(&[(p, 1000u64)], h, 1e-15);
+        assert!(hi < 0.1 * support_hi && hi > 0.0 && lo > -20.0, "window [{lo}, {hi}], support up to {support_hi}");
+    }
+
+    #[test]
+    fn over_budget_is_an_outcome_not_an_abort() {
+        let e = Event::poisson_gaussian(0.01, 0.02).times(1000);
+        let tiny = PldOptions { max_points: 1 << 10, max_interval: 1e-3, ..PldOptions::default() };
+        match pld_epsilon_outcome_with(&e, 1e-5, &tiny).unwrap() {
+            PldOutcome::OverBudget(why) => assert!(why.contains("1024 grid points"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(pld_epsilon_with(&e, 1e-5, &tiny).is_err());
+        assert_eq!(
+            pld_epsilon_outcome(&Event::WithoutReplacementGaussian { sample_rate: 0.1, noise_multiplier: 1.0 }, 1e-5)
+                .unwrap(),
+            PldOutcome::Unsupported
+        );
     }
 
     #[test]
