@@ -243,6 +243,7 @@ pub const KNOWN_ATTACKS: &[&str] = &[
     "inversion",
     "graph-reconstruction",
     "attribute",
+    "mechanism",
 ];
 
 impl AuditConfig {
@@ -409,6 +410,11 @@ impl AuditConfig {
                         );
                     }
                 }
+            }
+            if a.kind == crate::report::tightness::KIND {
+                super::attack::mechanism_inputs(&a.knowledge, &a.params)
+                    .map_err(|(k, msg)| Error::invalid(f(&k), msg))?;
+                continue;
             }
             super::recipe::validate_attack_params(&a.kind, &a.knowledge, &a.params)
                 .map_err(|(k, msg)| Error::invalid(f(&k), msg))?;

@@ -63,6 +63,8 @@ pub fn render(r: &Report) -> String {
         }
     }
 
+    super::tightness::markdown(&mut o, r);
+
     let _ = writeln!(o, "\n## Budget breakdown\n");
     let _ = writeln!(o, "First seed of each private (dataset, method, ε); every component's ε is at the total δ.\n");
     table_md(&mut o, &table::budget(r));
