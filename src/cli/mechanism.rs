@@ -33,6 +33,8 @@ pub enum Mechanism {
     DpSgdStep,
     /// RGNN's GRR-FS on binary features (reports the paper's Theorem 1 claim too).
     GrrFs,
+    /// PGC's one-bit feature mechanism (thesis ch.2); the record of d features claims d eps.
+    Pgc,
 }
 
 #[derive(Debug, Args)]
@@ -54,7 +56,8 @@ pub struct AuditArgs {
     /// gaussian: node level with degree bound D (default: edge level).
     #[arg(long, allow_hyphen_values = true)]
     pub degree: Option<i64>,
-    /// multibit, grr-fs: number of features d (default 58, cora's grouped features).
+    /// multibit, grr-fs: number of features d (default 58, cora's grouped features); pgc:
+    /// features per record (default 1; the record claims d eps).
     #[arg(long)]
     pub features: Option<usize>,
     /// multibit, grr-fs: sampled features m (grr-fs default 10; multibit default the optimal m*).

@@ -7,5 +7,6 @@ pub mod edge_rand;
 pub mod gaussian;
 pub mod grr_fs;
 pub mod multibit;
+pub mod pgc;
 pub mod randomized_response;
 pub mod spec;

@@ -8,12 +8,13 @@ use super::edge_rand::EdgeRandPair;
 use super::gaussian::{GaussianAggregation, GaussianPair, Level};
 use super::grr_fs::{GrrFs, GrrFsPair};
 use super::multibit::MultiBitPair;
+use super::pgc::PgcPair;
 use super::randomized_response::RrPair;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Every auditable mechanism, by its CLI name.
-pub const MECHANISMS: &[&str] = &["gaussian", "edge-rand", "multibit", "rr", "dp-sgd-step", "grr-fs"];
+pub const MECHANISMS: &[&str] = &["gaussian", "edge-rand", "multibit", "rr", "dp-sgd-step", "grr-fs", "pgc"];
 
 /// Default delta of the Gaussian mechanisms.
 pub const DEFAULT_DELTA: f64 = 1e-5;
@@ -33,7 +34,7 @@ pub struct MechanismSpec {
     pub hops: Option<u64>,
     /// gaussian: degree bound D (node level); absent = edge level.
     pub degree: Option<u64>,
-    /// multibit, grr-fs: number of features d.
+    /// multibit, grr-fs, pgc: number of features d.
     pub features: Option<usize>,
     /// multibit, grr-fs: sampled features m.
     pub sampled: Option<usize>,
@@ -94,6 +95,7 @@ impl MechanismSpec {
             "multibit" => &["epsilon", "features", "sampled"],
             "rr" => &["epsilon", "classes"],
             "grr-fs" => &["epsilon", "features", "sampled"],
+            "pgc" => &["epsilon", "features"],
             other => {
                 return Err(Error::invalid(
                     "--mechanism",
@@ -142,6 +144,7 @@ impl MechanismSpec {
                 self.sampled.unwrap_or(10),
                 self.features.unwrap_or(58),
             )?)?),
+            "pgc" => Box::new(PgcPair::new(epsilon()?, self.features.unwrap_or(1))?),
             _ => unreachable!("checked above"),
         })
     }
