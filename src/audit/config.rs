@@ -200,7 +200,8 @@ impl MethodSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttackSpec {
-    /// Attack name as in `gnnaudit attack --attack` (see `KNOWN_ATTACKS`).
+    /// Attack name as in `gnnaudit attack --attack` (see `KNOWN_ATTACKS`), or `mechanism`: a
+    /// mechanism-level audit whose params are those of `gnnaudit mechanism audit`.
     pub kind: String,
     /// Name in the report (default: `kind`); needed when one attack appears twice.
     #[serde(default)]
