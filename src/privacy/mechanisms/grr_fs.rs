@@ -234,10 +234,10 @@ mod tests {
                 same[i] += (y[i] == x[i]) as usize;
             }
         }
-        for i in 0..6 {
+        for (i, &s) in same.iter().enumerate() {
             let gamma = g.domains[i] as f64;
             let want = 0.5 * g.p_keep(g.domains[i]) + 0.5 / gamma;
-            let f = same[i] as f64 / n as f64;
+            let f = s as f64 / n as f64;
             assert!((f - want).abs() < 5.0 * (want * (1.0 - want) / n as f64).sqrt(), "feature {i}: {f} vs {want}");
         }
     }
