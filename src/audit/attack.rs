@@ -8,6 +8,8 @@ use super::progress::{Progress, Stage};
 use super::recipe::overlay;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::privacy::mechanisms::audit::MIN_TRIALS;
+use crate::privacy::mechanisms::spec::MechanismSpec;
 use crate::train::{Recipe, TrainedRun};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::{
@@ -94,6 +96,39 @@ pub fn attack_inputs(
     Ok((k, know, p))
 }
 
+/// The mechanism audit of an attack entry of kind `mechanism` (no adversary knowledge; `params`
+/// are the fields of `MechanismSpec`, checked by building the mechanism). Errors are (key, message).
+pub fn mechanism_inputs(knowledge: &Params, params: &Params) -> std::result::Result<MechanismSpec, (String, String)> {
+    if let Some(k) = knowledge.keys().next() {
+        return Err((format!("knowledge.{k}"), "a mechanism audit takes no adversary knowledge".into()));
+    }
+    let value = serde_json::to_value(params).map_err(|e| ("params".to_string(), e.to_string()))?;
+    let spec: MechanismSpec = serde_json::from_value(value).map_err(|e| ("params".to_string(), e.to_string()))?;
+    let key = |field: &str| format!("params.{}", field.trim_start_matches("--").replace('-', "_"));
+    if spec.trials() < MIN_TRIALS {
+        return Err((key("trials"), format!("must be at least {MIN_TRIALS}, got {}", spec.trials())));
+    }
+    let c = spec.confidence();
+    if !(c > 0.0 && c < 1.0) {
+        return Err((key("confidence"), format!("must be in (0, 1), got {c}")));
+    }
+    spec.build().map_err(|e| match e {
+        Error::InvalidParam { field, message } => (key(&field), message),
+        e => ("params".to_string(), e.to_string()),
+    })?;
+    Ok(spec)
+}
+
+/// Runs a `mechanism` attack entry: independent of the cell's target (the mechanism is run on
+/// its own worst-case pair), recorded with the cell.
+fn mechanism_record(a: &AttackSpec, seed: u64) -> Result<AttackRecord> {
+    let spec = mechanism_inputs(&a.knowledge, &a.params)
+        .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
+    let pair = spec.build()?;
+    let r = crate::privacy::mechanisms::audit::run(pair.as_ref(), spec.trials(), seed, spec.confidence(), true)?;
+    Ok(crate::report::tightness::record(a.label(), &r))
+}
+
 /// A shadow oracle that counts its trainings on the progress bar.
 struct CountingOracle<'a> {
     inner: RecipeOracle,
@@ -134,6 +169,13 @@ pub fn run_attacks(
     };
     let mut out = vec![];
     for (i, a) in cell.attacks.iter().enumerate() {
+        let seed = cell.key.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
+        if a.kind == crate::report::tightness::KIND {
+            progress.set_message(Stage::Attack, format!("{} (mechanism audit)", a.label()));
+            out.push(mechanism_record(a, seed)?);
+            progress.done(Stage::Attack);
+            continue;
+        }
         let (kind, knowledge, mut params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
             .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
         // The summary takes the largest eps_lb over the cell's seeds: Bonferroni over them keeps
@@ -141,7 +183,6 @@ pub fn run_attacks(
         let confidence = params.confidence.unwrap_or(0.95);
         params.confidence = Some(1.0 - (1.0 - confidence) / cell.runs.max(1) as f64);
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
-        let seed = cell.key.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
         let result = run_attack(kind, &target, &knowledge, &params, seed).map_err(from_attack)?;
         out.push(record(a, &result));
         progress.done(Stage::Attack);

@@ -200,7 +200,8 @@ impl MethodSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttackSpec {
-    /// Attack name as in `gnnaudit attack --attack` (see `KNOWN_ATTACKS`).
+    /// Attack name as in `gnnaudit attack --attack` (see `KNOWN_ATTACKS`), or `mechanism`: a
+    /// mechanism-level audit whose params are those of `gnnaudit mechanism audit`.
     pub kind: String,
     /// Name in the report (default: `kind`); needed when one attack appears twice.
     #[serde(default)]
@@ -244,6 +245,7 @@ pub const KNOWN_ATTACKS: &[&str] = &[
     "inversion",
     "graph-reconstruction",
     "attribute",
+    "mechanism",
 ];
 
 impl AuditConfig {
@@ -410,6 +412,11 @@ impl AuditConfig {
                         );
                     }
                 }
+            }
+            if a.kind == crate::report::tightness::KIND {
+                super::attack::mechanism_inputs(&a.knowledge, &a.params)
+                    .map_err(|(k, msg)| Error::invalid(f(&k), msg))?;
+                continue;
             }
             super::recipe::validate_attack_params(&a.kind, &a.knowledge, &a.params)
                 .map_err(|(k, msg)| Error::invalid(f(&k), msg))?;

@@ -74,6 +74,7 @@ pub fn render(r: &Report) -> String {
     );
 
     claims_section(&mut o, r);
+    super::tightness::html(&mut o, r);
 
     let _ = writeln!(o, "<h2 id=\"utility\">Utility</h2>");
     table_html(&mut o, &table::utility(r));

@@ -85,6 +85,7 @@ pub fn render(r: &Report) -> String {
             let _ = writeln!(o, "- **{}**: {}. {}", b.name(), b.describe(), how_to_read(b));
         }
     }
+    super::tightness::markdown(&mut o, r);
 
     let _ = writeln!(o, "\n## Budget breakdown\n");
     let _ = writeln!(o, "First seed of each private (dataset, method, ε); every component's ε is at the total δ.\n");

@@ -9,6 +9,7 @@ pub mod markdown;
 pub mod plots;
 pub mod provenance;
 pub mod table;
+pub mod tightness;
 
 use crate::audit::cell::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds};
 use crate::audit::claim::{check_claim, ClaimCheck};
