@@ -10,6 +10,7 @@ pub mod audit;
 pub mod bench;
 pub mod bench_methods;
 pub mod check;
+pub mod replay;
 pub mod train;
 
 #[derive(Debug, Parser)]
@@ -42,6 +43,9 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Train a target and run one privacy attack; reports AUC, TPR at low FPR and eps_lb.
     Attack(attack::AttackArgs),
+    /// Grey-box sensitivity replay: each pre-noise release on neighbouring graphs against the
+    /// sensitivity the method's noise assumes (max_ratio > 1 = violated).
+    Replay(replay::ReplayArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
     Completions(CompletionsArgs),
 }
@@ -74,6 +78,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Account(a) => account::run(a),
         Command::Bench(b) => bench::run(b),
         Command::Attack(a) => attack::run(a),
+        Command::Replay(a) => replay::run(a),
         Command::Completions(a) => {
             use clap::CommandFactory;
             clap_complete::generate(a.shell, &mut Cli::command(), "gnnaudit", &mut std::io::stdout());
