@@ -243,6 +243,8 @@ pub const KNOWN_ATTACKS: &[&str] = &[
     "inversion",
     "graph-reconstruction",
     "attribute",
+    // Not an attack of the attacks crate: the grey-box replay of `crate::replay::audit`.
+    "sensitivity",
 ];
 
 impl AuditConfig {
@@ -409,6 +411,11 @@ impl AuditConfig {
                         );
                     }
                 }
+            }
+            if a.kind == crate::replay::audit::KIND {
+                crate::replay::audit::options(&a.knowledge, &a.params)
+                    .map_err(|(k, msg)| Error::invalid(f(&k), msg))?;
+                continue;
             }
             super::recipe::validate_attack_params(&a.kind, &a.knowledge, &a.params)
                 .map_err(|(k, msg)| Error::invalid(f(&k), msg))?;
