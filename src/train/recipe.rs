@@ -268,7 +268,12 @@ impl Recipe {
         // without batch norm (with it, progressive training overfits the noisy stage inputs:
         // Cora eps 4, 57% with vs 73% without, seed 1), unlike the reference script.
         let on = self.batch_norm.unwrap_or(match self.method {
-            Method::GapNdp | Method::DpMlp | Method::ProgapInf | Method::ProgapEdp | Method::Dpgnn => false,
+            Method::GapNdp
+            | Method::DpMlp
+            | Method::ProgapInf
+            | Method::ProgapEdp
+            | Method::Dpgnn
+            | Method::DpgnnRowclip => false,
             _ => true,
         });
         match (on, self.method.is_node_level()) {
