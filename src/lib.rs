@@ -7,6 +7,7 @@ pub mod error;
 pub mod libtorch;
 pub mod models;
 pub mod privacy;
+pub mod replay;
 pub mod report;
 pub mod train;
 

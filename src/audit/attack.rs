@@ -176,6 +176,12 @@ pub fn run_attacks(
             progress.done(Stage::Attack);
             continue;
         }
+        if a.kind == crate::replay::audit::KIND {
+            progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
+            out.push(crate::replay::audit::record(a, recipe, ds, cell.key.seed)?);
+            progress.done(Stage::Attack);
+            continue;
+        }
         let (kind, knowledge, mut params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
             .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
         // The summary takes the largest eps_lb over the cell's seeds: Bonferroni over them keeps

@@ -246,6 +246,8 @@ pub const KNOWN_ATTACKS: &[&str] = &[
     "graph-reconstruction",
     "attribute",
     "mechanism",
+    // Not an attack of the attacks crate: the grey-box replay of `crate::replay::audit`.
+    "sensitivity",
 ];
 
 impl AuditConfig {
@@ -415,6 +417,11 @@ impl AuditConfig {
             }
             if a.kind == crate::report::tightness::KIND {
                 super::attack::mechanism_inputs(&a.knowledge, &a.params)
+                    .map_err(|(k, msg)| Error::invalid(f(&k), msg))?;
+                continue;
+            }
+            if a.kind == crate::replay::audit::KIND {
+                crate::replay::audit::options(&a.knowledge, &a.params)
                     .map_err(|(k, msg)| Error::invalid(f(&k), msg))?;
                 continue;
             }

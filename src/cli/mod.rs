@@ -11,6 +11,7 @@ pub mod bench;
 pub mod bench_methods;
 pub mod check;
 pub mod mechanism;
+pub mod replay;
 pub mod train;
 
 #[derive(Debug, Parser)]
@@ -45,6 +46,9 @@ pub enum Command {
     Attack(attack::AttackArgs),
     /// Mechanism-level audits: a mechanism on its worst-case pair, eps_lb vs the accountant's claim.
     Mechanism(mechanism::MechanismArgs),
+    /// Grey-box sensitivity replay: each pre-noise release on neighbouring graphs against the
+    /// sensitivity the method's noise assumes (max_ratio > 1 = violated).
+    Replay(replay::ReplayArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
     Completions(CompletionsArgs),
 }
@@ -78,6 +82,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bench(b) => bench::run(b),
         Command::Attack(a) => attack::run(a),
         Command::Mechanism(a) => mechanism::run(a),
+        Command::Replay(a) => replay::run(a),
         Command::Completions(a) => {
             use clap::CommandFactory;
             clap_complete::generate(a.shell, &mut Cli::command(), "gnnaudit", &mut std::io::stdout());

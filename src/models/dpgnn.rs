@@ -64,6 +64,10 @@ pub struct DpgnnConfig {
     pub noisy_training_aggregation: bool,
     /// Fraction of the target epsilon spent on the one test-time aggregation release, in (0, 1).
     pub inference_budget: f64,
+    /// UNSOUND reference behaviour (`dpgnn-rowclip`, see [`rowclip`]): in-degree bound only and
+    /// one clipped gradient per row of the batch's 1-hop subgraph, under the same noise.
+    #[serde(default)]
+    pub row_clipping: bool,
 }
 
 impl Default for DpgnnConfig {
@@ -88,6 +92,7 @@ impl Default for DpgnnConfig {
             norm_groups: 0,
             noisy_training_aggregation: true,
             inference_budget: 0.5,
+            row_clipping: false,
         }
     }
 }
@@ -141,10 +146,23 @@ impl DpgnnConfig {
         (self.epochs * num_train / self.batch_size) as u64
     }
 
+    /// Clipped gradient terms (in units of C) one node can move in a DP-SGD step: it enters at
+    /// most K+1 terms and, under replace-one, each moves by up to 2C. The DP-SGD noise std is
+    /// this times C times the noise scale, so 2(K+1)C is the declared sensitivity of the sum.
+    pub fn terms_per_node(&self) -> f64 {
+        2.0 * (self.max_degree as f64 + 1.0)
+    }
+
+    /// Node-level sensitivity of the test-time aggregation: a node feeds at most D aggregates
+    /// with a unit row each.
+    pub fn inference_sensitivity(&self) -> f64 {
+        (self.max_degree as f64).sqrt()
+    }
+
     /// The test-time release alone: one Gaussian on all aggregates at node-level sensitivity
     /// sqrt(D), noise std `inference_scale` sqrt(D).
     pub fn inference_event(&self, inference_scale: f64) -> Event {
-        let d = (self.max_degree as f64).sqrt();
+        let d = self.inference_sensitivity();
         Event::gaussian(inference_scale * d).scaled(d).labelled("noisy test-time aggregation")
     }
 
@@ -172,6 +190,10 @@ impl DpgnnConfig {
         Ok((noise_scale, inference_scale))
     }
 }
+
+mod probe;
+pub mod rowclip;
+pub use probe::DpgnnProbe;
 
 /// The one-layer GraphSAGE network of DP-GNN.
 struct Net {
@@ -216,7 +238,7 @@ impl Net {
         let xs = x.index_select(0, &rows.flatten(0, -1)).view([b, r, -1]);
         let h = row_normalize(&self.pre.forward(&xs, f)) * mask.unsqueeze(-1);
         let own = h.select(1, 0);
-        let mut agg = h.narrow(1, 1, r - 1).sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+        let mut agg = h.narrow(1, 1, r - 1).sum_dim_intlist([1i64].as_slice(), false, h.kind());
         if agg_noise > 0.0 {
             agg = &agg + agg.randn_like() * agg_noise;
         }
@@ -314,7 +336,7 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
     let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
     let (noise_scale, inference_scale) = cfg.calibrate(n_train, delta)?;
     let event = cfg.event(n_train, noise_scale, inference_scale);
-    let spent: Budget = budget(
+    let mut spent: Budget = budget(
         &event,
         PrivacyUnit::Node,
         Some(cfg.epsilon),
@@ -326,8 +348,11 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
         ],
     )?;
 
+    if cfg.row_clipping {
+        rowclip::label_unsound(&mut spent);
+    }
     tch::manual_seed(seed as i64);
-    let bounded = bound_degree(data, cfg.max_degree, seed)?;
+    let bounded = training_graph(data, cfg, seed)?;
     let (table, table_mask) = neighbour_table(&bounded.graph, cfg.max_degree);
     let x = bounded.features.to_tensor();
     let y = bounded.label_tensor();
@@ -336,7 +361,7 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
     let params: Vec<(usize, Tensor)> = ps.params.iter().enumerate().map(|(i, p)| (i, p.shallow_clone())).collect();
     let k = cfg.max_degree as f64;
     let dp = DpSgd {
-        noise_multiplier: 2.0 * (k + 1.0) * noise_scale,
+        noise_multiplier: cfg.terms_per_node() * noise_scale,
         max_grad_norm: cfg.max_grad_norm,
         expected_batch_size: cfg.batch_size as f64,
     };
@@ -350,16 +375,20 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
         // m nodes uniformly without replacement.
         let batch =
             pool.index_select(0, &Tensor::randperm(n_train as i64, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, m));
-        let rows = Tensor::cat(&[batch.unsqueeze(1), table.index_select(0, &batch)], 1);
-        let mask = Tensor::cat(&[ones.expand([m, 1], false), table_mask.index_select(0, &batch)], 1);
         let mut f = Fwd::train_taped();
-        let logits = net.forward_batch(&x, &rows, &mask, train_noise, &mut f);
-        let loss_sum = crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
-            &y.index_select(0, &batch),
-            None,
-            Reduction::Sum,
-            -100,
-        );
+        let loss_sum = if cfg.row_clipping {
+            rowclip::subgraph_loss(&net, &x, &y, (&table, &table_mask), &batch, train_noise, &mut f)
+        } else {
+            let rows = Tensor::cat(&[batch.unsqueeze(1), table.index_select(0, &batch)], 1);
+            let mask = Tensor::cat(&[ones.expand([m, 1], false), table_mask.index_select(0, &batch)], 1);
+            let logits = net.forward_batch(&x, &rows, &mask, train_noise, &mut f);
+            crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
+                &y.index_select(0, &batch),
+                None,
+                Reduction::Sum,
+                -100,
+            )
+        };
         let tape = f.tape.take().expect("taped forward");
         let grads = dp.private_grads(Some((&tape, &loss_sum)), &params);
         opt.step(&ps.params, &grads);
@@ -383,8 +412,24 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
 /// DP-GNN's own defaults (the batch capped at the training set); [`crate::train::Recipe::new`]
 /// sets its D, width and learning rate, and [`crate::train::Recipe::norm`] its normalisation.
 pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    let epsilon =
-        recipe.epsilon.ok_or_else(|| Error::invalid("epsilon", "dpgnn is node-level private: give --epsilon"))?;
+    train(data, &config(recipe, data)?, seed)
+}
+
+/// The graph DP-GNN trains on: degrees bounded by D (in and out), or, for the unsound
+/// `dpgnn-rowclip`, in-degrees only as the reference's sampler does.
+pub fn training_graph(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<Dataset> {
+    if cfg.row_clipping {
+        rowclip::bound_in_degree(data, cfg.max_degree, seed)
+    } else {
+        bound_degree(data, cfg.max_degree, seed)
+    }
+}
+
+/// The [`DpgnnConfig`] of a recipe (see [`train_recipe`]).
+pub fn config(recipe: &crate::train::Recipe, data: &Dataset) -> Result<DpgnnConfig> {
+    let epsilon = recipe.epsilon.ok_or_else(|| {
+        Error::invalid("epsilon", format!("{} is node-level private: give --epsilon", recipe.method.name()))
+    })?;
     let d = DpgnnConfig::default();
     let cfg = DpgnnConfig {
         epsilon,
@@ -402,9 +447,10 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         // --batch-norm false switches the group norm off.
         norm_groups: if recipe.norm() == super::NormKind::None { 0 } else { recipe.norm_groups() },
         inference_budget: recipe.inference_budget.unwrap_or(d.inference_budget),
+        row_clipping: recipe.method == crate::train::Method::DpgnnRowclip,
         ..d
     };
-    train(data, &cfg, seed)
+    Ok(cfg)
 }
 
 #[cfg(test)]

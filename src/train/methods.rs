@@ -64,7 +64,8 @@ fn schedule(r: &Recipe, n_train: usize) -> SgdSchedule {
     SgdSchedule::new(b as f64 / n_train as f64, (r.epochs() * steps_per_epoch(n_train, b)) as u64)
 }
 
-fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
+/// The fit configuration (and DP-SGD clipping bound C) a method's training uses.
+pub fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
     let private = r.method.is_node_level() && r.epsilon.is_some();
     let batching = match r.batch_size() {
         None => Batching::Full,
@@ -155,6 +156,12 @@ impl TrainedModel for MlpModel {
 }
 
 pub fn train_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let (model, accuracy, privacy) = fit_mlp(r, data, seed)?;
+    Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
+}
+
+/// [`train_mlp`] with the concrete model and its calibration (for `crate::replay`).
+pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<(MlpModel, Accuracy, Privacy)> {
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
@@ -167,7 +174,7 @@ pub fn train_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         MlpClassifier::new(&mut ps, features(data), r.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
     fit(&net, &ps, &labels, &fit_config(r, n_train, privacy.sigma));
     let accuracy = measure(&net, &labels);
-    Ok(TrainedRun { model: Box::new(MlpModel { ps, net }), accuracy, budget: privacy.budget, seconds: 0.0 })
+    Ok((MlpModel { ps, net }, accuracy, privacy))
 }
 
 /// The MLP uses no edge: edge-level epsilon 0 (delta 0).
@@ -237,7 +244,27 @@ impl TrainedModel for GapModel {
     }
 }
 
+/// The sensitivity of one GAP/ProGAP aggregation that the noise is calibrated to: 1 at edge level
+/// (Lemma 6), sqrt(D) at node level on the degree-bounded graph (Lemma 8). `crate::replay` checks
+/// observed changes against this same value.
+pub fn aggregation_sensitivity(r: &Recipe) -> f64 {
+    if r.method.is_node_level() {
+        (r.max_degree as f64).sqrt()
+    } else if r.method == Method::DemoGapEdpPlantedBug {
+        // The planted bug: the claim is GAP-EDP's, the noise is for a sensitivity of 0.1.
+        0.1
+    } else {
+        1.0
+    }
+}
+
 pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let (model, accuracy, privacy) = fit_gap(r, data, seed)?;
+    Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
+}
+
+/// [`train_gap`] with the concrete model and its calibration (for `crate::replay`).
+pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(GapModel, Accuracy, Privacy)> {
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
@@ -246,12 +273,12 @@ pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     let (graph, privacy, sensitivity) = if node {
         let g = bound_out_degree(&data.graph, r.max_degree, seed)?;
         let s = schedule(r, n_train);
-        (g, calibrate(r, data, accounting::gap_node(hops, r.max_degree, s, s))?, (r.max_degree as f64).sqrt())
+        (g, calibrate(r, data, accounting::gap_node(hops, r.max_degree, s, s))?, aggregation_sensitivity(r))
     } else if r.method == Method::GapEdp {
-        (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, 1.0)
+        (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
     } else if r.method == Method::DemoGapEdpPlantedBug {
         // The planted bug: the claim is GAP-EDP's, the noise is for a sensitivity of 0.1.
-        (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, 0.1)
+        (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
     } else {
         (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)
     };
@@ -275,7 +302,7 @@ pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         max_degree: node.then_some(r.max_degree),
         graph: Some(graph),
     };
-    Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
+    Ok((model, accuracy, privacy))
 }
 
 // ---------------------------------------------------------------- ProGAP
@@ -336,6 +363,12 @@ impl TrainedModel for ProgapModel {
 }
 
 pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let (model, accuracy, privacy) = fit_progap(r, data, seed)?;
+    Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
+}
+
+/// [`train_progap`] with the concrete model and its calibration (for `crate::replay`).
+pub fn fit_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(ProgapModel, Accuracy, Privacy)> {
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
@@ -344,9 +377,9 @@ pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun>
     let (graph, privacy, sensitivity) = if node {
         let g = bound_out_degree(&data.graph, r.max_degree, seed)?;
         let s = schedule(r, n_train);
-        (g, calibrate(r, data, accounting::progap_node(depth, r.max_degree, s))?, (r.max_degree as f64).sqrt())
+        (g, calibrate(r, data, accounting::progap_node(depth, r.max_degree, s))?, aggregation_sensitivity(r))
     } else if r.method == Method::ProgapEdp {
-        (data.graph.clone(), calibrate(r, data, accounting::progap_edge(depth))?, 1.0)
+        (data.graph.clone(), calibrate(r, data, accounting::progap_edge(depth))?, aggregation_sensitivity(r))
     } else {
         (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)
     };
@@ -373,7 +406,7 @@ pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun>
     }
     let accuracy = measure(&net, &labels);
     let model = ProgapModel { ps, net, noise_std, max_degree: node.then_some(r.max_degree), graph: Some(graph) };
-    Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
+    Ok((model, accuracy, privacy))
 }
 
 // ---------------------------------------------------------------- builders (train and load)

@@ -82,7 +82,7 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => {
             crate::models::backbone::train_recipe(recipe, data, seed)?
         }
-        Method::Dpgnn => crate::models::dpgnn::train_recipe(recipe, data, seed)?,
+        Method::Dpgnn | Method::DpgnnRowclip => crate::models::dpgnn::train_recipe(recipe, data, seed)?,
         Method::Lpgnn => crate::models::lpgnn::train_recipe(recipe, data, seed)?,
     };
     run.seconds = start.elapsed().as_secs_f64();

@@ -44,6 +44,10 @@ pub enum Method {
     Gat,
     /// DP-GNN (Daigavane et al. 2021; SAGE-NDP): node-level DP-Adam on a degree-bounded graph.
     Dpgnn,
+    /// UNSOUND, for auditing only: DP-GNN as the reference code runs it (in-degree bound only,
+    /// one clipped gradient per row of each batch's 1-hop subgraph) under DP-GNN's noise, which
+    /// assumes K+1 clipped terms per node. Its epsilon is not a guarantee; `gnnaudit replay` flags it.
+    DpgnnRowclip,
     /// LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y).
     Lpgnn,
 }
@@ -65,6 +69,7 @@ impl Method {
             Method::Gcn => "gcn",
             Method::Gat => "gat",
             Method::Dpgnn => "dpgnn",
+            Method::DpgnnRowclip => "dpgnn-rowclip",
             Method::Lpgnn => "lpgnn",
         }
     }
@@ -76,7 +81,7 @@ impl Method {
             Method::GapInf | Method::ProgapInf => PrivacyUnit::None,
             Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
             Method::SageEdp => PrivacyUnit::Edge,
-            Method::Dpgnn => PrivacyUnit::Node,
+            Method::Dpgnn | Method::DpgnnRowclip => PrivacyUnit::Node,
             Method::Lpgnn => PrivacyUnit::Local,
         }
     }
@@ -96,7 +101,12 @@ impl Method {
                 | Method::ProgapNdp
                 | Method::SageEdp
                 | Method::Dpgnn
+                | Method::DpgnnRowclip
         )
+    }
+    /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
+    pub fn is_unsound(self) -> bool {
+        self == Method::DpgnnRowclip
     }
     pub fn is_gap(self) -> bool {
         matches!(self, Method::GapInf | Method::GapEdp | Method::GapNdp | Method::DemoGapEdpPlantedBug)
@@ -212,7 +222,7 @@ const NDP_GROUPS_PROGAP: usize = 1;
 impl Recipe {
     pub fn new(method: Method, epsilon: Option<f64>) -> Self {
         let mut r = Recipe { method, epsilon, ..Default::default() };
-        if method == Method::Dpgnn {
+        if matches!(method, Method::Dpgnn | Method::DpgnnRowclip) {
             // DP-GNN's tuned degree bound, width and learning rate (models::dpgnn's defaults).
             let d = crate::models::dpgnn::DpgnnConfig::default();
             (r.max_degree, r.hidden, r.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
@@ -265,7 +275,12 @@ impl Recipe {
         // without batch norm (with it, progressive training overfits the noisy stage inputs:
         // Cora eps 4, 57% with vs 73% without, seed 1), unlike the reference script.
         let on = self.batch_norm.unwrap_or(match self.method {
-            Method::GapNdp | Method::DpMlp | Method::ProgapInf | Method::ProgapEdp | Method::Dpgnn => false,
+            Method::GapNdp
+            | Method::DpMlp
+            | Method::ProgapInf
+            | Method::ProgapEdp
+            | Method::Dpgnn
+            | Method::DpgnnRowclip => false,
             _ => true,
         });
         match (on, self.method.is_node_level()) {

@@ -15,7 +15,7 @@
 //! 3-D input `[B, R, in]`; its per-sample gradient `sum_r a_{b,r} g_{b,r}^T` is materialised with one
 //! einsum (still no loop over samples). Copying the weights per sample would cost `B x in x out`
 //! memory and a batched matmul in every forward; the tape costs only the activations.
-use tch::{Kind, Tensor};
+use tch::Tensor;
 
 /// Which parameters a recorded op uses (ids into the model's parameter list).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +82,8 @@ impl Tape {
     /// Returns the clipped sum per parameter and the per-sample norms before clipping.
     pub fn clipped_sum(&self, loss_sum: &Tensor, max_norm: f64) -> (Grads, Tensor) {
         let grads = self.output_grads(loss_sum);
+        // Norms and sums in the gradients' own precision (float32 in training).
+        let kind = grads[0].kind();
         let mut ids: Vec<usize> = self.entries.iter().flat_map(|e| param_ids(e.kind)).collect();
         let n_ids = ids.len();
         ids.sort_unstable();
@@ -94,19 +96,19 @@ impl Tape {
         }
         // Ghost norms: ||a g^T||^2 = ||a||^2 ||g||^2 for each sample.
         let b = grads[0].size()[0];
-        let mut norm2 = Tensor::zeros([b], (Kind::Float, grads[0].device()));
+        let mut norm2 = Tensor::zeros([b], (kind, grads[0].device()));
         for (e, g) in self.entries.iter().zip(&grads) {
-            let g2 = g.square().sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+            let g2 = g.square().sum_dim_intlist([1i64].as_slice(), false, kind);
             match e.kind {
                 OpKind::Linear { bias, .. } => {
-                    let a2 = e.input.square().sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+                    let a2 = e.input.square().sum_dim_intlist([1i64].as_slice(), false, kind);
                     norm2 += &a2 * &g2;
                     if bias.is_some() {
                         norm2 += &g2;
                     }
                 }
                 OpKind::ScaleShift { .. } => {
-                    let ag2 = (&e.input * g).square().sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+                    let ag2 = (&e.input * g).square().sum_dim_intlist([1i64].as_slice(), false, kind);
                     norm2 += ag2 + &g2;
                 }
             }
@@ -121,12 +123,12 @@ impl Tape {
                 OpKind::Linear { weight, bias } => {
                     out.push((weight, cg.tr().mm(&e.input)));
                     if let Some(bi) = bias {
-                        out.push((bi, cg.sum_dim_intlist([0i64].as_slice(), false, Kind::Float)));
+                        out.push((bi, cg.sum_dim_intlist([0i64].as_slice(), false, kind)));
                     }
                 }
                 OpKind::ScaleShift { weight, bias } => {
-                    out.push((weight, (&e.input * &cg).sum_dim_intlist([0i64].as_slice(), false, Kind::Float)));
-                    out.push((bias, cg.sum_dim_intlist([0i64].as_slice(), false, Kind::Float)));
+                    out.push((weight, (&e.input * &cg).sum_dim_intlist([0i64].as_slice(), false, kind)));
+                    out.push((bias, cg.sum_dim_intlist([0i64].as_slice(), false, kind)));
                 }
             }
         }
@@ -137,9 +139,10 @@ impl Tape {
 /// Clips materialised per-sample gradients `[B, ...]` and sums them over samples.
 pub fn clip_materialised(ps: Grads, max_norm: f64) -> (Grads, Tensor) {
     let b = ps[0].1.size()[0];
-    let mut norm2 = Tensor::zeros([b], (Kind::Float, ps[0].1.device()));
+    let kind = ps[0].1.kind();
+    let mut norm2 = Tensor::zeros([b], (kind, ps[0].1.device()));
     for (_, t) in &ps {
-        norm2 += t.reshape([b, -1]).square().sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+        norm2 += t.reshape([b, -1]).square().sum_dim_intlist([1i64].as_slice(), false, kind);
     }
     let norms = norm2.sqrt();
     let factor = clip_factor(&norms, max_norm);
@@ -148,7 +151,7 @@ pub fn clip_materialised(ps: Grads, max_norm: f64) -> (Grads, Tensor) {
         .map(|(id, t)| {
             let mut shape = vec![b];
             shape.extend(std::iter::repeat_n(1, t.dim() - 1));
-            (id, (t * factor.reshape(shape.as_slice())).sum_dim_intlist([0i64].as_slice(), false, Kind::Float))
+            (id, (t * factor.reshape(shape.as_slice())).sum_dim_intlist([0i64].as_slice(), false, kind))
         })
         .collect();
     (out, norms)
@@ -172,7 +175,8 @@ fn param_ids(kind: OpKind) -> Vec<usize> {
 /// Per-sample gradients of one entry from its input `a` and output gradient `g`.
 fn entry_per_sample(kind: OpKind, a: &Tensor, g: &Tensor) -> Vec<(usize, Tensor)> {
     let three_d = a.dim() == 3;
-    let sum_rows = |t: Tensor| if three_d { t.sum_dim_intlist([1i64].as_slice(), false, Kind::Float) } else { t };
+    let dtype = g.kind();
+    let sum_rows = |t: Tensor| if three_d { t.sum_dim_intlist([1i64].as_slice(), false, dtype) } else { t };
     match kind {
         OpKind::Linear { weight, bias } => {
             let w = if three_d {
