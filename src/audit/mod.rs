@@ -10,6 +10,9 @@
 //! | `store` | atomic writes and the per-cell store (resume) |
 //! | `progress` | progress bars per stage |
 //! | `runner` | the audit loop over a `CellRunner` |
+//! | `shard` | `--shard I/N`: which cells a slice holds |
+//! | `lock` | the report folder's lock (one full audit, or many shards) |
+//! | `interrupt` | Ctrl-C: what was kept and how to resume |
 //! | `check` | thresholds and the CI leakage check |
 //! | `execute` | the real cell runner: load, prepare, train |
 //! | `attack` | a cell's attacks through the attacks crate |
@@ -21,9 +24,12 @@ pub mod check;
 pub mod config;
 pub mod epsilon;
 pub mod execute;
+pub mod interrupt;
+pub mod lock;
 pub mod progress;
 pub mod recipe;
 pub mod runner;
+pub mod shard;
 pub mod store;
 
 pub use cell::{AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSpec, TprAtFpr};
