@@ -9,9 +9,10 @@
 //! | `cell` | the grid's cells and the record each leaves |
 //! | `store` | atomic writes and the per-cell store (resume) |
 //! | `progress` | progress bars per stage |
-//! | `runner` | the audit loop over a `CellRunner` |
+//! | `runner` | the audit loop over a `CellRunner`: full run, one shard, merge |
 //! | `shard` | `--shard I/N`: which cells a slice holds |
 //! | `lock` | the report folder's lock (one full audit, or many shards) |
+//! | `status` | `audit status DIR`: cells done, running, failed, missing |
 //! | `interrupt` | Ctrl-C: what was kept and how to resume |
 //! | `check` | thresholds and the CI leakage check |
 //! | `execute` | the real cell runner: load, prepare, train |
@@ -30,6 +31,7 @@ pub mod progress;
 pub mod recipe;
 pub mod runner;
 pub mod shard;
+pub mod status;
 pub mod store;
 
 pub use cell::{AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSpec, TprAtFpr};
