@@ -99,6 +99,8 @@ pub fn run_jobs(
         todo.iter().try_for_each(|c| compute_cell(c, runner, &store, &progress, &claim, Claiming::Own).map(|_| ()))
     } else {
         let threads = opts.threads;
+        // The workers load their own copies; the parent keeps only the datasets' descriptions.
+        runner.release();
         progress
             .println(&format!("{} cells to compute: {k} worker processes, {threads} torch thread(s) each", todo.len()));
         run_workers(config_path, &folder.dir, &store, opts, k, threads, &todo, &progress)

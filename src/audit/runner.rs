@@ -27,6 +27,8 @@ pub trait CellRunner {
     /// progress through `progress` (one `done(Stage::Training)`, `done(Stage::Attack)` per attack,
     /// shadow models as announced with `add_work`).
     fn run_cell(&mut self, cell: &CellSpec, progress: &Progress) -> Result<CellMeasurement>;
+    /// Drops cached datasets: a `--jobs` parent calls it before its workers load their own.
+    fn release(&mut self) {}
 }
 
 /// What running the cells produced.
