@@ -28,3 +28,31 @@ pub fn silence_warnings() {
     // SAFETY: installs a handler object with static lifetime; no arguments.
     unsafe { gnnaudit_silence_torch_warnings() }
 }
+
+/// OpenMP's wait policy variable. libtorch's OpenMP (libgomp) spin-waits between parallel
+/// regions by default: two gnnaudit processes on one machine then each ran about 80x slower,
+/// their idle threads burning the cores the other needed.
+pub const WAIT_POLICY_ENV: &str = "OMP_WAIT_POLICY";
+
+/// Makes OpenMP's threads sleep instead of spin when idle, unless the user chose a policy.
+/// libgomp reads the variable once, when it is loaded, before `main` runs; so when it is unset
+/// the process sets it and re-executes itself (same arguments, same pid), which costs one more
+/// start-up. Call first thing in `main`.
+pub fn passive_openmp_wait() {
+    if std::env::var_os(WAIT_POLICY_ENV).is_some() {
+        return;
+    }
+    std::env::set_var(WAIT_POLICY_ENV, "passive");
+    let Ok(exe) = std::env::current_exe() else { return };
+    let mut args = std::env::args_os();
+    let arg0 = args.next().unwrap_or_else(|| exe.clone().into_os_string());
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(&exe).arg0(arg0).args(args).exec();
+    // Only returns on failure (e.g. the binary was replaced on disk): run on, spinning.
+    tracing::debug!("could not re-execute with {WAIT_POLICY_ENV}=passive: {err}");
+}
+
+/// The wait policy this process's OpenMP runs with.
+pub fn wait_policy() -> String {
+    std::env::var(WAIT_POLICY_ENV).unwrap_or_else(|_| "unset (spin)".into())
+}

@@ -119,6 +119,10 @@ impl CellRunner for RealRunner {
         })
     }
 
+    fn release(&mut self) {
+        self.raw.clear();
+    }
+
     fn run_cell(&mut self, cell: &CellSpec, progress: &Progress) -> Result<CellMeasurement> {
         let key = &cell.key;
         let recipe = build_recipe(&cell.method.method, &cell.method.params, key.epsilon, cell.delta)

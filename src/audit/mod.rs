@@ -9,7 +9,13 @@
 //! | `cell` | the grid's cells and the record each leaves |
 //! | `store` | atomic writes and the per-cell store (resume) |
 //! | `progress` | progress bars per stage |
-//! | `runner` | the audit loop over a `CellRunner` |
+//! | `runner` | the audit loop over a `CellRunner`: full run, one shard, merge |
+//! | `shard` | `--shard I/N`: which cells a slice holds |
+//! | `lock` | the report folder's lock (one full audit, or many shards) |
+//! | `parallel` | `--jobs N`: worker processes sharing the cell store |
+//! | `slurm` | `--slurm`: a job array of shards and a merge job |
+//! | `status` | `audit status DIR`: cells done, running, failed, missing |
+//! | `interrupt` | Ctrl-C: what was kept and how to resume |
 //! | `check` | thresholds and the CI leakage check |
 //! | `claim` | each claim recomputed from its recorded mechanism, its delta explained |
 //! | `execute` | the real cell runner: load, prepare, train |
@@ -23,9 +29,15 @@ pub mod claim;
 pub mod config;
 pub mod epsilon;
 pub mod execute;
+pub mod interrupt;
+pub mod lock;
+pub mod parallel;
 pub mod progress;
 pub mod recipe;
 pub mod runner;
+pub mod shard;
+pub mod slurm;
+pub mod status;
 pub mod store;
 
 pub use cell::{AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSpec, TprAtFpr};

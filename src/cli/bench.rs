@@ -19,6 +19,8 @@ pub enum BenchCommand {
     /// MLP, DP-MLP, GAP, ProGAP, GraphSAGE, SAGE-EDP and DP-GNN cells of ../shared/anchors/reference_progap.md: accuracy,
     /// whole-process wall time and peak RSS next to the reference's.
     Methods(super::bench_methods::BenchMethodsArgs),
+    /// Audit throughput of a 20-cell audit at --jobs 1 against --jobs N (one machine).
+    Jobs(super::bench_jobs::BenchJobsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -32,6 +34,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     match args.command {
         BenchCommand::Accountant(a) => accountant(a.runs.max(1)),
         BenchCommand::Methods(a) => super::bench_methods::run(a),
+        BenchCommand::Jobs(a) => super::bench_jobs::run(a),
     }
 }
 

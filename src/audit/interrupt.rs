@@ -1,0 +1,99 @@
+//! Ctrl-C (SIGINT) and SIGTERM during an audit: say what was kept and how to resume, remove this
+//! process's claims on unfinished cells, stop its `--jobs` workers, and exit 130 / 143.
+//!
+//! The signals are blocked in the thread that calls `install` (before any other thread exists,
+//! so every later thread, libtorch's included, inherits the mask) and a dedicated thread waits
+//! for them with `sigwait`: the message is then printed by ordinary code, not inside a signal
+//! handler. Child processes start with an empty mask (Rust's `Command` resets it).
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+struct State {
+    /// Printed on interruption (e.g. the resume command); None: quiet (a `--jobs` worker).
+    message: Option<Arc<dyn Fn() -> String + Send + Sync>>,
+    /// Claim files of cells this process is computing.
+    claims: Vec<PathBuf>,
+    /// `--jobs` worker processes to stop.
+    children: Vec<u32>,
+    /// The report folder, once resolved.
+    folder: Option<PathBuf>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State { message: None, claims: vec![], children: vec![], folder: None });
+
+fn state() -> std::sync::MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Blocks SIGINT and SIGTERM in the calling thread and starts the thread that handles them.
+/// Call once, early in `main`'s thread, before libtorch starts its thread pool.
+pub fn install() {
+    // SAFETY: plain libc calls on a local signal set; no handler is installed.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return;
+        }
+        let waiting = set;
+        std::thread::spawn(move || loop {
+            let mut sig: libc::c_int = 0;
+            if libc::sigwait(&waiting, &mut sig) == 0 {
+                on_signal(sig);
+            }
+        });
+    }
+}
+
+fn on_signal(sig: libc::c_int) -> ! {
+    let st = state();
+    for &pid in &st.children {
+        // SAFETY: sends a signal to a child this process started.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    }
+    for c in &st.claims {
+        let _ = std::fs::remove_file(c);
+    }
+    let message = st.message.clone();
+    // The message reads the state (the folder) itself.
+    drop(st);
+    if let Some(m) = message {
+        let what = if sig == libc::SIGINT { "interrupted (Ctrl-C)" } else { "terminated (SIGTERM)" };
+        eprintln!("\n{what}: {}", m());
+    }
+    // _exit: no C++ static destructors while libtorch's threads are still computing.
+    // SAFETY: ends the process; stderr is unbuffered, so the message is out.
+    unsafe { libc::_exit(128 + sig) }
+}
+
+/// What to print when interrupted (evaluated then, so that it can count the stored cells).
+pub fn set_message(f: impl Fn() -> String + Send + Sync + 'static) {
+    state().message = Some(Arc::new(f));
+}
+
+/// The report folder this process works in (for the message).
+pub fn set_folder(dir: &Path) {
+    state().folder = Some(dir.to_path_buf());
+}
+
+pub fn folder() -> Option<PathBuf> {
+    state().folder.clone()
+}
+
+pub fn track(claim: PathBuf) {
+    state().claims.push(claim);
+}
+
+pub fn untrack(claim: &Path) {
+    state().claims.retain(|c| c != claim);
+}
+
+pub fn add_child(pid: u32) {
+    state().children.push(pid);
+}
+
+pub fn remove_child(pid: u32) {
+    state().children.retain(|&c| c != pid);
+}
