@@ -46,7 +46,7 @@ pub fn csbm_of(spec: &DatasetSpec) -> Result<Csbm> {
     Ok(csbm)
 }
 
-fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -> Result<Dataset> {
+pub(crate) fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -> Result<Dataset> {
     if spec.name == data::SYNTHETIC {
         return csbm_of(spec)?.generate();
     }

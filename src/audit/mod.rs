@@ -21,6 +21,7 @@ pub mod check;
 pub mod config;
 pub mod epsilon;
 pub mod execute;
+pub mod preflight;
 pub mod progress;
 pub mod recipe;
 pub mod runner;
