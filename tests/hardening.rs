@@ -428,6 +428,14 @@ fn dry_run_catches_what_a_real_run_would_refuse() {
         &["datasets[0].min_class_count", "removes every class"],
     );
     dry_refused(d, &config("cora", "hidden = 1000000000", ""), &["methods[0].hidden", "of memory"]);
+    // A budget the accountant cannot evaluate (the analytic Gaussian does not converge): the dry
+    // run calibrates every private cell's noise, as training would.
+    let huge = config("synthetic", "", "")
+        .replace("epsilons = [inf]", "epsilons = [1, 1e8]")
+        .replace("method = \"mlp\"", "method = \"gap-edp\"");
+    dry_refused(d, &huge, &["invalid methods[0].epsilon", "does not converge", "--epsilon 100000000"]);
+    let (code, out, err) = dry_run(d, &huge.replace("[1, 1e8]", "[1, 8]"));
+    assert_eq!(code, 0, "{out}{err}");
     // A corrupt dataset file: the dry run reads it.
     let cora = std::fs::read(data_dir().join("cora.npz")).unwrap();
     std::fs::write(d.join("broken.npz"), &cora[..cora.len() / 3]).unwrap();

@@ -5,7 +5,8 @@
 //! Beyond the schema checks of [`AuditConfig::validate`]: every dataset is loaded (a corrupt or
 //! truncated file fails now, not after other cells finished) and prepared as each method's cells
 //! will prepare it (a `min_class_count` above the largest class, a single class left, an empty
-//! split), every cell's recipe is built and checked against the memory available, and the attack
+//! split), every cell's recipe is built and checked against the memory available and its noise
+//! calibrated (a budget the accountant cannot meet or evaluate), and the attack
 //! parameters the attacks check only once they run (`confidence = 1.5`, `num_samples = 0`) are
 //! checked against the same bounds.
 use super::config::AuditConfig;
@@ -44,6 +45,8 @@ pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
                     .map_err(|e| within(&format!("methods[{j}]"), "hidden", e))?;
                 if let Epsilon::Finite(_) = eps {
                     recipe.validate().map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
+                    crate::train::methods::check_privacy(&recipe, ds)
+                        .map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
                 }
             }
         }

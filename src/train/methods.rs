@@ -78,6 +78,29 @@ pub fn accountant_failure(r: &Recipe, delta: f64, e: crate::Error) -> crate::Err
     }
 }
 
+/// Calibrates a private recipe's noise on `data` without training, so that an audit's dry run
+/// catches a budget the accountant cannot meet or evaluate (the analytic Gaussian at eps = 10^8)
+/// before any cell runs. The result is cached (`accounting`), so training in the same process
+/// does not pay twice. SAGE-EDP, DP-GNN and LPGNN account in their own modules and are skipped.
+pub fn check_privacy(r: &Recipe, data: &Dataset) -> Result<()> {
+    if r.epsilon.is_none() {
+        return Ok(());
+    }
+    let n_train = data.split()?.train.len();
+    let expr = match r.method {
+        Method::DpMlp => accounting::dp_sgd(schedule(r, n_train)),
+        Method::GapNdp => {
+            let s = schedule(r, n_train);
+            accounting::gap_node(r.hops(), r.max_degree, s, s)
+        }
+        Method::GapEdp => accounting::gap_edge(r.hops()),
+        Method::ProgapNdp => accounting::progap_node(r.depth(), r.max_degree, schedule(r, n_train)),
+        Method::ProgapEdp => accounting::progap_edge(r.depth()),
+        _ => return Ok(()),
+    };
+    calibrate(r, data, expr).map(|_| ())
+}
+
 /// DP-SGD schedule of one training run over the training nodes.
 fn schedule(r: &Recipe, n_train: usize) -> SgdSchedule {
     let b = r.batch_size().unwrap_or(n_train).min(n_train).max(1);
