@@ -62,6 +62,7 @@ impl Fatal {
 /// The first meaningful line of a (libtorch) message: no "Exception raised from" or frame lines.
 pub fn first_line(msg: &str) -> String {
     let mut line = msg.trim_start_matches("called `Result::unwrap()` on an `Err` value: ").trim_start();
+    line = line.trim_start_matches("Torch(\"");
     for sep in ["\\n", "\n", "Exception raised from", "frame #"] {
         if let Some(i) = line.find(sep) {
             line = &line[..i];
@@ -125,7 +126,7 @@ mod tests {
         let torch = "called `Result::unwrap()` on an `Err` value: Torch(\"[enforce fail at alloc_cpu.cpp:117] \
                      data. DefaultCPUAllocator: not enough memory: you tried to allocate 5 bytes.\\nframe #0: c10\")";
         match Fatal::classify(torch) {
-            Fatal::OutOfMemory(m) => assert!(!m.contains("frame #"), "{m}"),
+            Fatal::OutOfMemory(m) => assert!(m.starts_with("[enforce fail") && !m.contains("frame #"), "{m}"),
             other => panic!("{other:?}"),
         }
     }

@@ -139,6 +139,21 @@ fn huge_model_sizes_are_refused_before_allocating() {
     );
 }
 
+/// A size the estimate lets through but libtorch cannot allocate (a 2.5 GB address-space limit):
+/// the allocation failure is reported in one line, exit 2, without C++ frames.
+#[test]
+fn a_libtorch_allocation_failure_is_a_clean_error() {
+    let bin = env!("CARGO_BIN_EXE_gnnaudit");
+    let script = format!("ulimit -v 2500000; exec {bin} train --dataset cora --method mlp --hidden 200000 --epochs 1");
+    let out = Command::new("sh").args(["-c", &script]).env("GNNAUDIT_DATA", data_dir()).output().unwrap();
+    let (code, _, err) = decode(out);
+    assert_eq!(code, 2, "{err}");
+    assert_clean(&err);
+    // Where less than ~6 GB are available the estimate refuses it first; either way --hidden is named.
+    assert!(err.contains("not enough memory") || err.contains("invalid hidden"), "{err}");
+    assert!(err.contains("--hidden") || err.contains("invalid hidden"), "{err}");
+}
+
 #[test]
 fn absurd_thread_counts_are_refused() {
     refused(&["train", "--dataset", "synthetic:nodes=200", "--method", "mlp", "--threads", "100000"], &["threads"]);
