@@ -196,6 +196,10 @@ fn accountant_non_convergence_is_exit_2_naming_the_flag() {
         &["account", "epsilon", "--method", "gap-edp", "--sigma", "1e-6", "--delta", "1e-5"],
         &["invalid --sigma", "does not converge"],
     );
+    refused(
+        &["account", "calibrate", "--method", "gap-edp", "--epsilon", "1e8", "--delta", "1e-5"],
+        &["invalid --epsilon", "does not converge"],
+    );
 }
 
 // ------------------------------------------------------------------ wrong results, silently
@@ -304,6 +308,11 @@ fn divergence_is_detected_in_training_and_in_checkpoints() {
     refused(
         &["train", "--dataset", "synthetic:nodes=300", "--method", "mlp", "--lr", "1e300", "--epochs", "5"],
         &["invalid lr", "diverged", "lower --lr (was 1e300)"],
+    );
+    // Methods with their own training loop (GraphSAGE) are checked on their outputs.
+    refused(
+        &["train", "--dataset", "synthetic:nodes=300", "--method", "sage", "--lr", "1e300", "--epochs", "3"],
+        &["invalid lr", "training sage diverged"],
     );
     // A checkpoint whose weights were NaN: refused on load.
     let dir = tempfile::tempdir().unwrap();

@@ -127,6 +127,7 @@ impl CellRunner for RealRunner {
         progress.set_message(Stage::Training, format!("{key}"));
         let clock = Instant::now();
         let run = train::train(&recipe, &ds, key.seed)?;
+        crate::cli::train::ensure_converged(&run, &recipe)?;
         let train_seconds = clock.elapsed().as_secs_f64();
         progress.done(Stage::Training);
 

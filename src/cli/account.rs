@@ -240,7 +240,15 @@ pub fn run(args: AccountArgs) -> Result<()> {
             a.m.event(1.0)?.validate()?;
             let sigma = calibrate(a.epsilon, delta, |s| a.m.event(s).expect("validated"))?;
             let event = a.m.event(sigma)?;
-            let b = budget(&event, a.m.method.unit(), Some(a.epsilon), delta, vec![("sigma".into(), sigma)])?;
+            let b = budget(&event, a.m.method.unit(), Some(a.epsilon), delta, vec![("sigma".into(), sigma)]).map_err(
+                |e| match e {
+                    Error::Other(m) => Error::invalid(
+                        "--epsilon",
+                        format!("{m} at --epsilon {}: use a smaller --epsilon", crate::error::num(a.epsilon)),
+                    ),
+                    e => e,
+                },
+            )?;
             print_budget(&a.m, &b, a.m.json)
         }
     }
