@@ -58,3 +58,50 @@ macro_rules! ensure {
         }
     };
 }
+
+/// A number as a person writes it: plain for everyday magnitudes, scientific otherwise (Rust's
+/// `{}` prints 1e-300 as a 302-character decimal).
+pub fn num(x: f64) -> String {
+    let a = x.abs();
+    if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// Rewrites every decimal longer than 24 characters in `text` (a message formatted with `{}`
+/// somewhere below us, e.g. "delta = 0.000…0001" for 1e-300) in scientific notation, so that no
+/// error message carries a 300-digit number.
+pub fn humanize_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        let (before, from) = rest.split_at(start);
+        let len = from.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(from.len());
+        let token = from[..len].trim_end_matches('.');
+        out.push_str(before);
+        match token.parse::<f64>() {
+            Ok(x) if token.len() > 24 => out.push_str(&format!("{x:e}")),
+            _ => out.push_str(token),
+        }
+        rest = &from[token.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_decimals_become_scientific() {
+        let tiny = format!("delta = {}", 1e-300);
+        assert!(tiny.len() > 300);
+        assert_eq!(humanize_numbers(&tiny), "delta = 1e-300");
+        assert_eq!(humanize_numbers("eps 8 at order 1.5, file a.npz"), "eps 8 at order 1.5, file a.npz");
+        assert_eq!(num(1e-300), "1e-300");
+        assert_eq!(num(0.25), "0.25");
+    }
+}

@@ -55,7 +55,10 @@ fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrivacySpec {
-    /// Epsilon grid for every private method ("inf" trains the method without noise).
+    /// Epsilon grid for every private method ("inf" trains the method without noise); may be
+    /// left out when every private method has a level grid or its own, and is refused when no
+    /// method would use it (a grid that silently applies to nothing).
+    #[serde(default)]
     pub epsilons: Vec<Epsilon>,
     /// Grid for edge-level methods instead of `epsilons`.
     #[serde(default)]
@@ -252,19 +255,51 @@ pub const KNOWN_ATTACKS: &[&str] = &[
 
 impl AuditConfig {
     /// Reads and validates a config file; every error names the file and the field.
+    /// Relative dataset paths are relative to the config's folder (as a manifest's are), so that
+    /// an audit does not depend on the directory it is started from. Then everything a real run
+    /// would refuse before training is checked ([`super::preflight`]), datasets loaded included.
     pub fn load(path: &Path, data_dir: Option<&Path>) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::bad_file(path, e))?;
-        let cfg = Self::parse(&text).map_err(|e| match e {
+        let mut cfg = Self::parse(&text).map_err(|e| match e {
             Error::InvalidParam { .. } => e,
             other => Error::bad_file(path, other),
         })?;
+        cfg.resolve_paths(path.parent().unwrap_or(Path::new("")));
         cfg.validate(data_dir)?;
+        super::preflight::check(&cfg, data_dir)?;
         Ok(cfg)
     }
 
-    /// Parses TOML (no validation beyond the schema).
+    /// Rewrites relative dataset paths (names that look like a path) against `base`.
+    pub fn resolve_paths(&mut self, base: &Path) {
+        for d in &mut self.datasets {
+            let p = Path::new(&d.name);
+            let path_like = d.name.contains('/')
+                || matches!(p.extension().and_then(|e| e.to_str()), Some("npz" | "toml" | "csv" | "parquet" | "pq"));
+            if path_like && p.is_relative() && !base.as_os_str().is_empty() {
+                if d.label.is_none() {
+                    d.label = Some(d.label());
+                }
+                d.name = base.join(p).to_string_lossy().into_owned();
+            }
+        }
+    }
+
+    /// Parses TOML (no validation beyond the schema). Keys that contradict each other are
+    /// refused here, since the schema's defaults cannot tell a given `repeats = 1` from none.
     pub fn parse(text: &str) -> Result<Self> {
-        toml::from_str(text).map_err(|e| Error::Other(e.to_string().trim_end().to_string()))
+        let cfg: Self = toml::from_str(text).map_err(|e| Error::Other(e.to_string().trim_end().to_string()))?;
+        if let Ok(toml::Value::Table(t)) = text.parse::<toml::Value>() {
+            if t.contains_key("seeds") {
+                if let Some(k) = ["seed", "repeats"].into_iter().find(|k| t.contains_key(*k)) {
+                    return Err(Error::invalid(
+                        "seeds",
+                        format!("`seeds` lists every seed, so `{k}` contradicts it; give either `seeds` or `seed`/`repeats`"),
+                    ));
+                }
+            }
+        }
+        Ok(cfg)
     }
 
     /// The seeds of every (dataset, method, epsilon) group.
@@ -314,7 +349,7 @@ impl AuditConfig {
         if seeds.iter().collect::<BTreeSet<_>>().len() != seeds.len() {
             return bad("seeds".into(), "seeds must be distinct".into());
         }
-        validate_grid("privacy.epsilons", &self.privacy.epsilons)?;
+        self.validate_global_grid()?;
         for (name, g) in [
             ("privacy.edge_epsilons", &self.privacy.edge_epsilons),
             ("privacy.node_epsilons", &self.privacy.node_epsilons),
@@ -429,6 +464,41 @@ impl AuditConfig {
                 .map_err(|(k, msg)| Error::invalid(f(&k), msg))?;
         }
         Ok(())
+    }
+}
+
+impl AuditConfig {
+    /// `privacy.epsilons` is needed when some private method has neither its own grid nor its
+    /// level's, and refused when given but used by none (`epsilons` next to `edge_epsilons` and
+    /// `node_epsilons` that cover every method: it would silently apply to nothing).
+    fn validate_global_grid(&self) -> Result<()> {
+        let p = &self.privacy;
+        let users: Vec<&MethodSpec> = self
+            .methods
+            .iter()
+            .filter(|m| m.epsilons.is_none())
+            .filter(|m| match m.privacy_unit() {
+                Some(PrivacyUnit::Edge) => p.edge_epsilons.is_none(),
+                Some(PrivacyUnit::Node) => p.node_epsilons.is_none(),
+                Some(PrivacyUnit::Local) => p.local_epsilons.is_none(),
+                _ => false,
+            })
+            .collect();
+        match (p.epsilons.is_empty(), users.first()) {
+            (true, Some(m)) => Err(Error::invalid(
+                "privacy.epsilons",
+                format!("method '{}' needs an epsilon grid: give privacy.epsilons (or its level's grid)", m.label()),
+            )),
+            (false, None) if p.edge_epsilons.is_some() || p.node_epsilons.is_some() || p.local_epsilons.is_some() => {
+                Err(Error::invalid(
+                    "privacy.epsilons",
+                    "no method uses it: every private method takes its grid from privacy.edge_epsilons, \
+                 node_epsilons, local_epsilons or its own `epsilons`; remove it (or the level grids)",
+                ))
+            }
+            (false, _) => validate_grid("privacy.epsilons", &p.epsilons),
+            (true, None) => Ok(()),
+        }
     }
 }
 

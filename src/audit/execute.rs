@@ -46,7 +46,7 @@ pub fn csbm_of(spec: &DatasetSpec) -> Result<Csbm> {
     Ok(csbm)
 }
 
-fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -> Result<Dataset> {
+pub(crate) fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -> Result<Dataset> {
     if spec.name == data::SYNTHETIC {
         return csbm_of(spec)?.generate();
     }
@@ -131,6 +131,7 @@ impl CellRunner for RealRunner {
         progress.set_message(Stage::Training, format!("{key}"));
         let clock = Instant::now();
         let run = train::train(&recipe, &ds, key.seed)?;
+        crate::cli::train::ensure_converged(&run, &recipe)?;
         let train_seconds = clock.elapsed().as_secs_f64();
         progress.done(Stage::Training);
 

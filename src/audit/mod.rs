@@ -32,6 +32,7 @@ pub mod execute;
 pub mod interrupt;
 pub mod lock;
 pub mod parallel;
+pub mod preflight;
 pub mod progress;
 pub mod recipe;
 pub mod runner;

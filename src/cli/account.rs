@@ -112,6 +112,9 @@ impl Method {
     }
 }
 
+/// The largest --steps / --hops the accountant is asked to compose.
+const MAX_COUNT: u64 = 1 << 40;
+
 impl MethodArgs {
     /// Validates the method's parameters once, naming the flag.
     fn validate(&self) -> Result<f64> {
@@ -121,7 +124,14 @@ impl MethodArgs {
         }
         if matches!(m, Method::GapNdp | Method::ProgapNdp | Method::Dpgnn | Method::DpMlp | Method::DpSgd) {
             ensure!(self.steps >= 1, Error::invalid("--steps", "must be at least 1"));
+            // The accountants count compositions in u64 arithmetic (doubling, sums over parts):
+            // far beyond any training run, and far from overflowing.
+            ensure!(
+                self.steps <= MAX_COUNT && self.encoder_steps <= MAX_COUNT,
+                Error::invalid("--steps", format!("at most {MAX_COUNT} (more steps than any training run)"))
+            );
         }
+        ensure!(self.hops <= MAX_COUNT, Error::invalid("--hops", format!("at most {MAX_COUNT}")));
         if matches!(m, Method::GapNdp | Method::ProgapNdp | Method::DpMlp | Method::DpSgd) {
             let q = self.sample_rate;
             ensure!(q > 0.0 && q <= 1.0, Error::invalid("--sample-rate", format!("must be in (0, 1], got {q}")));
@@ -201,7 +211,18 @@ pub fn run(args: AccountArgs) -> Result<()> {
             };
             let event = a.m.event(sigma)?;
             let noise = if a.m.method.has_noise() { vec![("sigma".to_string(), sigma)] } else { vec![] };
-            let b = budget(&event, a.m.method.unit(), None, delta, noise)?;
+            // The accountant's numerical range ends somewhere (the analytic Gaussian's epsilon does
+            // not converge for a tiny sigma): bad input naming the flag, exit 2.
+            let b = budget(&event, a.m.method.unit(), None, delta, noise).map_err(|e| match e {
+                Error::Other(m) => Error::invalid(
+                    "--sigma",
+                    format!(
+                        "{m} at --sigma {}: use a larger --sigma or fewer --hops/--steps",
+                        crate::error::num(sigma)
+                    ),
+                ),
+                e => e,
+            })?;
             print_budget(&a.m, &b, a.m.json)
         }
         AccountCommand::Calibrate(a) => {
@@ -220,7 +241,15 @@ pub fn run(args: AccountArgs) -> Result<()> {
             a.m.event(1.0)?.validate()?;
             let sigma = calibrate(a.epsilon, delta, |s| a.m.event(s).expect("validated"))?;
             let event = a.m.event(sigma)?;
-            let b = budget(&event, a.m.method.unit(), Some(a.epsilon), delta, vec![("sigma".into(), sigma)])?;
+            let b = budget(&event, a.m.method.unit(), Some(a.epsilon), delta, vec![("sigma".into(), sigma)]).map_err(
+                |e| match e {
+                    Error::Other(m) => Error::invalid(
+                        "--epsilon",
+                        format!("{m} at --epsilon {}: use a smaller --epsilon", crate::error::num(a.epsilon)),
+                    ),
+                    e => e,
+                },
+            )?;
             print_budget(&a.m, &b, a.m.json)
         }
     }

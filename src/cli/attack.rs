@@ -77,8 +77,8 @@ pub struct AttackArgs {
     #[arg(long)]
     pub use_embeddings: bool,
     /// Attack a model saved by `gnnaudit train --save DIR` instead of training one; pass the same
-    /// --dataset, --min-class-count and --seed so that the graph and split match. Its recipe
-    /// (from the checkpoint) drives the shadow models.
+    /// --dataset and --min-class-count (checked against the checkpoint, which also supplies the
+    /// split seed and training seed). Its recipe (from the checkpoint) drives the shadow models.
     #[arg(long)]
     pub target: Option<PathBuf>,
     /// The bound behind eps_lb: clopper-pearson (default, any mechanism) | gdp (Gaussian
@@ -204,14 +204,19 @@ pub fn run(a: AttackArgs) -> Result<()> {
     };
     recipe.validate()?;
     let params = params_of(&a)?;
-    if let Some(t) = a.threads {
-        crate::ensure!(t >= 1, Error::invalid("threads", "must be at least 1"));
-        tch::set_num_threads(t);
-    }
+    crate::cli::train::set_threads(a.threads)?;
+    let seeds = crate::cli::train::seeds(a.seed, a.repeats)?;
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     // LPGNN trains on a 50/25/25 split (as `gnnaudit train` does); the others on GAP's 75/10/15.
-    let ratios = if recipe.method == crate::train::Method::Lpgnn {
+    // A saved target names the data it was trained on; another dataset or filter is refused.
+    let provenance = match &loaded {
+        Some(l) => Some(l.check_data(&raw, a.min_class_count)?.clone()),
+        None => None,
+    };
+    let ratios = if let Some(p) = &provenance {
+        p.split
+    } else if recipe.method == crate::train::Method::Lpgnn {
         SplitRatios::new(0.5, 0.25, 0.25)?
     } else {
         SplitRatios::default()
@@ -222,11 +227,15 @@ pub fn run(a: AttackArgs) -> Result<()> {
     let mut claim = None;
     let mut sensitive_names = None;
     for r in 0..a.repeats {
-        let seed = a.seed + r as u64;
-        // A saved target is one model on one graph and split (those of --seed); only the attack's
-        // own randomness (sampling, shadows, canaries, attack model) moves with the repeat.
-        let data_seed = if loaded.is_some() { a.seed } else { seed };
-        let mut ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, data_seed)?;
+        let seed = seeds[r];
+        // A saved target is one model on one graph and split (the checkpoint's split seed; its
+        // training seed samples a node-level degree bound); only the attack's own randomness
+        // (sampling, shadows, canaries, attack model) moves with the repeat.
+        let (split_seed, data_seed) = match &provenance {
+            Some(p) => (p.split_seed, p.train_seed),
+            None => (seed, seed),
+        };
+        let mut ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, split_seed)?;
         let mut sensitive = None;
         if a.attack == AttackKind::Attribute {
             let (carved, values, names) = carve_attribute(&ds, &a.sensitive)?;
@@ -262,6 +271,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
             }
             None => {
                 let run = train::train(&recipe, &ds, seed)?;
+                crate::cli::train::ensure_converged(&run, &recipe)?;
                 let out = (ModelBlackBox::new(run.model.as_ref()), run.budget.clone(), run.accuracy);
                 trained = Some(run);
                 out

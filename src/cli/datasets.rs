@@ -68,6 +68,7 @@ pub enum DatasetsCommand {
 pub fn run(args: DatasetsArgs) -> Result<()> {
     match args.command {
         DatasetsCommand::List { data_dir, json } => {
+            data::registry::check_data_dir(data_dir.as_deref())?;
             let found = data::list_datasets(data_dir.as_deref());
             if json {
                 println!("{}", serde_json::to_string_pretty(&found)?);

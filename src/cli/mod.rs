@@ -68,7 +68,12 @@ pub fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("GNNAUDIT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: logs redirected to a file or a CI log stay plain.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
 }
 
 pub fn run(cli: Cli) -> Result<()> {
@@ -86,7 +91,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Replay(a) => replay::run(a),
         Command::Completions(a) => {
             use clap::CommandFactory;
-            clap_complete::generate(a.shell, &mut Cli::command(), "gnnaudit", &mut std::io::stdout());
+            // Generated into memory, then printed: a failed write is then print!'s, which
+            // crate::fatal turns into a clean exit (clap_complete's own writer panics).
+            let mut script = Vec::new();
+            clap_complete::generate(a.shell, &mut Cli::command(), "gnnaudit", &mut script);
+            print!("{}", String::from_utf8_lossy(&script));
             Ok(())
         }
     }

@@ -17,10 +17,10 @@ pub struct RecipeArgs {
     #[arg(long, value_enum)]
     pub method: Option<Method>,
     /// Target epsilon (omit for eps = inf / no noise).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub epsilon: Option<f64>,
     /// Target delta (default: 10^-digits of the number of edges at edge level, nodes at node level).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub delta: Option<f64>,
     /// GAP hops K (default 2; 3 at node level).
     #[arg(long)]
@@ -39,14 +39,14 @@ pub struct RecipeArgs {
     pub batch_size: Option<usize>,
     #[arg(long)]
     pub hidden: Option<usize>,
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub lr: Option<f64>,
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub dropout: Option<f64>,
     #[arg(long, value_enum)]
     pub activation: Option<Activation>,
     /// DP-Adam clipping bound C.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_grad_norm: Option<f64>,
     #[arg(long)]
     pub encoder_layers: Option<usize>,
@@ -73,10 +73,10 @@ pub struct RecipeArgs {
     #[arg(long)]
     pub aggregation: Option<crate::models::sage::Aggregation>,
     /// LPGNN feature budget eps_x (`inf` = raw features).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub epsilon_x: Option<f64>,
     /// LPGNN label budget eps_y (`inf` = clean labels).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub epsilon_y: Option<f64>,
     /// LPGNN KProp steps on features.
     #[arg(long, allow_hyphen_values = true)]
@@ -94,7 +94,7 @@ pub struct RecipeArgs {
     #[arg(long)]
     pub features: Option<crate::models::lpgnn::FeatureMode>,
     /// DP-GNN: share of epsilon spent on the test-time aggregation release, in (0, 1).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub inference_budget: Option<f64>,
 }
 
@@ -174,14 +174,58 @@ pub fn bootstrap_ci(xs: &[f64]) -> (f64, [f64; 2]) {
     (mean, [means[25], means[974]])
 }
 
+/// The seeds `seed, seed + 1, ..` of `repeats` runs; refused when they would pass 2^64 - 1.
+pub fn seeds(seed: u64, repeats: usize) -> Result<Vec<u64>> {
+    crate::ensure!(repeats >= 1, Error::invalid("repeats", "must be at least 1"));
+    seed.checked_add(repeats as u64 - 1).ok_or_else(|| {
+        Error::invalid(
+            "seed",
+            format!("--seed {seed} with --repeats {repeats} runs past the largest seed {}", u64::MAX),
+        )
+    })?;
+    Ok((0..repeats as u64).map(|i| seed + i).collect())
+}
+
+/// The largest `--threads` accepted: far above any useful value (libtorch gains nothing beyond
+/// the cores), far below what makes its thread pool overflow the stack (100,000 did).
+pub const MAX_THREADS: i32 = 1024;
+
+/// Applies `--threads` after checking it.
+pub fn set_threads(threads: Option<i32>) -> Result<()> {
+    if let Some(t) = threads {
+        crate::ensure!(
+            (1..=MAX_THREADS).contains(&t),
+            Error::invalid("threads", format!("{t} is outside 1..={MAX_THREADS}"))
+        );
+        tch::set_num_threads(t);
+    }
+    Ok(())
+}
+
+/// Refuses a run whose model outputs are not all finite: a diverged optimiser (e.g. --lr 1e300)
+/// otherwise reports a chance-level accuracy as if it were a result.
+pub fn ensure_converged(run: &train::TrainedRun, recipe: &Recipe) -> Result<()> {
+    let post = run.model.posteriors();
+    let finite = post.f_isfinite()?.f_all()?.f_int64_value(&[])? == 1;
+    crate::ensure!(
+        finite,
+        Error::invalid(
+            "lr",
+            format!(
+                "training {} diverged (its outputs are NaN or infinite); lower --lr (was {})",
+                recipe.method.name(),
+                crate::error::num(recipe.lr)
+            )
+        )
+    );
+    Ok(())
+}
+
 pub fn run(a: TrainArgs) -> Result<()> {
     let recipe = a.recipe.to_recipe()?;
     recipe.validate()?;
-    crate::ensure!(a.repeats >= 1, crate::Error::invalid("repeats", "must be at least 1"));
-    if let Some(t) = a.threads {
-        crate::ensure!(t >= 1, crate::Error::invalid("threads", "must be at least 1"));
-        tch::set_num_threads(t);
-    }
+    let seeds = seeds(a.seed, a.repeats)?;
+    set_threads(a.threads)?;
     train::accounting::set_pld(!a.no_pld);
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
@@ -189,13 +233,24 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let ratios =
         if recipe.method == Method::Lpgnn { SplitRatios::new(0.5, 0.25, 0.25)? } else { SplitRatios::default() };
     let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, a.split_seed)?;
+    crate::models::size::ensure_fits(&recipe, &ds)?;
     let mut runs = Vec::new();
     let mut budget = None;
-    for i in 0..a.repeats {
-        let run = train::train(&recipe, &ds, a.seed + i as u64)?;
+    for (i, &seed) in seeds.iter().enumerate() {
+        let run = train::train(&recipe, &ds, seed)?;
+        ensure_converged(&run, &recipe)?;
         if i == 0 {
             if let Some(dir) = &a.save {
                 run.model.save(dir, &recipe, &run.budget)?;
+                let data = train::checkpoint::DataProvenance::of(
+                    &a.dataset,
+                    &raw,
+                    a.min_class_count,
+                    a.split_seed,
+                    ratios,
+                    seed,
+                );
+                train::checkpoint::record_data(dir, &data)?;
             }
         }
         runs.push((run.accuracy, run.seconds));
@@ -247,7 +302,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     for (i, (acc, s)) in runs.iter().enumerate() {
         println!(
             "  seed {}: test {:.2}%  val {:.2}%  train {:.2}%  ({:.2} s)",
-            a.seed + i as u64,
+            seeds[i],
             100.0 * acc.test,
             100.0 * acc.val,
             100.0 * acc.train,

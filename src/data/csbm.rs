@@ -50,8 +50,18 @@ impl Csbm {
     pub fn validate(&self) -> Result<()> {
         crate::ensure!(self.nodes >= 2, Error::invalid("csbm.nodes", format!("{} < 2", self.nodes)));
         crate::ensure!(
-            self.classes >= 1 && self.classes <= self.nodes,
-            Error::invalid("csbm.classes", format!("{} must be in 1..={}", self.classes, self.nodes))
+            self.classes >= 2,
+            Error::invalid(
+                "csbm.classes",
+                format!("{} class(es): node classification needs at least 2 classes", self.classes)
+            )
+        );
+        crate::ensure!(
+            self.classes <= self.nodes,
+            Error::invalid(
+                "csbm.classes",
+                format!("{} must be in 2..={} (the number of nodes)", self.classes, self.nodes)
+            )
         );
         crate::ensure!(
             self.mean_degree.is_finite() && self.mean_degree >= 0.0,
@@ -69,7 +79,24 @@ impl Csbm {
             self.signal.is_finite() && self.signal >= 0.0,
             Error::invalid("csbm.signal", format!("{} must be >= 0", self.signal))
         );
-        Ok(())
+        self.ensure_fits()
+    }
+
+    /// Refuses sizes this machine cannot hold, before anything is allocated: the feature matrix
+    /// (nodes x features f32, drawn through f64 class means), the edge list and graph (16 bytes per
+    /// directed edge, then 8 in the CSR), labels and class members. The knob named is the larger term's.
+    fn ensure_fits(&self) -> Result<()> {
+        let (n, f, c) = (self.nodes as f64, self.features as f64, self.classes as f64);
+        let features = n * f * 4.0 + c * f * 8.0;
+        // The edge list reserves 1.1 x the expected directed edges (16 bytes each); the CSR adds 8.
+        let edges = n * self.mean_degree * (1.1 * 16.0 + 8.0);
+        let nodes = n * 8.0 * 4.0;
+        let field = if features >= edges + nodes { "csbm.features" } else { "csbm.nodes" };
+        super::memory::ensure_fits(
+            field,
+            &format!("a synthetic graph of {} nodes with {} features", self.nodes, self.features),
+            features + edges + nodes,
+        )
     }
 
     /// Draws the dataset (named `synthetic`); identical for identical parameters.
@@ -94,6 +121,16 @@ impl Csbm {
         let p_out = if pairs_out > 0 { (1.0 - self.homophily) * edges / pairs_out as f64 } else { 0.0 };
         let need_in = self.homophily * edges > 0.0 && pairs_in == 0;
         let need_out = (1.0 - self.homophily) * edges > 0.0 && pairs_out == 0;
+        if need_in {
+            return Err(Error::invalid(
+                "csbm.homophily",
+                format!(
+                    "homophily {} needs edges inside classes, but with {} classes of {n} nodes every class has \
+                     a single node (lower classes or homophily)",
+                    self.homophily, c
+                ),
+            ));
+        }
         if p_in > 1.0 || p_out > 1.0 || need_in || need_out {
             return Err(Error::invalid(
                 "csbm.mean_degree",

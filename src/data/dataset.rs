@@ -125,6 +125,26 @@ impl Split {
     }
 }
 
+/// The number of classes of labels read from a file: the largest label + 1 (at least the number
+/// of class names). A label that cannot be a class id is refused, naming it: with `n` nodes there
+/// are at most `n` classes, so a larger id would only create empty classes (a single label of
+/// 10^9 once made a 10^9-entry class table and an 8 GB allocation).
+pub fn class_count(labels: &[usize], class_names: usize, source: &std::path::Path, column: &str) -> Result<usize> {
+    let n = labels.len();
+    let bound = n.max(class_names);
+    if let Some((i, &y)) = labels.iter().enumerate().find(|(_, &y)| y >= bound) {
+        return Err(Error::bad_file(
+            source,
+            format!(
+                "{column}: label {y} of node {i} is not a class id: with {n} nodes{} class ids must be below \
+                 {bound}; number the classes 0..C-1",
+                if class_names > 0 { format!(" and {class_names} class names") } else { String::new() }
+            ),
+        ));
+    }
+    Ok(labels.iter().copied().max().map_or(0, |m| m + 1).max(class_names))
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dataset {
     pub name: String,
@@ -146,6 +166,12 @@ impl Dataset {
         if self.features.rows() != n {
             return bad(format!("features have {} rows but the graph has {n} nodes", self.features.rows()));
         }
+        if n == 0 {
+            return bad("the graph has no nodes".into());
+        }
+        if self.features.cols() == 0 {
+            return bad("the feature matrix has 0 columns (every node needs at least one feature)".into());
+        }
         if self.labels.len() != n {
             return bad(format!("labels have {} entries but the graph has {n} nodes", self.labels.len()));
         }
@@ -162,6 +188,43 @@ impl Dataset {
                     return bad(format!("split index {i} is out of range or repeated"));
                 }
                 seen[i] = true;
+            }
+        }
+        Ok(())
+    }
+    /// Refuses data a classifier cannot learn from or be scored on: no nodes left, a single
+    /// class, or an empty training, validation or test set (all would "train" to NaN or 100%).
+    /// `filter` names the class filter that ran, so the message can blame it.
+    pub fn ensure_trainable(&self, min_class_count: usize) -> Result<()> {
+        let n = self.num_nodes();
+        let filter = if min_class_count > 1 {
+            format!(" (after dropping classes below --min-class-count {min_class_count} and isolated nodes)")
+        } else {
+            " (after removing isolated nodes)".to_string()
+        };
+        if n == 0 {
+            return Err(Error::invalid("dataset", format!("'{}' has no nodes left{filter}", self.name)));
+        }
+        let populated = self.class_counts().iter().filter(|&&c| c > 0).count();
+        if populated < 2 {
+            let field = if min_class_count > 1 { "min_class_count" } else { "dataset" };
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "'{}' has a single class left{filter}: a classifier would score 100% and every attack 0.5; \
+                     node classification needs at least 2 classes",
+                    self.name
+                ),
+            ));
+        }
+        if let Some(s) = &self.split {
+            for (part, idx) in [("training", &s.train), ("validation", &s.val), ("test", &s.test)] {
+                if idx.is_empty() {
+                    return Err(Error::invalid(
+                        "split",
+                        format!("'{}' leaves no {part} nodes ({n} nodes{filter}); use a larger graph", self.name),
+                    ));
+                }
             }
         }
         Ok(())

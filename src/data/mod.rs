@@ -16,6 +16,7 @@
 pub mod csbm;
 pub mod dataset;
 pub mod graph;
+pub mod memory;
 pub mod npz;
 pub mod registry;
 pub mod split;

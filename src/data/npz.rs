@@ -36,8 +36,8 @@ pub fn load(path: &Path) -> Result<Dataset> {
     let class_names = npz.strings("class_names")?;
     let attr_names = npz.strings("attr_names")?.filter(|a| a.len() == features.cols());
     tracing::debug!("{}: + labels and names in {:?}", path.display(), t.elapsed());
-    let max_label = labels.iter().copied().max().map_or(0, |m| m + 1);
-    let num_classes = max_label.max(class_names.as_ref().map_or(0, |c| c.len()));
+    let num_classes =
+        super::dataset::class_count(&labels, class_names.as_ref().map_or(0, |c| c.len()), path, "'labels'")?;
     let ds = Dataset { name, graph, features, labels, num_classes, split: None, class_names, attr_names };
     ds.validate(&path.display().to_string())?;
     Ok(ds)
@@ -105,7 +105,20 @@ impl<R: Read + Seek> Npz<R> {
     #[allow(clippy::unnecessary_cast)] // the macro casts every candidate type, i64 included
     fn ints(&mut self, key: &str) -> Result<Array<i64>> {
         self.require(key, "integer array")?;
-        read_as!(self, key, |x| x as i64, [i64, i32, u32, i16, u16, i8, u8, u64]);
+        // uint64 entries above i64::MAX would wrap to negative numbers: refuse them by value.
+        match self.zip.by_name::<OwnedRepr<u64>, IxDyn>(key) {
+            Ok(a) => {
+                if let Some((i, &x)) = a.iter().enumerate().find(|(_, &x)| x > i64::MAX as u64) {
+                    return Err(
+                        self.bad(format!("key '{key}'[{i}] = {x} is above the largest supported integer {}", i64::MAX))
+                    );
+                }
+                return Ok(convert(a, |x| x as i64));
+            }
+            Err(ReadNpzError::Npy(ReadNpyError::WrongDescriptor(_))) => {}
+            Err(e) => return Err(self.bad(format!("cannot read key '{key}': {e}"))),
+        }
+        read_as!(self, key, |x| x as i64, [i64, i32, u32, i16, u16, i8, u8]);
         read_as!(self, key, i64::from, [bool]);
         Err(self.bad(format!("key '{key}' is not an integer array")))
     }
@@ -211,6 +224,16 @@ impl<R: Read + Seek> Npz<R> {
         if a.rows != a.cols {
             return Err(self.bad(format!("shape mismatch: the adjacency must be square, is {} x {}", a.rows, a.cols)));
         }
+        // A weight is an edge when it is > 0; NaN or a negative weight has no meaning as an edge,
+        // and counting it as one (it is != 0) would be a silent guess.
+        if let Some((k, &w)) = a.data.iter().enumerate().find(|(_, &w)| !(w >= 0.0)) {
+            let key = if self.has("adj_indptr") || !self.has("adj_matrix") { "adj_data" } else { "adj_matrix" };
+            let row = a.indptr.partition_point(|&p| p <= k).saturating_sub(1);
+            return Err(self.bad(format!(
+                "key '{key}': the edge ({row}, {}) has weight {w}; edge weights must be >= 0 (0 = no edge)",
+                a.indices[k]
+            )));
+        }
         let n = a.rows;
         let mut indptr = vec![0usize; n + 1];
         for (k, &v) in a.indices.iter().enumerate() {
@@ -270,6 +293,7 @@ impl<R: Read + Seek> Npz<R> {
         let labels = if self.has("labels") {
             let ints = match self.ints("labels") {
                 Ok(a) => a,
+                Err(e) if !e.to_string().contains("is not an integer array") => return Err(e),
                 Err(_) => {
                     // Float labels are accepted when they hold whole numbers.
                     let f = self.floats("labels")?;
@@ -293,10 +317,8 @@ impl<R: Read + Seek> Npz<R> {
                     let mut y = Vec::with_capacity(rows);
                     for r in 0..rows {
                         let row = &ints.data[r * cols..(r + 1) * cols];
-                        match row.iter().enumerate().filter(|(_, &x)| x != 0).max_by_key(|(c, &x)| (x, -(*c as i64))) {
-                            Some((c, _)) => y.push(c),
-                            None => return Err(self.bad(format!("one-hot 'labels' row {r} has no class"))),
-                        }
+                        let set: Vec<usize> = (0..cols).filter(|&c| row[c] != 0).collect();
+                        y.push(self.one_class("'labels'", r, &set)?);
                     }
                     y
                 }
@@ -306,13 +328,11 @@ impl<R: Read + Seek> Npz<R> {
             let a = self.csr("labels")?;
             let mut y = Vec::with_capacity(a.rows);
             for r in 0..a.rows {
-                let best = (a.indptr[r]..a.indptr[r + 1])
-                    .filter(|&k| a.data[k] != 0.0)
-                    .max_by(|&i, &j| a.data[i].total_cmp(&a.data[j]).then(a.indices[j].cmp(&a.indices[i])));
-                match best {
-                    Some(k) => y.push(a.indices[k]),
-                    None => return Err(self.bad(format!("one-hot CSR labels: node {r} has no class"))),
-                }
+                let mut set: Vec<usize> =
+                    (a.indptr[r]..a.indptr[r + 1]).filter(|&k| a.data[k] != 0.0).map(|k| a.indices[k]).collect();
+                set.sort_unstable();
+                set.dedup();
+                y.push(self.one_class("one-hot CSR labels", r, &set)?);
             }
             y
         } else {
@@ -325,6 +345,20 @@ impl<R: Read + Seek> Npz<R> {
             );
         }
         Ok(labels)
+    }
+
+    /// The class of one one-hot row: exactly one column may be set (two would be an ambiguous
+    /// label that picking one would resolve silently).
+    fn one_class(&self, what: &str, row: usize, set: &[usize]) -> Result<usize> {
+        match set {
+            [c] => Ok(*c),
+            [] => Err(self.bad(format!("{what}: row {row} has no class"))),
+            many => Err(self.bad(format!(
+                "{what}: row {row} is ambiguous, it sets {} classes (columns {:?}); a node needs exactly one",
+                many.len(),
+                many
+            ))),
+        }
     }
 
     /// An optional NumPy fixed-width unicode array (`<U n`): read raw, since it is not numeric.

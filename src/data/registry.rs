@@ -20,6 +20,7 @@ pub const SYNTHETIC: &str = "synthetic";
 
 /// Loads the dataset a spec names (see the module docs for the forms).
 pub fn load_dataset(spec: &str, data_dir: Option<&Path>) -> Result<Dataset> {
+    check_data_dir(data_dir)?;
     let spec = spec.trim();
     if spec == SYNTHETIC {
         return Csbm::default().generate();
@@ -59,6 +60,17 @@ pub fn load_path(path: &Path) -> Result<Dataset> {
             path,
             format!("unknown dataset format '.{other}' (expected .npz, .toml, .csv, .parquet or a directory)"),
         )),
+    }
+}
+
+/// A `--data-dir` that is not a directory is a mistake to report, not an empty folder to skip.
+pub fn check_data_dir(data_dir: Option<&Path>) -> Result<()> {
+    match data_dir {
+        Some(d) if !d.is_dir() => Err(Error::bad_file(
+            d,
+            if d.exists() { "--data-dir is not a directory" } else { "--data-dir does not exist" },
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -53,12 +53,35 @@ impl Default for TableOptions {
     }
 }
 
+/// A manifest's keys, listed out (serde cannot deny unknown keys through `flatten`): a typo such
+/// as `undirectd = false` is an error naming it, as in audit configs.
 #[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Manifest {
     edges: PathBuf,
     nodes: PathBuf,
-    #[serde(flatten)]
-    options: TableOptions,
+    source: Option<String>,
+    target: Option<String>,
+    id: Option<String>,
+    label: Option<String>,
+    features: Option<Vec<String>>,
+    undirected: Option<bool>,
+    name: Option<String>,
+}
+
+impl Manifest {
+    fn options(&self) -> TableOptions {
+        let d = TableOptions::default();
+        TableOptions {
+            source: self.source.clone().unwrap_or(d.source),
+            target: self.target.clone().unwrap_or(d.target),
+            id: self.id.clone().unwrap_or(d.id),
+            label: self.label.clone().unwrap_or(d.label),
+            features: self.features.clone(),
+            undirected: self.undirected.unwrap_or(d.undirected),
+            name: self.name.clone(),
+        }
+    }
 }
 
 /// Loads an edge table and a node table.
@@ -89,18 +112,19 @@ pub fn load(edges_path: &Path, nodes_path: &Path, opts: &TableOptions) -> Result
 /// Loads a `.toml` manifest naming the edge and node files (paths relative to the manifest).
 pub fn load_manifest(path: &Path) -> Result<Dataset> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::bad_file(path, format!("cannot read: {e}")))?;
-    let m: Manifest = toml::from_str(&text).map_err(|e| Error::bad_file(path, format!("invalid manifest: {e}")))?;
+    let m: Manifest = toml::from_str(&text)
+        .map_err(|e| Error::bad_file(path, format!("invalid manifest: {}", e.to_string().trim().replace('\n', " "))))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let mut opts = m.options;
+    let mut opts = m.options();
     opts.name.get_or_insert_with(|| stem(path));
     load(&base.join(&m.edges), &base.join(&m.nodes), &opts)
 }
 
 /// Loads a directory holding `edges.{csv,parquet}` and `nodes.{csv,parquet}` (default options).
 pub fn load_dir(dir: &Path) -> Result<Dataset> {
-    let edges = find_table(dir, "edges")
+    let edges = unique_table(dir, "edges")?
         .ok_or_else(|| Error::bad_file(dir, "directory has no edges.csv or edges.parquet (with nodes.csv/.parquet)"))?;
-    let nodes = find_table(dir, "nodes")
+    let nodes = unique_table(dir, "nodes")?
         .ok_or_else(|| Error::bad_file(dir, "directory has no nodes.csv or nodes.parquet (with edges.csv/.parquet)"))?;
     let name = dir.file_name().map(|s| s.to_string_lossy().into_owned());
     load(&edges, &nodes, &TableOptions { name, ..TableOptions::default() })
@@ -123,9 +147,15 @@ pub fn load_edge_file(edges: &Path) -> Result<Dataset> {
     let rest_stem = rest.rsplit_once('.').map_or(rest, |(s, _)| s);
     let candidates: Vec<PathBuf> =
         ["csv", "parquet", "pq"].iter().map(|ext| dir.join(format!("{stem_nodes}{rest_stem}.{ext}"))).collect();
-    let nodes = candidates
-        .iter()
-        .find(|p| p.exists())
+    let present: Vec<PathBuf> = candidates.iter().filter(|p| p.is_file()).cloned().collect();
+    if present.len() > 1 {
+        return Err(Error::bad_file(
+            edges,
+            format!("ambiguous node table: {} all exist beside it; remove all but one", show(&present)),
+        ));
+    }
+    let nodes = present
+        .first()
         .ok_or_else(|| Error::bad_file(edges, format!("no node table beside it (looked for {})", show(&candidates))))?;
     let name = format!("{}{}", &file[..at], rest_stem).trim_matches(|c| c == '.' || c == '_' || c == '-').to_string();
     let name = if name.is_empty() { None } else { Some(name) };
@@ -134,7 +164,28 @@ pub fn load_edge_file(edges: &Path) -> Result<Dataset> {
 
 /// `dir/<base>.csv`, `.parquet` or `.pq`, whichever exists first.
 pub fn find_table(dir: &Path, base: &str) -> Option<PathBuf> {
-    ["csv", "parquet", "pq"].iter().map(|ext| dir.join(format!("{base}.{ext}"))).find(|p| p.is_file())
+    table_candidates(dir, base).into_iter().next()
+}
+
+/// Every `dir/<base>.{csv,parquet,pq}` that exists.
+fn table_candidates(dir: &Path, base: &str) -> Vec<PathBuf> {
+    ["csv", "parquet", "pq"].iter().map(|ext| dir.join(format!("{base}.{ext}"))).filter(|p| p.is_file()).collect()
+}
+
+/// The one table `dir/<base>.*`; two of them (edges.csv and edges.parquet) are ambiguous: which
+/// one is current cannot be guessed, so neither is read.
+fn unique_table(dir: &Path, base: &str) -> Result<Option<PathBuf>> {
+    let found = table_candidates(dir, base);
+    if found.len() > 1 {
+        return Err(Error::bad_file(
+            dir,
+            format!(
+                "ambiguous {base} table: {} all exist; remove all but one (or name the files in a .toml manifest)",
+                show(&found)
+            ),
+        ));
+    }
+    Ok(found.into_iter().next())
 }
 
 fn show(paths: &[PathBuf]) -> String {
@@ -164,7 +215,15 @@ pub fn read_table(path: &Path) -> Result<DataFrame> {
             return Err(Error::bad_file(path, format!("unknown table format '.{other}' (expected .csv or .parquet)")))
         }
     };
-    df.map_err(|e| Error::bad_file(path, format!("cannot read table: {e}")))
+    let df = df.map_err(|e| Error::bad_file(path, format!("cannot read table: {e}")))?;
+    if df.height() == 0 {
+        // Otherwise an empty CSV's columns are typed `str` and the complaint is about types.
+        return Err(Error::bad_file(
+            path,
+            format!("the table has no rows (only a header: [{}])", df.get_column_names_str().join(", ")),
+        ));
+    }
+    Ok(df)
 }
 
 fn column<'a>(df: &'a DataFrame, path: &Path, name: &str, role: &str) -> Result<&'a Column> {
@@ -181,6 +240,13 @@ fn int_values(col: &Column, path: &Path, role: &str) -> Result<Vec<i64>> {
     let bad = |m: String| Error::bad_file(path, format!("column '{}' ({role}): {m}", col.name()));
     if !col.dtype().is_integer() {
         return Err(bad(format!("expected integers, found {}", col.dtype())));
+    }
+    if col.dtype() == &DataType::UInt64 {
+        // A cast would turn these into nulls ("missing value"); say what they are.
+        let ca = col.u64().map_err(|e| bad(e.to_string()))?;
+        if let Some((r, Some(x))) = ca.into_iter().enumerate().find(|(_, x)| x.is_some_and(|x| x > i64::MAX as u64)) {
+            return Err(bad(format!("row {r}: {x} is above the largest supported integer {}", i64::MAX)));
+        }
     }
     let c = col.cast(&DataType::Int64).map_err(|e| bad(e.to_string()))?;
     let ca = c.i64().map_err(|e| bad(e.to_string()))?;
@@ -264,8 +330,9 @@ fn read_labels(nodes: &DataFrame, path: &Path, label: &str) -> Result<Labels> {
         if let Some((r, y)) = ys.iter().enumerate().find(|(_, &y)| y < 0) {
             return Err(Error::bad_file(path, format!("column '{label}' row {r}: negative label {y}")));
         }
-        let c = ys.iter().max().map_or(0, |&m| m as usize + 1);
-        Ok((ys.into_iter().map(|y| y as usize).collect(), c, None))
+        let ys: Vec<usize> = ys.into_iter().map(|y| y as usize).collect();
+        let c = super::dataset::class_count(&ys, 0, path, &format!("column '{label}'"))?;
+        Ok((ys, c, None))
     } else if col.dtype().is_string() || col.dtype().is_bool() {
         let ys = str_values(col, path, "node label")?;
         let mut names: Vec<String> = ys.clone();
@@ -288,8 +355,24 @@ fn read_features(nodes: &DataFrame, path: &Path, opts: &TableOptions) -> Result<
         Some(list) => list.clone(),
         None => {
             let cols = nodes.get_columns();
-            if let Some(c) = cols.iter().find(|c| c.dtype().is_list() || c.dtype().is_array()) {
-                vec![c.name().to_string()]
+            let lists: Vec<String> = cols
+                .iter()
+                .filter(|c| c.dtype().is_list() || c.dtype().is_array())
+                .map(|c| c.name().to_string())
+                .collect();
+            if lists.len() > 1 {
+                return Err(Error::bad_file(
+                    path,
+                    format!(
+                        "ambiguous features: {} list columns ({}); name the one to use with `features = [..]` in \
+                         a .toml manifest",
+                        lists.len(),
+                        lists.join(", ")
+                    ),
+                ));
+            }
+            if let Some(c) = lists.first() {
+                vec![c.clone()]
             } else {
                 cols.iter().map(|c| c.name().to_string()).filter(|c| *c != opts.id && *c != opts.label).collect()
             }

@@ -78,7 +78,7 @@ pub fn filter_classes(ds: &Dataset, min_count: usize) -> Result<Dataset> {
         return Err(Error::invalid(
             "min_class_count",
             format!(
-                "{min_count} removes every class of '{}' (largest has {})",
+                "{min_count} removes every class of '{}' (the largest has {} nodes)",
                 ds.name,
                 counts.iter().max().unwrap_or(&0)
             ),
@@ -217,7 +217,9 @@ pub fn prepare_like_gap(ds: &Dataset, min_class_count: usize, ratios: SplitRatio
     let ds = random_split(&ds, ratios, seed)?;
     let ds = filter_classes(&ds, min_class_count)?;
     let ds = remove_self_loops(&ds);
-    Ok(remove_isolated_nodes(&ds))
+    let ds = remove_isolated_nodes(&ds);
+    ds.ensure_trainable(min_class_count)?;
+    Ok(ds)
 }
 
 #[cfg(test)]

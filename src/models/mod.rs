@@ -20,6 +20,7 @@ pub mod lpgnn;
 pub mod mlp;
 pub mod progap;
 pub mod sage;
+pub mod size;
 pub mod sparse;
 pub mod white_box;
 

@@ -27,6 +27,53 @@ pub struct Meta {
     /// Standard deviation of the aggregation noise (for inductive inference on a new graph).
     pub noise_std: f64,
     pub max_degree: Option<usize>,
+    /// The data the model was trained on (absent in checkpoints written before issue 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataProvenance>,
+}
+
+/// What `attack --target` needs to rebuild the graph and split the model was trained on, and to
+/// refuse another one: the dataset's content hash and every preprocessing input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataProvenance {
+    /// The dataset spec as given (informative; the hash decides).
+    pub dataset: String,
+    /// sha256 of the loaded dataset's content (graph, features, labels), before preprocessing.
+    pub sha256: String,
+    pub min_class_count: usize,
+    pub split_seed: u64,
+    pub split: crate::data::SplitRatios,
+    /// Seed of the saved run's training (also samples a node-level model's degree bound).
+    pub train_seed: u64,
+}
+
+impl DataProvenance {
+    pub fn of(
+        spec: &str,
+        raw: &crate::data::Dataset,
+        min_class_count: usize,
+        split_seed: u64,
+        split: crate::data::SplitRatios,
+        train_seed: u64,
+    ) -> Self {
+        DataProvenance {
+            dataset: spec.to_string(),
+            sha256: crate::audit::execute::content_sha256(raw),
+            min_class_count,
+            split_seed,
+            split,
+            train_seed,
+        }
+    }
+}
+
+/// Adds the data provenance to a saved model's `model.json` (written atomically, like the rest).
+pub fn record_data(dir: &Path, data: &DataProvenance) -> Result<()> {
+    let meta_path = dir.join("model.json");
+    let text = std::fs::read_to_string(&meta_path).map_err(|e| Error::bad_file(&meta_path, e))?;
+    let mut meta: Meta = serde_json::from_str(&text).map_err(|e| Error::bad_file(&meta_path, e))?;
+    meta.data = Some(data.clone());
+    write_atomic(&meta_path, |p| Ok(std::fs::write(p, serde_json::to_string_pretty(&meta)?)?))
 }
 
 impl Meta {
@@ -39,6 +86,7 @@ impl Meta {
             num_classes,
             noise_std: 0.0,
             max_degree: None,
+            data: None,
         }
     }
 }
@@ -73,6 +121,68 @@ pub struct LoadedModel {
     pub model: Box<dyn TrainedModel>,
     pub recipe: Recipe,
     pub budget: Budget,
+    /// Where it came from (None: an older checkpoint).
+    pub data: Option<DataProvenance>,
+    pub dir: std::path::PathBuf,
+}
+
+impl LoadedModel {
+    /// The provenance the model was trained with, checked against the data an attack loaded:
+    /// another dataset (by content) or another class filter is refused, since the attack would
+    /// then score members and non-members of a split the model never saw.
+    pub fn check_data(&self, raw: &crate::data::Dataset, min_class_count: usize) -> Result<&DataProvenance> {
+        let meta = self.dir.join("model.json");
+        let p = self.data.as_ref().ok_or_else(|| {
+            Error::bad_file(
+                &meta,
+                "this checkpoint does not record the dataset and split it was trained on (it predates them); \
+                 re-create it with `gnnaudit train --save DIR` and the same options",
+            )
+        })?;
+        let sha = crate::audit::execute::content_sha256(raw);
+        if sha != p.sha256 {
+            return Err(Error::invalid(
+                "dataset",
+                format!(
+                    "'{}' is not the dataset the target in {} was trained on ('{}'): content sha256 {} vs {}",
+                    raw.name,
+                    self.dir.display(),
+                    p.dataset,
+                    &sha[..12],
+                    &p.sha256[..p.sha256.len().min(12)]
+                ),
+            ));
+        }
+        if min_class_count != p.min_class_count {
+            return Err(Error::invalid(
+                "min-class-count",
+                format!(
+                    "{min_class_count}, but the target in {} was trained with --min-class-count {}",
+                    self.dir.display(),
+                    p.min_class_count
+                ),
+            ));
+        }
+        Ok(p)
+    }
+}
+
+/// Refuses a checkpoint whose variables are not all finite: a diverged model answers NaN, and an
+/// attack on it would measure nothing.
+fn ensure_finite(vs: &tch::nn::VarStore, path: &Path) -> Result<()> {
+    for (name, t) in vs.variables() {
+        let finite = t.f_isfinite()?.f_all()?.f_int64_value(&[])? == 1;
+        if !finite {
+            return Err(Error::bad_file(
+                path,
+                format!(
+                    "weight '{name}' holds NaN or infinite values: the model diverged; retrain it with a \
+                     lower --lr"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Loads a directory written by [`TrainedModel::save`].
@@ -96,7 +206,8 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
     let classes = meta.num_classes as usize;
     let params_path = dir.join("params.safetensors");
     let load_vs = |ps: &mut crate::models::ParamStore| -> Result<()> {
-        ps.vs.load(&params_path).map_err(|e| Error::bad_file(&params_path, e))
+        ps.vs.load(&params_path).map_err(|e| Error::bad_file(&params_path, e))?;
+        ensure_finite(&ps.vs, &params_path)
     };
     let model: Box<dyn TrainedModel> = match r.method {
         Method::Mlp | Method::DpMlp => {
@@ -132,5 +243,5 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
             return Err(Error::invalid("method", format!("checkpoints of {} are not supported", m.name())));
         }
     };
-    Ok(LoadedModel { model, recipe: meta.recipe, budget: meta.budget })
+    Ok(LoadedModel { model, recipe: meta.recipe, budget: meta.budget, data: meta.data, dir: dir.to_path_buf() })
 }

@@ -1,5 +1,6 @@
 //! The training loop shared by every method built from our layers: full-batch or mini-batch Adam,
 //! or DP-Adam with Poisson sampling; validation every epoch; the best-validation epoch kept.
+use crate::error::{Error, Result};
 use crate::models::{Fwd, ParamStore};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind, PoissonSampler};
 use tch::{Kind, Reduction, Tensor};
@@ -79,7 +80,7 @@ pub fn accuracy(model: &dyn NodeClassifier, labels: &Tensor, idx: &Tensor) -> f6
 
 /// Trains `model`'s trainable parameters and returns the validation report. With
 /// `select_best_val`, the parameters of the best validation epoch are restored at the end.
-pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &FitConfig) -> FitReport {
+pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &FitConfig) -> Result<FitReport> {
     let ids = model.trainable();
     let params: Vec<(usize, Tensor)> = ids.iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
     let mut opt = Optimizer::new(cfg.optimizer, cfg.lr, cfg.weight_decay);
@@ -136,6 +137,7 @@ pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &F
                 }
             }
         }
+        ensure_finite(ps, &params, epoch, cfg.lr)?;
         if cfg.select_best_val {
             let val = accuracy(model, &labels.y, &labels.val);
             if best.as_ref().is_none_or(|(b, _, _)| val > *b) {
@@ -143,13 +145,32 @@ pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &F
             }
         }
     }
-    match best {
+    Ok(match best {
         Some((val, epoch, snap)) => {
             ps.restore(&snap);
             FitReport { best_val: val, best_epoch: epoch, steps }
         }
         None => FitReport { best_val: accuracy(model, &labels.y, &labels.val), best_epoch: cfg.epochs, steps },
+    })
+}
+
+/// Stops a diverged run: once a weight is NaN or infinite every later epoch is noise, and the
+/// best-validation pick would quietly report a chance-level epoch as the result.
+fn ensure_finite(ps: &ParamStore, params: &[(usize, Tensor)], epoch: usize, lr: f64) -> Result<()> {
+    for (i, p) in params {
+        if p.f_isfinite()?.f_all()?.f_int64_value(&[])? != 1 {
+            return Err(Error::invalid(
+                "lr",
+                format!(
+                    "training diverged in epoch {}: weight '{}' became NaN or infinite; lower --lr (was {})",
+                    epoch + 1,
+                    ps.names[*i],
+                    crate::error::num(lr)
+                ),
+            ));
+        }
     }
+    Ok(())
 }
 
 /// One non-private step on the mean cross-entropy of `idx`.

@@ -46,7 +46,8 @@ fn calibrate(r: &Recipe, data: &Dataset, expr: Expression) -> Result<Privacy> {
     match r.epsilon {
         Some(eps) => {
             let t = std::time::Instant::now();
-            let (sigma, budget) = expr.calibrate(eps, delta_for(r, data))?;
+            let delta = delta_for(r, data);
+            let (sigma, budget) = expr.calibrate(eps, delta).map_err(|e| accountant_failure(r, delta, e))?;
             tracing::info!("calibrated sigma {sigma:.4} and budget in {:.2} s", t.elapsed().as_secs_f64());
             Ok(Privacy { sigma, budget })
         }
@@ -56,6 +57,48 @@ fn calibrate(r: &Recipe, data: &Dataset, expr: Expression) -> Result<Privacy> {
             Ok(Privacy { sigma: 0.0, budget: b })
         }
     }
+}
+
+/// The accountant's numerical failures (the analytic Gaussian's epsilon not converging at a very
+/// large epsilon, a tiny sigma or many hops) come from the recipe: a bad-input error (exit 2)
+/// naming the flags, not an internal one.
+pub fn accountant_failure(r: &Recipe, delta: f64, e: crate::Error) -> crate::Error {
+    match e {
+        crate::Error::Other(m) => crate::Error::invalid(
+            "epsilon",
+            format!(
+                "the accountant cannot evaluate {} at --epsilon {} and --delta {} ({m}); use a smaller \
+                 --epsilon, a larger --delta or fewer --hops/--depth/--epochs",
+                r.method.name(),
+                r.epsilon.map_or("inf".to_string(), crate::error::num),
+                crate::error::num(delta)
+            ),
+        ),
+        e => e,
+    }
+}
+
+/// Calibrates a private recipe's noise on `data` without training, so that an audit's dry run
+/// catches a budget the accountant cannot meet or evaluate (the analytic Gaussian at eps = 10^8)
+/// before any cell runs. The result is cached (`accounting`), so training in the same process
+/// does not pay twice. SAGE-EDP, DP-GNN and LPGNN account in their own modules and are skipped.
+pub fn check_privacy(r: &Recipe, data: &Dataset) -> Result<()> {
+    if r.epsilon.is_none() {
+        return Ok(());
+    }
+    let n_train = data.split()?.train.len();
+    let expr = match r.method {
+        Method::DpMlp => accounting::dp_sgd(schedule(r, n_train)),
+        Method::GapNdp => {
+            let s = schedule(r, n_train);
+            accounting::gap_node(r.hops(), r.max_degree, s, s)
+        }
+        Method::GapEdp => accounting::gap_edge(r.hops()),
+        Method::ProgapNdp => accounting::progap_node(r.depth(), r.max_degree, schedule(r, n_train)),
+        Method::ProgapEdp => accounting::progap_edge(r.depth()),
+        _ => return Ok(()),
+    };
+    calibrate(r, data, expr).map(|_| ())
 }
 
 /// DP-SGD schedule of one training run over the training nodes.
@@ -172,7 +215,7 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<(MlpModel, Accur
     let mut ps = ParamStore::new();
     let net =
         MlpClassifier::new(&mut ps, features(data), r.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
-    fit(&net, &ps, &labels, &fit_config(r, n_train, privacy.sigma));
+    fit(&net, &ps, &labels, &fit_config(r, n_train, privacy.sigma))?;
     let accuracy = measure(&net, &labels);
     Ok((MlpModel { ps, net }, accuracy, privacy))
 }
@@ -285,12 +328,12 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(GapModel, Accur
     let cfg = fit_config(r, n_train, privacy.sigma);
     let (ps, encoder, mut classifier) = build_gap(r, features(data), data.num_classes);
     // 1. pre-train the encoder; 2-4. encode, normalise, PMA once (cached); 5. train CM.
-    let rep = fit(&encoder, &ps, &labels, &cfg);
+    let rep = fit(&encoder, &ps, &labels, &cfg)?;
     tracing::info!("GAP encoder: best val {:.4} at epoch {} ({} steps)", rep.best_val, rep.best_epoch, rep.steps);
     let noise_std = privacy.sigma * sensitivity;
     let x0 = encoder.embed(&encoder.x.x);
     classifier.inputs = pma(&aggregation_operator(&graph), &x0, hops, noise_std);
-    let rep = fit(&classifier, &ps, &labels, &cfg);
+    let rep = fit(&classifier, &ps, &labels, &cfg)?;
     tracing::info!("GAP classifier: best val {:.4} at epoch {} ({} steps)", rep.best_val, rep.best_epoch, rep.steps);
     let accuracy = measure(&classifier, &labels);
     let model = GapModel {
@@ -396,7 +439,7 @@ pub fn fit_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(ProgapModel,
             net.inputs.push(crate::models::Rows::new(nap(&adj, &e, noise_std)));
         }
         net.stage = s;
-        let rep = fit(&net, &ps, &labels, &cfg);
+        let rep = fit(&net, &ps, &labels, &cfg)?;
         tracing::info!(
             "ProGAP stage {s}: best val {:.4} at epoch {} ({} steps)",
             rep.best_val,

@@ -1,0 +1,114 @@
+//! Everything a real audit would refuse before its first training, checked without training: a
+//! `--dry-run` that says "valid" must mean the run will not fail on its input, and a real run
+//! fails here, before it creates its report folder (issue 20).
+//!
+//! Beyond the schema checks of [`AuditConfig::validate`]: every dataset is loaded (a corrupt or
+//! truncated file fails now, not after other cells finished) and prepared as each method's cells
+//! will prepare it (a `min_class_count` above the largest class, a single class left, an empty
+//! split), every cell's recipe is built and checked against the memory available and its noise
+//! calibrated (a budget the accountant cannot meet or evaluate), and the attack
+//! parameters the attacks check only once they run (`confidence = 1.5`, `num_samples = 0`) are
+//! checked against the same bounds.
+use super::config::AuditConfig;
+use super::epsilon::Epsilon;
+use super::recipe::{build_recipe, parse_method};
+use crate::error::{Error, Result};
+use crate::train::Method;
+use gnnaudit_attacks::{AttackKind, AttackParams};
+use std::path::Path;
+
+/// Runs every check; errors name the config field (`datasets[0].min_class_count`, ...).
+pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
+    for (i, a) in cfg.attacks.iter().enumerate() {
+        let (kind, _, params) = super::attack::attack_inputs(&a.kind, &a.knowledge, &a.params)
+            .map_err(|(k, m)| Error::invalid(format!("attacks[{i}].{k}"), m))?;
+        attack_params(kind, &params).map_err(|(k, m)| Error::invalid(format!("attacks[{i}].params.{k}"), m))?;
+    }
+    let first_seed = cfg.seed_list().first().copied().unwrap_or(0);
+    for (i, d) in cfg.datasets.iter().enumerate() {
+        let raw = super::execute::load_raw(d, data_dir).map_err(|e| within(&format!("datasets[{i}]"), "name", e))?;
+        // LPGNN draws its own split ratios; every other method shares the default one.
+        let mut prepared: Vec<(bool, crate::data::Dataset)> = Vec::new();
+        for (j, m) in cfg.methods.iter().enumerate() {
+            let method = parse_method(&m.method);
+            let lpgnn = method == Some(Method::Lpgnn);
+            if !prepared.iter().any(|(l, _)| *l == lpgnn) {
+                let ds = super::execute::prepare(&raw, d, d.split_seed.unwrap_or(first_seed), method)
+                    .map_err(|e| within(&format!("datasets[{i}]"), "name", e))?;
+                prepared.push((lpgnn, ds));
+            }
+            let ds = &prepared.iter().find(|(l, _)| *l == lpgnn).expect("prepared above").1;
+            for eps in cfg.epsilon_grid(m) {
+                let recipe = build_recipe(&m.method, &m.params, eps, cfg.delta_for(m))
+                    .map_err(|(k, msg)| Error::invalid(format!("methods[{j}].{k}"), msg))?;
+                crate::models::size::ensure_fits(&recipe, ds)
+                    .map_err(|e| within(&format!("methods[{j}]"), "hidden", e))?;
+                if let Epsilon::Finite(_) = eps {
+                    recipe.validate().map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
+                    crate::train::methods::check_privacy(&recipe, ds)
+                        .map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Puts a lower-level error under a config prefix: `invalid min_class_count` becomes
+/// `invalid datasets[0].min_class_count`; a file error keeps naming its file.
+fn within(prefix: &str, default_field: &str, e: Error) -> Error {
+    match e {
+        Error::InvalidParam { field, message } => Error::invalid(format!("{prefix}.{field}"), message),
+        e @ (Error::BadFile { .. } | Error::DatasetNotFound { .. }) => e,
+        e => Error::invalid(format!("{prefix}.{default_field}"), e),
+    }
+}
+
+/// The parameter bounds the attacks check when they start (attacks crate, `check!` at the top of
+/// each attack), checked here before any training. Errors are (key, message).
+pub fn attack_params(kind: AttackKind, p: &AttackParams) -> std::result::Result<(), (String, String)> {
+    let bad = |k: &str, m: String| Err((k.to_string(), m));
+    if let Some(c) = p.confidence {
+        if !(c > 0.5 && c < 1.0) {
+            return bad("confidence", format!("{c} is outside (0.5, 1)"));
+        }
+    }
+    match kind {
+        AttackKind::LinkStealing => {
+            if p.link.num_samples < 20 {
+                return bad("num_samples", format!("{} pairs are too few (at least 20)", p.link.num_samples));
+            }
+            let f = p.link.train_fraction;
+            if !(f > 0.0 && f + 0.1 < 1.0) {
+                return bad("train_fraction", format!("{f} must lie in (0, 0.9)"));
+            }
+        }
+        AttackKind::Lira => {
+            if p.lira.shadows < 2 || p.lira.shadows % 2 != 0 {
+                return bad("shadows", format!("need an even number >= 2, got {}", p.lira.shadows));
+            }
+        }
+        AttackKind::CanaryEdge | AttackKind::CanaryNode | AttackKind::CanaryLdp => {
+            if p.canary.canaries < 2 {
+                return bad("canaries", format!("need at least 2 canaries, got {}", p.canary.canaries));
+            }
+            if p.canary.runs < 1 {
+                return bad("runs", "need at least 1 run".into());
+            }
+        }
+        AttackKind::Inversion => {
+            let q = &p.inversion;
+            if q.steps < 1 || !(q.lr > 0.0) || !(q.lambda >= 0.0) {
+                return bad("steps", "model inversion needs steps >= 1, lr > 0 and lambda >= 0".into());
+            }
+        }
+        AttackKind::GraphReconstruction => {
+            let q = &p.reconstruction;
+            if q.steps < 1 || !(q.lr > 0.0) {
+                return bad("steps", "graph reconstruction needs steps >= 1 and lr > 0".into());
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,68 @@
+//! Memory a training run needs at least, checked before the first tensor is allocated: libtorch
+//! reports an allocation failure by throwing through tch (a panic with C++ frames), and the
+//! knob that asked for it (`--hidden 1000000000`) is then nowhere to be seen.
+use crate::data::{memory, Dataset};
+use crate::error::Result;
+use crate::train::{Method, Recipe};
+
+/// A lower bound on the bytes a run of `recipe` on `ds` allocates: every weight matrix four times
+/// (value, gradient, Adam's two moments) plus the best-epoch snapshot, and one float per node and
+/// hidden unit for every hidden layer's activations and every cached hop (GAP) or stage (ProGAP).
+pub fn bytes_needed(recipe: &Recipe, ds: &Dataset) -> (f64, &'static str) {
+    let (n, f, c) = (ds.num_nodes() as f64, ds.num_features() as f64, ds.num_classes as f64);
+    let h = recipe.hidden as f64;
+    // Only matrices the method surely builds, so that the bound never refuses a run that fits:
+    // input -> hidden and hidden -> classes, plus the MLP's hidden -> hidden layers in between.
+    let hidden_to_hidden = match recipe.method {
+        Method::Mlp | Method::DpMlp => recipe.mlp_layers.saturating_sub(2) as f64,
+        _ => 0.0,
+    };
+    let layers = hidden_to_hidden + 2.0;
+    let hops = if recipe.method.is_gap() {
+        recipe.hops() as f64
+    } else if recipe.method.is_progap() {
+        recipe.depth() as f64
+    } else {
+        0.0
+    };
+    let weights = 5.0 * 4.0 * (f * h + hidden_to_hidden * h * h + h * c);
+    let activations = 4.0 * n * h * (layers - 1.0);
+    let cached = 4.0 * n * h * hops;
+    // The cache grows with hidden x hops: blame hops only when it is the larger factor.
+    let field = if cached > weights + activations && hops > h {
+        if recipe.method.is_gap() {
+            "hops"
+        } else {
+            "depth"
+        }
+    } else {
+        "hidden"
+    };
+    (weights + activations + cached, field)
+}
+
+/// Refuses a run that cannot fit in the memory available, naming the knob to lower.
+pub fn ensure_fits(recipe: &Recipe, ds: &Dataset) -> Result<()> {
+    let (bytes, field) = bytes_needed(recipe, ds);
+    memory::ensure_fits(
+        field,
+        &format!(
+            "{} with hidden = {}{} on {} nodes x {} features",
+            recipe.method.name(),
+            recipe.hidden,
+            if field == "hidden" { String::new() } else { format!(" and {field} = {}", bytes_hops(recipe)) },
+            ds.num_nodes(),
+            ds.num_features()
+        ),
+        bytes,
+    )
+}
+
+/// The hop (GAP) or stage (ProGAP) count that the cached inputs scale with.
+fn bytes_hops(recipe: &Recipe) -> usize {
+    if recipe.method.is_gap() {
+        recipe.hops()
+    } else {
+        recipe.depth()
+    }
+}
