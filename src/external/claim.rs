@@ -278,7 +278,7 @@ impl DeclaredClaim {
             if delta >= 1.0 / units.max(1) as f64 {
                 flags.push(format!(
                     "delta = {delta} is not below 1/{units} (the dataset's {units} private units): at such a delta, \
-                     publishing a random unit's data outright satisfies the claim; was {default} meant? There the \
+                     publishing a random unit's data outright satisfies the claim; was {default:e} meant? There the \
                      declared mechanism gives epsilon {at_default:.3}"
                 ));
             }

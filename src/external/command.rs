@@ -251,13 +251,13 @@ mod tests {
     fn failing_and_slow_commands_show_their_log_tail() {
         let (g, s) = tiny();
         let r = CommandRunner::new("echo training {graph}; echo boom >&2; exit 3 # {out}", 30.0, None).unwrap();
-        let e = r.run(&g, &s, 0).unwrap_err();
+        let e = r.run(&g, &s, 0).err().expect("fails");
         assert_eq!(e.exit_code(), 2);
         let m = e.to_string();
         assert!(m.contains("exit status: 3") && m.contains("| boom") && m.contains("| training"), "{m}");
         let r = CommandRunner::new("echo started; sleep 20 # {graph} {out}", 0.5, None).unwrap();
         let t = Instant::now();
-        let m = r.run(&g, &s, 0).unwrap_err().to_string();
+        let m = r.run(&g, &s, 0).err().expect("fails").to_string();
         assert!(m.contains("timed out") && m.contains("| started"), "{m}");
         assert!(t.elapsed() < Duration::from_secs(15), "the timeout stops the command");
     }
@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(*r.executed.borrow(), 1, "a finished run is reused");
         let wrong = "printf 'node,a,b\\n0,0.5,0.5\\n1,1,0\\n' > {out}/posteriors.csv # {graph}";
         let r = CommandRunner::new(wrong, 30.0, None).unwrap();
-        let m = r.run(&g, &s, 1).unwrap_err().to_string();
+        let m = r.run(&g, &s, 1).err().expect("fails").to_string();
         assert!(m.contains("posteriors.csv") && m.contains("missing"), "{m}");
     }
 }

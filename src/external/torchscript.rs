@@ -63,13 +63,20 @@ fn loss_of(out: &Tensor, y: &Tensor, kind: OutputKind) -> Tensor {
     }
 }
 
-fn run_forward(forward: impl Fn() -> std::result::Result<Tensor, TchError>, path: &Path) -> Result<Tensor> {
+fn run_forward(
+    forward: impl Fn() -> std::result::Result<Tensor, TchError>,
+    path: &Path,
+    x: &Tensor,
+    ei: &Tensor,
+) -> Result<Tensor> {
     forward().map_err(|e| {
         Error::bad_file(
             path,
             format!(
-                "forward(x: Tensor[N, F], edge_index: Tensor[2, E]) failed (gnnaudit calls it with the dataset's \
-                 float32 features and int64 edge_index): {}",
+                "forward(x: Tensor[N, F], edge_index: Tensor[2, E]) failed on the dataset's x {:?} (float32) and \
+                 edge_index {:?} (int64): {}",
+                x.size(),
+                ei.size(),
                 torch_message(&e)
             ),
         )
@@ -124,7 +131,7 @@ impl ScriptTarget {
         module.f_set_eval().map_err(|e| Error::bad_file(path, torch_message(&e)))?;
         let x = g.features.to_kind(Kind::Float);
         let ei = edge_index(g);
-        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), path))?;
+        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), path, &x, &ei))?;
         let post = check_output(path, &out, g, output)?;
         Ok(ScriptTarget {
             path: path.to_path_buf(),
@@ -243,7 +250,7 @@ impl ScriptOracle {
         module.f_set_train().map_err(|e| Error::bad_file(source, torch_message(&e)))?;
         let mut losses = Vec::with_capacity(r.epochs);
         for _ in 0..r.epochs {
-            let out = run_forward(|| module.forward_ts(&[&x, &ei]), source)?;
+            let out = run_forward(|| module.forward_ts(&[&x, &ei]), source, &x, &ei)?;
             let loss = loss_of(&out.index_select(0, &idx), &y, self.output);
             let value = loss.double_value(&[]);
             crate::ensure!(
@@ -254,7 +261,7 @@ impl ScriptOracle {
             losses.push(value);
         }
         module.f_set_eval().map_err(|e| Error::bad_file(source, torch_message(&e)))?;
-        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), source))?;
+        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), source, &x, &ei))?;
         let posteriors = check_output(source, &out, g, self.output)?;
         Ok(ShadowRun { posteriors, losses })
     }

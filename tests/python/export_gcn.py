@@ -1,7 +1,8 @@
 """Trains the plain-PyTorch GCN of gcn.py on a graph in gnnaudit's .npz layout and exports what a
 deployment would hand an auditor:
 
-  OUT/model.pt        the trained model, torch.jit.script (or --trace), forward(x, edge_index) -> logits
+  OUT/model.pt        the trained model, torch.jit.script, forward(x, edge_index) -> logits
+  OUT/model_traced.pt the trained model through torch.jit.trace
   OUT/model_init.pt   the same architecture untrained (gnnaudit's shadow models start from it)
   OUT/members.txt     the ids of the training nodes, one per line
   OUT/posteriors.npy  softmax(model(x, edge_index)) in eval mode, float32 [N, C] (row = node id)
@@ -27,7 +28,6 @@ p.add_argument("--epochs", type=int, default=100)
 p.add_argument("--hidden", type=int, default=16)
 p.add_argument("--lr", type=float, default=0.01)
 p.add_argument("--seed", type=int, default=0)
-p.add_argument("--trace", action="store_true", help="torch.jit.trace instead of torch.jit.script")
 a = p.parse_args()
 
 torch.manual_seed(a.seed)
@@ -40,11 +40,11 @@ mask[members] = True
 
 model = GCN(x.size(1), a.hidden, classes)
 os.makedirs(a.out, exist_ok=True)
-export = (lambda m: torch.jit.trace(m, (x, edge_index))) if a.trace else torch.jit.script
 model.eval()
-export(model).save(os.path.join(a.out, "model_init.pt"))
+torch.jit.script(model).save(os.path.join(a.out, "model_init.pt"))
 losses = fit(model, (x, edge_index), y, mask, a.epochs, a.lr)
-export(model).save(os.path.join(a.out, "model.pt"))
+torch.jit.script(model).save(os.path.join(a.out, "model.pt"))
+torch.jit.trace(model, (x, edge_index)).save(os.path.join(a.out, "model_traced.pt"))
 with torch.no_grad():
     post = torch.softmax(model(x, edge_index), dim=1)
 save_npy(os.path.join(a.out, "posteriors.npy"), post)
