@@ -10,6 +10,7 @@
 //! the deployment's declared mechanism ([`claim`]: recomputed by gnnaudit's own accountant). Each
 //! kind is adapted to the attacks crate's threat model (black box, white box, shadow oracle), so
 //! every attack and every eps_lb certificate work on it unchanged.
+pub mod audit;
 pub mod claim;
 pub mod command;
 pub mod graph_npz;

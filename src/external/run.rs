@@ -126,111 +126,179 @@ fn target_error(e: attacks::Error, kept: Option<Error>) -> Error {
     kept.unwrap_or_else(|| from_attack(e))
 }
 
-pub fn run(x: &ExternalAttack) -> Result<ExternalOutcome> {
-    x.target.validate()?;
-    crate::ensure!(x.repeats >= 1, Error::invalid("repeats", "must be at least 1"));
-    crate::ensure!(
-        x.attack != AttackKind::Attribute,
-        Error::invalid(
-            "attack",
-            "attribute inference needs the attribute carved out of the features before training, which an external \
-             target was not"
-        )
-    );
-    let ds = data::load_dataset(&x.dataset, x.data_dir.as_deref())?;
-    let g = attack_graph(&ds)?;
-    let n = g.num_nodes;
-    let members = x.target.members().map(|p| load_members(p, n)).transpose()?;
-    let is_command = matches!(x.target, TargetSpec::Command { .. });
-    if is_membership(x.attack) && members.is_none() && !is_command {
-        return Err(Error::invalid(
-            "members",
-            format!(
-                "{} needs the ids of the nodes the deployment trained on (--members FILE, or members in [target])",
-                x.attack.name()
-            ),
-        ));
-    }
-    let claim_report = match &x.claim {
-        Some(c) => {
-            let units = match c.unit() {
-                PrivacyUnit::Edge => g.edges.len(),
-                _ => n,
-            };
-            Some(c.check(units)?)
-        }
-        None => None,
-    };
-    let claim = match &claim_report {
-        Some(r) => Claim { unit: claim_unit(r.unit), epsilon: Some(r.audited_epsilon()), delta: r.audited_delta() },
-        None => Claim::non_private(),
-    };
+/// A deployment adapted to the threat model, on the dataset it was trained on: what every attack
+/// against it (from `gnnaudit attack` or an audit cell) starts from.
+pub struct Deployment {
+    pub graph: AttackGraph,
+    pub dataset: data::Dataset,
+    pub members: Option<Vec<usize>>,
+    pub claim: Claim,
+    pub claim_report: Option<ClaimReport>,
+    released: Option<Released>,
+    script: Option<ScriptTarget>,
+    script_oracle: Option<ScriptOracle>,
+    runner: Option<CommandRunner>,
+    /// The command target's deployed model (pipeline run on the dataset) and the seed it was run for.
+    command_target: std::cell::RefCell<Option<(u64, std::rc::Rc<Released>)>>,
+}
 
-    // The target, adapted to the threat model.
-    let mut script: Option<ScriptTarget> = None;
-    let mut script_oracle: Option<ScriptOracle> = None;
-    let mut released: Option<Released> = None;
-    let mut runner: Option<CommandRunner> = None;
-    match &x.target {
-        TargetSpec::Posteriors { posteriors, .. } => {
-            crate::ensure!(
-                queries_target(x.attack),
-                Error::invalid("attack", "a canary audit trains models; a posteriors target has none (use command)")
-            );
-            released = Some(Released::new(load_posteriors(posteriors, n, g.num_classes)?));
+impl Deployment {
+    /// Validates the target and the claim against the dataset (node ids as in the file: no
+    /// reindexing, no class filter) and loads what can be loaded up front.
+    pub fn open(target: &TargetSpec, claim: Option<&DeclaredClaim>, dataset: data::Dataset) -> Result<Self> {
+        target.validate()?;
+        let g = attack_graph(&dataset)?;
+        let n = g.num_nodes;
+        let members = target.members().map(|p| load_members(p, n)).transpose()?;
+        let claim_report = match claim {
+            Some(c) => {
+                let units = match c.unit() {
+                    PrivacyUnit::Edge => g.edges.len(),
+                    _ => n,
+                };
+                Some(c.check(units)?)
+            }
+            None => None,
+        };
+        let claim = match &claim_report {
+            Some(r) => Claim { unit: claim_unit(r.unit), epsilon: Some(r.audited_epsilon()), delta: r.audited_delta() },
+            None => Claim::non_private(),
+        };
+        let mut d = Deployment {
+            graph: g,
+            dataset,
+            members,
+            claim,
+            claim_report,
+            released: None,
+            script: None,
+            script_oracle: None,
+            runner: None,
+            command_target: Default::default(),
+        };
+        match target {
+            TargetSpec::Posteriors { posteriors, .. } => {
+                d.released = Some(Released::new(load_posteriors(posteriors, n, d.graph.num_classes)?));
+            }
+            TargetSpec::Torchscript { model, output, init, training, .. } => {
+                d.script = Some(ScriptTarget::load(model, *output, &d.graph)?);
+                d.script_oracle = Some(ScriptOracle::new(model, init.as_deref(), *output, *training));
+            }
+            TargetSpec::Command { command, timeout, work_dir, .. } => {
+                d.runner = Some(CommandRunner::new(command, *timeout, work_dir.as_deref())?);
+            }
         }
-        TargetSpec::Torchscript { model, output, init, training, .. } => {
-            script = Some(ScriptTarget::load(model, *output, &g)?);
-            script_oracle = Some(ScriptOracle::new(model, init.as_deref(), *output, *training));
-        }
-        TargetSpec::Command { command, timeout, work_dir, .. } => {
-            runner = Some(CommandRunner::new(command, *timeout, work_dir.as_deref())?);
-        }
+        Ok(d)
     }
-    let command_oracle = runner.as_ref().map(|r| CommandOracle { runner: r });
-    let oracle: Option<&dyn ShadowOracle> = match (&script_oracle, &command_oracle) {
-        (Some(o), _) => Some(o),
-        (_, Some(o)) => Some(o),
-        _ => None,
-    };
-    let kept = || -> Option<Error> {
-        script_oracle
-            .as_ref()
-            .and_then(|o| o.failure.borrow_mut().take())
-            .or_else(|| runner.as_ref().and_then(|r| r.failure.borrow_mut().take()))
-    };
 
-    let mut results = vec![];
-    let mut first_accuracy = None;
-    let mut command_target: Option<Released> = None;
-    for r in 0..x.repeats {
-        let seed = x.seed + r as u64;
-        let split = run_split(&g, &ds, &members, x.attack, seed)?;
+    /// Number of command runs executed so far (None for other kinds).
+    pub fn command_runs(&self) -> Option<usize> {
+        self.runner.as_ref().map(|r| *r.executed.borrow())
+    }
+
+    /// Runs one attack with `seed`; returns the result and the split it used.
+    pub fn attack(
+        &self,
+        kind: AttackKind,
+        knowledge: &AdversaryKnowledge,
+        params: &AttackParams,
+        seed: u64,
+    ) -> Result<(AttackResult, NodeSplit)> {
+        crate::ensure!(
+            kind != AttackKind::Attribute,
+            Error::invalid(
+                "attack",
+                "attribute inference needs the attribute carved out of the features before training, which an \
+                 external target was not"
+            )
+        );
+        if is_membership(kind) && self.members.is_none() && self.runner.is_none() {
+            return Err(Error::invalid(
+                "members",
+                format!(
+                    "{} needs the ids of the nodes the deployment trained on (--members FILE, or members in [target])",
+                    kind.name()
+                ),
+            ));
+        }
+        crate::ensure!(
+            self.released.is_none() || queries_target(kind),
+            Error::invalid("attack", "a canary audit trains models; a posteriors target has none (use command)")
+        );
+        let g = &self.graph;
+        let split = run_split(g, &self.dataset, &self.members, kind, seed)?;
         // A command target's deployed model: the pipeline run on the dataset with this split
         // (once when the members are fixed).
-        if runner.is_some() && queries_target(x.attack) && (command_target.is_none() || members.is_none()) {
-            let out = runner.as_ref().unwrap().run(&g, &split, seed)?;
-            command_target = Some(out.released);
+        let mut command_bb = None;
+        if let Some(runner) = &self.runner {
+            if queries_target(kind) {
+                let mut cached = self.command_target.borrow_mut();
+                let reuse = matches!(&*cached, Some((s, _)) if self.members.is_some() || *s == seed);
+                if !reuse {
+                    let out = runner.run(g, &split, seed)?;
+                    *cached = Some((seed, std::rc::Rc::new(out.released)));
+                }
+                command_bb = cached.as_ref().map(|(_, r)| r.clone());
+            }
         }
         let not_queried = NotQueried;
-        let bb: &dyn BlackBox = match (&released, &script, &command_target) {
+        let bb: &dyn BlackBox = match (&self.released, &self.script, &command_bb) {
             (Some(b), _, _) => b,
             (_, Some(s), _) => &s.released,
-            (_, _, Some(b)) => b,
+            (_, _, Some(b)) => b.as_ref(),
             _ => &not_queried,
         };
-        if first_accuracy.is_none() && queries_target(x.attack) {
-            let all: Vec<usize> = (0..n).collect();
-            let post = bb.posteriors(&all).map_err(from_attack)?;
-            first_accuracy = Some(accuracy(&post, &g.labels, &split.train, &split.test)?);
+        let command_oracle = self.runner.as_ref().map(|r| CommandOracle { runner: r });
+        let oracle: Option<&dyn ShadowOracle> = match (&self.script_oracle, &command_oracle) {
+            (Some(o), _) => Some(o),
+            (_, Some(o)) => Some(o),
+            _ => None,
+        };
+        let white_box: Option<&dyn WhiteBox> = self.script.as_ref().map(|s| s as &dyn WhiteBox);
+        let target = Target { graph: g, split: &split, black_box: bb, white_box, oracle, claim: self.claim };
+        let result = run_attack(kind, &target, knowledge, params, seed).map_err(|e| {
+            let kept = self
+                .script_oracle
+                .as_ref()
+                .and_then(|o| o.failure.borrow_mut().take())
+                .or_else(|| self.runner.as_ref().and_then(|r| r.failure.borrow_mut().take()));
+            target_error(e, kept)
+        })?;
+        Ok((result, split))
+    }
+
+    /// Accuracy of the deployed model's posteriors on the split's train, val and test nodes (None
+    /// when the attack never queried it).
+    pub fn accuracy(&self, split: &NodeSplit) -> Result<Option<(f64, f64, f64)>> {
+        let post = match (&self.released, &self.script, &*self.command_target.borrow()) {
+            (Some(b), _, _) => b.posteriors.shallow_clone(),
+            (_, Some(s), _) => s.released.posteriors.shallow_clone(),
+            (_, _, Some((_, b))) => b.posteriors.shallow_clone(),
+            _ => return Ok(None),
+        };
+        let (tr, va) = accuracy(&post, &self.graph.labels, &split.train, &split.val)?;
+        let (_, te) = accuracy(&post, &self.graph.labels, &split.train, &split.test)?;
+        Ok(Some((tr, va, te)))
+    }
+}
+
+pub fn run(x: &ExternalAttack) -> Result<ExternalOutcome> {
+    crate::ensure!(x.repeats >= 1, Error::invalid("repeats", "must be at least 1"));
+    x.target.validate()?;
+    let ds = data::load_dataset(&x.dataset, x.data_dir.as_deref())?;
+    let d = Deployment::open(&x.target, x.claim.as_ref(), ds)?;
+    let mut results = vec![];
+    let mut first_accuracy = None;
+    for r in 0..x.repeats {
+        let seed = x.seed + r as u64;
+        let (result, split) = d.attack(x.attack, &x.knowledge, &x.params, seed)?;
+        if first_accuracy.is_none() {
+            first_accuracy = d.accuracy(&split)?.map(|(tr, _, te)| (tr, te));
         }
-        let white_box: Option<&dyn WhiteBox> = script.as_ref().map(|s| s as &dyn WhiteBox);
-        let target = Target { graph: &g, split: &split, black_box: bb, white_box, oracle, claim };
-        let result =
-            run_attack(x.attack, &target, &x.knowledge, &x.params, seed).map_err(|e| target_error(e, kept()))?;
         tracing::info!(seed, auc = result.summary.auc, "external attack run done");
         results.push(result);
     }
+    let claim = d.claim;
 
     // One test over all runs' scores pooled (each run an independent draw), never a maximum.
     let first = &results[0];
@@ -251,7 +319,7 @@ pub fn run(x: &ExternalAttack) -> Result<ExternalOutcome> {
     };
     let claimed = if claim.unit == ClaimUnit::None { None } else { claim.epsilon };
     let verdict = certificate.as_ref().map_or(Verdict::NotComparable, |c| c.verdict(claimed));
-    let verdict_vs_recomputed = match (&certificate, &claim_report) {
+    let verdict_vs_recomputed = match (&certificate, &d.claim_report) {
         (Some(c), Some(r)) => Some(c.verdict(Some(r.recomputed_epsilon))),
         _ => None,
     };
@@ -259,12 +327,12 @@ pub fn run(x: &ExternalAttack) -> Result<ExternalOutcome> {
         results,
         certificate,
         claim,
-        claim_report,
+        claim_report: d.claim_report.clone(),
         verdict,
         verdict_vs_recomputed,
-        members: members.as_ref().map(Vec::len),
+        members: d.members.as_ref().map(Vec::len),
         accuracy: first_accuracy,
-        command_runs: runner.as_ref().map(|r| *r.executed.borrow()),
+        command_runs: d.command_runs(),
     })
 }
 
