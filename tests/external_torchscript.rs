@@ -37,6 +37,24 @@ fn scripted_and_traced_exports_answer_as_pytorch_did() {
 }
 
 #[test]
+fn the_white_box_differentiates_through_the_module() {
+    use gnnaudit_attacks::WhiteBox;
+    let g = cora_graph();
+    let t = ScriptTarget::load(&exported().join("model.pt"), OutputKind::Logits, &g).unwrap();
+    assert_eq!(t.parameters().len(), 4, "lin1 and lin2, weight and bias");
+    // An isolated record, as class inversion queries it: gradients reach the features.
+    let x = g.features.narrow(0, 0, 1).to_kind(tch::Kind::Float).set_requires_grad(true);
+    let adj = tch::Tensor::zeros([1, 1], (tch::Kind::Float, tch::Device::Cpu));
+    let post = t.forward_dense(&x, &adj).expect("isolated records are supported").unwrap();
+    assert_eq!(post.size(), vec![1, 7]);
+    post.get(0).get(3).backward();
+    assert!(x.grad().abs().sum(tch::Kind::Float).double_value(&[]) > 0.0);
+    // A relaxed adjacency has no edge_index form.
+    let full = tch::Tensor::full([2708, 2708], 0.5, (tch::Kind::Float, tch::Device::Cpu));
+    assert!(t.forward_dense(&g.features, &full).is_none());
+}
+
+#[test]
 fn membership_inference_on_the_non_private_export_beats_chance() {
     let model = exported().join("model.pt");
     let members = exported().join("members.txt");

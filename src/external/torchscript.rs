@@ -152,8 +152,23 @@ impl WhiteBox for ScriptTarget {
     fn parameters(&self) -> Vec<Tensor> {
         self.module.named_parameters().map(|p| p.into_iter().map(|(_, t)| t).collect()).unwrap_or_default()
     }
+    /// Only isolated records (an all-zero adjacency smaller than the graph, as class inversion
+    /// queries them) pass through `forward(x, edge_index)`: a relaxed adjacency has no edge_index
+    /// form, so graph reconstruction falls back to its black-box attack.
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<attacks::Result<Tensor>> {
+        let isolated = adj.size()[0] < self.x.size()[0] && adj.abs().sum(Kind::Float).double_value(&[]) == 0.0;
+        if !isolated {
+            return None;
+        }
+        let empty = Tensor::zeros([2, 0], (Kind::Int64, Device::Cpu));
+        Some(
+            self.module
+                .forward_ts(&[x, &empty])
+                .map(|out| to_posteriors(&out, self.output))
+                .map_err(|e| attacks::Error::Target(format!("{}: {}", self.path.display(), torch_message(&e)))),
+        )
+    }
     fn forward_features(&self, x: &Tensor) -> attacks::Result<Tensor> {
-        let _ = &self.x;
         let out = self
             .module
             .forward_ts(&[x, &self.edge_index])
