@@ -96,4 +96,7 @@ fn malformed_posteriors_and_members_are_refused_naming_the_file() {
     std::fs::write(&bad_members, "1\n5\n99999\n").unwrap();
     assert_bad_input(&attack(&ok, Some(&bad_members), &["--attack", "mia-metric"]), "members.txt", "99999");
     assert_bad_input(&attack(&ok, None, &["--attack", "mia-metric"]), "members", "needs the ids");
+    let shadow = attack(&ok, Some(&members), &["--attack", "mia", "--mia-setup", "shadow"]);
+    assert_bad_input(&shadow, "mia-setup", "released posteriors have none");
+    assert_bad_input(&attack(&ok, Some(&members), &["--attack", "canary-edge"]), "attack", "use command");
 }

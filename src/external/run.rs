@@ -225,6 +225,20 @@ impl Deployment {
             self.released.is_none() || queries_target(kind),
             Error::invalid("attack", "a canary audit trains models; a posteriors target has none (use command)")
         );
+        let needs_oracle = kind == AttackKind::Lira
+            || (matches!(kind, AttackKind::Mia | AttackKind::MiaMetric)
+                && params.mia.source == attacks::membership::ShadowSource::Independent);
+        crate::ensure!(
+            !(needs_oracle && self.released.is_some()),
+            Error::invalid(
+                "mia-setup",
+                format!(
+                    "{} with shadow models needs a model to train copies of; released posteriors have none (use the \
+                     reference set-up, or a torchscript or command target)",
+                    kind.name()
+                )
+            )
+        );
         let g = &self.graph;
         let split = run_split(g, &self.dataset, &self.members, kind, seed)?;
         // A command target's deployed model: the pipeline run on the dataset with this split
