@@ -9,7 +9,9 @@
 //! plus what the auditor knows of the training data ([`members`]: ids of the training nodes) and
 //! the deployment's declared mechanism ([`claim`]: recomputed by gnnaudit's own accountant). Each
 //! kind is adapted to the attacks crate's threat model (black box, white box, shadow oracle), so
-//! every attack and every eps_lb certificate work on it unchanged.
+//! every attack and every eps_lb certificate work on it unchanged. [`run::Deployment`] is that
+//! adaptation, shared by `gnnaudit attack` ([`run`]) and audit configs with a `[target]` table
+//! ([`audit`]); [`graph_npz`] writes the graphs a command trains on.
 pub mod audit;
 pub mod claim;
 pub mod command;
