@@ -4,6 +4,7 @@ pub mod audit;
 pub mod cli;
 pub mod data;
 pub mod error;
+pub mod external;
 pub mod fatal;
 pub mod libtorch;
 pub mod models;

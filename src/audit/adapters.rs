@@ -85,7 +85,7 @@ impl ModelBlackBox {
     }
 }
 
-fn rows_of(t: &Tensor, nodes: &[usize]) -> attacks::Result<Tensor> {
+pub fn rows_of(t: &Tensor, nodes: &[usize]) -> attacks::Result<Tensor> {
     let n = t.size()[0] as usize;
     if let Some(&bad) = nodes.iter().find(|&&v| v >= n) {
         return Err(attacks::Error::invalid("node", format!("{bad} is not a node of the target graph ({n} nodes)")));

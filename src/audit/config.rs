@@ -34,9 +34,19 @@ pub struct AuditConfig {
     /// Explicit seeds instead of `seed`/`repeats`.
     #[serde(default)]
     pub seeds: Option<Vec<u64>>,
+    /// Required with `methods`; ignored with `target`.
+    #[serde(default)]
     pub privacy: PrivacySpec,
     pub datasets: Vec<DatasetSpec>,
+    /// Methods gnnaudit trains, or (with `target`) the one pseudo-method `external` standing for it.
+    #[serde(default)]
     pub methods: Vec<MethodSpec>,
+    /// A deployment gnnaudit did not train, in place of `methods` (see `external`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<crate::external::TargetSpec>,
+    /// The deployment's declared claim (with `target`), recomputed by the accountant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<crate::external::DeclaredClaim>,
     /// Attacks run against every trained target (empty: a utility-only audit).
     #[serde(default)]
     pub attacks: Vec<AttackSpec>,
@@ -52,7 +62,7 @@ fn one() -> u32 {
 /// Privacy budgets: one epsilon grid for every private method, optionally a different grid per
 /// privacy level (the thesis sweeps 0.1..8 at edge level and 1..16 at node level), and the delta
 /// policy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrivacySpec {
     /// Epsilon grid for every private method ("inf" trains the method without noise); may be
@@ -288,7 +298,7 @@ impl AuditConfig {
     /// Parses TOML (no validation beyond the schema). Keys that contradict each other are
     /// refused here, since the schema's defaults cannot tell a given `repeats = 1` from none.
     pub fn parse(text: &str) -> Result<Self> {
-        let cfg: Self = toml::from_str(text).map_err(|e| Error::Other(e.to_string().trim_end().to_string()))?;
+        let mut cfg: Self = toml::from_str(text).map_err(|e| Error::Other(e.to_string().trim_end().to_string()))?;
         if let Ok(toml::Value::Table(t)) = text.parse::<toml::Value>() {
             if t.contains_key("seeds") {
                 if let Some(k) = ["seed", "repeats"].into_iter().find(|k| t.contains_key(*k)) {
@@ -297,6 +307,12 @@ impl AuditConfig {
                         format!("`seeds` lists every seed, so `{k}` contradicts it; give either `seeds` or `seed`/`repeats`"),
                     ));
                 }
+            }
+        }
+        // An external target is planned as one pseudo-method carrying `[target]` and `[claim]`.
+        if let Some(t) = &cfg.target {
+            if cfg.methods.is_empty() {
+                cfg.methods.push(crate::external::audit::method_spec(t, cfg.claim.as_ref())?);
             }
         }
         Ok(cfg)
@@ -349,7 +365,19 @@ impl AuditConfig {
         if seeds.iter().collect::<BTreeSet<_>>().len() != seeds.len() {
             return bad("seeds".into(), "seeds must be distinct".into());
         }
-        self.validate_global_grid()?;
+        if let Some(t) = &self.target {
+            crate::external::audit::validate(t, self.claim.as_ref())?;
+            if self.methods.len() != 1 || self.methods[0].method != crate::external::audit::EXTERNAL_METHOD {
+                return bad("methods".into(), "give either [[methods]] or [target], not both".into());
+            }
+        } else if self.claim.is_some() {
+            return bad(
+                "claim".into(),
+                "[claim] declares an external deployment's mechanism; it needs [target]".into(),
+            );
+        } else {
+            self.validate_global_grid()?;
+        }
         for (name, g) in [
             ("privacy.edge_epsilons", &self.privacy.edge_epsilons),
             ("privacy.node_epsilons", &self.privacy.node_epsilons),
@@ -396,7 +424,7 @@ impl AuditConfig {
             return bad("methods".into(), "at least one [[methods]] entry is required".into());
         }
         let mut labels = BTreeSet::new();
-        for (i, m) in self.methods.iter().enumerate() {
+        for (i, m) in self.methods.iter().enumerate().filter(|_| self.target.is_none()) {
             let f = |k: &str| format!("methods[{i}].{k}");
             if super::recipe::parse_method(&m.method).is_none() {
                 let names = super::recipe::method_names().join(", ");

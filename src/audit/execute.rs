@@ -124,6 +124,9 @@ impl CellRunner for RealRunner {
     }
 
     fn run_cell(&mut self, cell: &CellSpec, progress: &Progress) -> Result<CellMeasurement> {
+        if cell.method.method == crate::external::audit::EXTERNAL_METHOD {
+            return crate::external::audit::run_cell(cell, self.raw(cell.dataset)?, progress);
+        }
         let key = &cell.key;
         let recipe = build_recipe(&cell.method.method, &cell.method.params, key.epsilon, cell.delta)
             .map_err(|(field, msg)| Error::invalid(format!("{}.{field}", cell.method.label()), msg))?;

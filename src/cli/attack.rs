@@ -97,6 +97,111 @@ pub struct AttackArgs {
     pub json: bool,
     #[command(flatten)]
     pub recipe: RecipeArgs,
+    #[command(flatten)]
+    pub external: ExternalArgs,
+}
+
+/// A deployment gnnaudit did not train, in place of --method (README: "Audit a model you
+/// trained in PyTorch"). The dataset (--dataset) must be the graph it was trained on, node ids
+/// as in that file.
+#[derive(Debug, Args)]
+pub struct ExternalArgs {
+    /// A TorchScript export, forward(x: Tensor[N, F], edge_index: Tensor[2, E]) -> Tensor[N, C].
+    #[arg(long, conflicts_with_all = ["command", "posteriors", "method", "target"])]
+    pub torchscript: Option<PathBuf>,
+    /// The training pipeline as a command template with {graph} and {out} (and optionally {seed}),
+    /// e.g. 'python train.py --graph {graph} --out {out}'.
+    #[arg(long, conflicts_with_all = ["posteriors", "method", "target"])]
+    pub command: Option<String>,
+    /// Released posteriors: .npy [N, C] (row = node id), or CSV/Parquet with a node column.
+    #[arg(long, conflicts_with_all = ["method", "target"])]
+    pub posteriors: Option<PathBuf>,
+    /// Ids of the nodes the deployment trained on: .npy, CSV/Parquet, or text (one per line).
+    #[arg(long)]
+    pub members: Option<PathBuf>,
+    /// What the TorchScript module returns.
+    #[arg(long, value_enum, default_value = "logits")]
+    pub output: crate::external::OutputKind,
+    /// An untrained export of the same module, the start of shadow copies (default: the export,
+    /// re-initialised Glorot-uniform).
+    #[arg(long)]
+    pub init: Option<PathBuf>,
+    /// Shadow copies' optimiser (with --epochs and --lr; defaults 100 and 0.01).
+    #[arg(long, value_enum, default_value = "adam")]
+    pub optimizer: crate::external::spec::Optimizer,
+    #[arg(long, default_value_t = 0.0)]
+    pub weight_decay: f64,
+    /// Seconds one run of --command may take.
+    #[arg(long, default_value_t = 600.0)]
+    pub timeout: f64,
+    /// Keep --command's graphs, outputs and logs here (finished runs are reused).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// A TOML file with a [claim] table: the deployment's mechanism, knobs and stated (eps, delta).
+    #[arg(long)]
+    pub claim: Option<PathBuf>,
+}
+
+impl ExternalArgs {
+    fn target(&self, recipe: &RecipeArgs) -> Option<crate::external::TargetSpec> {
+        use crate::external::TargetSpec;
+        let members = self.members.clone();
+        if let Some(model) = &self.torchscript {
+            let d = crate::external::ShadowRecipe::default();
+            let training = crate::external::ShadowRecipe {
+                epochs: recipe.epochs.unwrap_or(d.epochs),
+                lr: recipe.lr.unwrap_or(d.lr),
+                optimizer: self.optimizer,
+                weight_decay: self.weight_decay,
+            };
+            return Some(TargetSpec::Torchscript {
+                model: model.clone(),
+                output: self.output,
+                init: self.init.clone(),
+                members,
+                training,
+            });
+        }
+        if let Some(command) = &self.command {
+            return Some(TargetSpec::Command {
+                command: command.clone(),
+                members,
+                timeout: self.timeout,
+                work_dir: self.work_dir.clone(),
+            });
+        }
+        self.posteriors.as_ref().map(|p| TargetSpec::Posteriors { posteriors: p.clone(), members })
+    }
+}
+
+/// `gnnaudit attack` against a deployment gnnaudit did not train.
+fn run_external(a: &AttackArgs, target: crate::external::TargetSpec) -> Result<()> {
+    use crate::external::run as ext;
+    let claim = a.external.claim.as_deref().map(crate::external::DeclaredClaim::from_file).transpose()?;
+    if let Some(t) = a.threads {
+        crate::ensure!(t >= 1, Error::invalid("threads", "must be at least 1"));
+        tch::set_num_threads(t);
+    }
+    let x = ext::ExternalAttack {
+        target,
+        claim,
+        dataset: a.dataset.clone(),
+        data_dir: a.data_dir.clone(),
+        attack: a.attack,
+        params: params_of(a)?,
+        knowledge: gnnaudit_attacks::AdversaryKnowledge::default(),
+        repeats: a.repeats,
+        seed: a.seed,
+    };
+    let start = std::time::Instant::now();
+    let outcome = ext::run(&x)?;
+    let seconds = start.elapsed().as_secs_f64();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&ext::to_json(&x, &outcome, seconds))?);
+    } else {
+        ext::print(&x, &outcome, seconds);
+    }
+    Ok(())
 }
 
 fn parse_attack(s: &str) -> std::result::Result<AttackKind, String> {
@@ -177,6 +282,16 @@ fn accuracy_of(post: &tch::Tensor, ds: &crate::data::Dataset) -> Result<train::A
 }
 
 pub fn run(a: AttackArgs) -> Result<()> {
+    if let Some(target) = a.external.target(&a.recipe) {
+        return run_external(&a, target);
+    }
+    for (flag, set) in [
+        ("members", a.external.members.is_some()),
+        ("claim", a.external.claim.is_some()),
+        ("init", a.external.init.is_some()),
+    ] {
+        crate::ensure!(!set, Error::invalid(flag, "only applies to --torchscript, --command or --posteriors targets"));
+    }
     let mut loaded = match &a.target {
         Some(dir) => {
             crate::ensure!(

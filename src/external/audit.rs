@@ -1,0 +1,126 @@
+//! External targets in audit configs: a `[target]` table (and optional `[claim]`) in place of
+//! `[[methods]]`. The config becomes one pseudo-method, `external`, whose parameters carry the
+//! two tables, so planning, the cell store (resume), reports and `check` treat its cells like any
+//! other; the real runner hands such cells to [`run_cell`] instead of training.
+use super::claim::DeclaredClaim;
+use super::run::Deployment;
+use super::spec::TargetSpec;
+use crate::audit::attack::{attack_inputs, record};
+use crate::audit::cell::{BudgetRecord, CellMeasurement, CellSeconds, CellSpec};
+use crate::audit::config::{MethodSpec, Params};
+use crate::audit::progress::{Progress, Stage};
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::privacy::accountant::Budget;
+use crate::train::Accuracy;
+use std::time::Instant;
+
+/// The pseudo-method name of an external target's cells.
+pub const EXTERNAL_METHOD: &str = "external";
+
+/// The pseudo-method standing for `[target]` (label: the target's kind).
+pub fn method_spec(target: &TargetSpec, claim: Option<&DeclaredClaim>) -> Result<MethodSpec> {
+    let mut params = Params::new();
+    let to_toml = |e: toml::ser::Error| Error::Other(e.to_string());
+    params.insert("target".into(), toml::Value::try_from(target).map_err(to_toml)?);
+    if let Some(c) = claim {
+        params.insert("claim".into(), toml::Value::try_from(c).map_err(to_toml)?);
+    }
+    Ok(MethodSpec {
+        method: EXTERNAL_METHOD.into(),
+        label: Some(target.kind().into()),
+        epsilons: None,
+        delta: None,
+        params,
+    })
+}
+
+/// The target and claim a pseudo-method carries.
+pub fn from_method(m: &MethodSpec) -> Result<(TargetSpec, Option<DeclaredClaim>)> {
+    let get = |k: &str| m.params.get(k).cloned();
+    let target: TargetSpec = get("target")
+        .ok_or_else(|| Error::invalid("target", "missing"))?
+        .try_into()
+        .map_err(|e: toml::de::Error| Error::invalid("target", e.to_string().trim().to_string()))?;
+    let claim = get("claim")
+        .map(|c| c.try_into().map_err(|e: toml::de::Error| Error::invalid("claim", e.to_string().trim().to_string())))
+        .transpose()?;
+    Ok((target, claim))
+}
+
+/// Checks `[target]` and `[claim]` before any work (errors name `target.*` / `claim.*`).
+pub fn validate(target: &TargetSpec, claim: Option<&DeclaredClaim>) -> Result<()> {
+    target.validate()?;
+    if let Some(c) = claim {
+        // Field checks only; the delta check needs the dataset's unit count and runs per cell.
+        c.check(usize::MAX / 2)?;
+    }
+    Ok(())
+}
+
+/// The budget a report shows for a declared claim: the accountant's recomputation, with the
+/// stated epsilon as the target.
+fn budget_of(d: &Deployment) -> Budget {
+    match &d.claim_report {
+        None => Budget::non_private(),
+        Some(r) => {
+            let mut b = r.budget.clone().unwrap_or_else(|| Budget {
+                privacy_unit: r.unit,
+                target_epsilon: None,
+                delta: r.audited_delta(),
+                epsilon_rdp: r.recomputed_epsilon,
+                rdp_order: None,
+                epsilon_pld: None,
+                noise: vec![],
+                components: vec![],
+            });
+            b.target_epsilon = r.stated_epsilon;
+            b
+        }
+    }
+}
+
+/// One audit cell against an external target: every configured attack, no training.
+pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<CellMeasurement> {
+    let clock = Instant::now();
+    let (target, claim) = from_method(cell.method)?;
+    let d = Deployment::open(&target, claim.as_ref(), raw.clone())?;
+    progress.done(Stage::Training);
+    let load_seconds = clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
+    let mut records = vec![];
+    let mut utility = None;
+    for (i, a) in cell.attacks.iter().enumerate() {
+        let (kind, knowledge, mut params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
+            .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
+        // Bonferroni over the cell's seeds, as for trained targets (the summary takes the maximum).
+        let confidence = params.confidence.unwrap_or(0.95);
+        params.confidence = Some(1.0 - (1.0 - confidence) / cell.runs.max(1) as f64);
+        progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
+        let seed = cell.key.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
+        let (result, split) = d.attack(kind, &knowledge, &params, seed)?;
+        if utility.is_none() {
+            utility = d.accuracy(&split)?;
+        }
+        records.push(record(a, &result));
+        progress.done(Stage::Attack);
+    }
+    // Canary audits never query the deployed model: its utility is then unknown (reported as 0,
+    // with `utility_measured = false` in the recipe).
+    let measured = utility.is_some();
+    let (train, val, test) = utility.unwrap_or((0.0, 0.0, 0.0));
+    Ok(CellMeasurement {
+        privacy_unit: d.claim_report.as_ref().map_or(crate::privacy::accountant::PrivacyUnit::None, |r| r.unit),
+        utility: Accuracy { train, val, test },
+        budget: BudgetRecord::from(&budget_of(&d)),
+        recipe: serde_json::json!({
+            "target": target,
+            "claim": d.claim_report,
+            "members": d.members.as_ref().map(Vec::len),
+            "command_runs": d.command_runs(),
+            "utility_measured": measured,
+        }),
+        attacks: records,
+        seconds: CellSeconds { train: load_seconds, attacks: clock.elapsed().as_secs_f64() },
+    })
+}

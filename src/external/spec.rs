@@ -1,0 +1,182 @@
+//! What an external target is: the `[target]` table of an audit config, or the `--torchscript`,
+//! `--command` and `--posteriors` flags of `gnnaudit attack`. Paths are as given (relative to the
+//! working directory).
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What the module's forward returns (the config states it; gnnaudit cannot tell logits from
+/// log-probabilities by looking).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputKind {
+    /// Unnormalised scores: posteriors = softmax, training loss = cross-entropy.
+    #[default]
+    Logits,
+    /// log_softmax outputs: posteriors = exp, training loss = NLL.
+    LogProbs,
+    /// Probabilities already (rows sum to 1): training loss = NLL of their log.
+    Probs,
+}
+
+/// The optimiser of the shadow copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Optimizer {
+    #[default]
+    Adam,
+    Adamw,
+    Sgd,
+}
+
+/// The training recipe the deployment declares, used to train shadow copies of a TorchScript
+/// module: full-batch, on the training nodes of the shadow graph.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShadowRecipe {
+    pub epochs: usize,
+    pub lr: f64,
+    pub optimizer: Optimizer,
+    pub weight_decay: f64,
+}
+
+impl Default for ShadowRecipe {
+    fn default() -> Self {
+        ShadowRecipe { epochs: 100, lr: 0.01, optimizer: Optimizer::Adam, weight_decay: 0.0 }
+    }
+}
+
+impl ShadowRecipe {
+    pub fn validate(&self, field: &str) -> Result<()> {
+        crate::ensure!(self.epochs >= 1, Error::invalid(format!("{field}.epochs"), "must be at least 1"));
+        crate::ensure!(
+            self.lr.is_finite() && self.lr > 0.0,
+            Error::invalid(format!("{field}.lr"), format!("{} is not a positive learning rate", self.lr))
+        );
+        crate::ensure!(
+            self.weight_decay.is_finite() && self.weight_decay >= 0.0,
+            Error::invalid(format!("{field}.weight_decay"), format!("{} is negative", self.weight_decay))
+        );
+        Ok(())
+    }
+}
+
+fn default_timeout() -> f64 {
+    600.0
+}
+
+/// One external target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TargetSpec {
+    /// Released posteriors only.
+    Posteriors {
+        posteriors: PathBuf,
+        #[serde(default)]
+        members: Option<PathBuf>,
+    },
+    /// A TorchScript export, `forward(x: Tensor[N, F], edge_index: Tensor[2, E]) -> Tensor[N, C]`.
+    Torchscript {
+        model: PathBuf,
+        #[serde(default)]
+        output: OutputKind,
+        /// An untrained export of the same module for shadow copies; without it, copies are
+        /// re-initialised (see `torchscript::reinitialise`).
+        #[serde(default)]
+        init: Option<PathBuf>,
+        #[serde(default)]
+        members: Option<PathBuf>,
+        #[serde(default)]
+        training: ShadowRecipe,
+    },
+    /// The training pipeline: a command template with `{graph}` and `{out}`.
+    Command {
+        command: String,
+        #[serde(default)]
+        members: Option<PathBuf>,
+        /// Seconds one run may take.
+        #[serde(default = "default_timeout")]
+        timeout: f64,
+        /// Where graphs, outputs and logs of the runs go (default: a temporary folder).
+        #[serde(default)]
+        work_dir: Option<PathBuf>,
+    },
+}
+
+impl TargetSpec {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TargetSpec::Posteriors { .. } => "posteriors",
+            TargetSpec::Torchscript { .. } => "torchscript",
+            TargetSpec::Command { .. } => "command",
+        }
+    }
+    pub fn members(&self) -> Option<&PathBuf> {
+        match self {
+            TargetSpec::Posteriors { members, .. }
+            | TargetSpec::Torchscript { members, .. }
+            | TargetSpec::Command { members, .. } => members.as_ref(),
+        }
+    }
+    /// A label for reports: the kind and the file or command.
+    pub fn label(&self) -> String {
+        match self {
+            TargetSpec::Posteriors { posteriors, .. } => format!("posteriors:{}", posteriors.display()),
+            TargetSpec::Torchscript { model, .. } => format!("torchscript:{}", model.display()),
+            TargetSpec::Command { command, .. } => format!("command:{command}"),
+        }
+    }
+    /// Checks every value that can be checked before any work; errors name `target.<field>`.
+    pub fn validate(&self) -> Result<()> {
+        let file = |field: &str, p: &PathBuf| -> Result<()> {
+            crate::ensure!(
+                p.is_file(),
+                Error::invalid(format!("target.{field}"), format!("{} is not a file", p.display()))
+            );
+            Ok(())
+        };
+        if let Some(m) = self.members() {
+            file("members", m)?;
+        }
+        match self {
+            TargetSpec::Posteriors { posteriors, .. } => file("posteriors", posteriors),
+            TargetSpec::Torchscript { model, init, training, .. } => {
+                file("model", model)?;
+                if let Some(i) = init {
+                    file("init", i)?;
+                }
+                training.validate("target.training")
+            }
+            TargetSpec::Command { command, timeout, .. } => {
+                super::command::check_template(command)?;
+                crate::ensure!(
+                    timeout.is_finite() && *timeout > 0.0,
+                    Error::invalid("target.timeout", format!("{timeout} is not a positive number of seconds"))
+                );
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_tables_parse_by_kind_and_reject_unknown_fields() {
+        let t: TargetSpec = toml::from_str(
+            "kind = \"torchscript\"\nmodel = \"m.pt\"\noutput = \"log-probs\"\n[training]\nepochs = 5\nlr = 0.1",
+        )
+        .unwrap();
+        match t {
+            TargetSpec::Torchscript { output, training, .. } => {
+                assert_eq!(output, OutputKind::LogProbs);
+                assert_eq!((training.epochs, training.lr), (5, 0.1));
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = toml::from_str::<TargetSpec>("kind = \"command\"\ncommand = \"x\"\ntimout = 3").unwrap_err();
+        assert!(e.to_string().contains("timout"), "{e}");
+    }
+}

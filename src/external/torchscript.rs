@@ -1,0 +1,296 @@
+//! A TorchScript export as a target: `forward(x: Tensor[N, F], edge_index: Tensor[2, E]) ->
+//! Tensor[N, C]`, loaded through tch's `CModule`. `x` is the dense float32 feature matrix and
+//! `edge_index` lists every undirected edge in both directions (PyTorch Geometric's convention),
+//! without self loops. The black box is its posteriors on the dataset's graph; the white box its
+//! parameters and autograd through the module; the shadow oracle trains fresh copies through
+//! `TrainableCModule` with the declared recipe.
+use super::posteriors::{check_posteriors, Released};
+use super::spec::{Optimizer, OutputKind, ShadowRecipe};
+use crate::error::{Error, Result};
+use gnnaudit_attacks as attacks;
+use gnnaudit_attacks::{AttackGraph, BlackBox, NodeSplit, ShadowOracle, WhiteBox};
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use tch::nn::{self, OptimizerConfig};
+use tch::{CModule, Device, Kind, TchError, Tensor, TrainableCModule};
+
+/// libtorch's message without its C++ stack frames: the lines before "Exception raised from" /
+/// "frame #", at most 8 of them.
+pub fn torch_message(e: &TchError) -> String {
+    let text = match e {
+        TchError::Torch(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Exception raised from") && !l.contains("frame #"))
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let mut s = lines.iter().rev().take(8).rev().copied().collect::<Vec<_>>().join("\n  ");
+    if s.len() > 800 {
+        s.truncate(800);
+        s.push_str(" ...");
+    }
+    s
+}
+
+/// `edge_index` [2, 2|E|] (int64) of an undirected graph: both directions of every edge.
+pub fn edge_index(g: &AttackGraph) -> Tensor {
+    let (mut src, mut dst) = (Vec::with_capacity(2 * g.edges.len()), Vec::with_capacity(2 * g.edges.len()));
+    for &(u, v) in &g.edges {
+        src.extend([u as i64, v as i64]);
+        dst.extend([v as i64, u as i64]);
+    }
+    Tensor::stack(&[Tensor::from_slice(&src), Tensor::from_slice(&dst)], 0)
+}
+
+/// Posteriors from the module's output.
+pub fn to_posteriors(out: &Tensor, kind: OutputKind) -> Tensor {
+    match kind {
+        OutputKind::Logits => out.softmax(-1, Kind::Float),
+        OutputKind::LogProbs => out.to_kind(Kind::Float).exp(),
+        OutputKind::Probs => out.to_kind(Kind::Float),
+    }
+}
+
+/// The training loss of outputs `out` on labels `y` (mean over the rows).
+fn loss_of(out: &Tensor, y: &Tensor, kind: OutputKind) -> Tensor {
+    match kind {
+        OutputKind::Logits => out.cross_entropy_for_logits(y),
+        OutputKind::LogProbs => out.nll_loss(y),
+        OutputKind::Probs => out.clamp_min(1e-12).log().nll_loss(y),
+    }
+}
+
+fn run_forward(
+    forward: impl Fn() -> std::result::Result<Tensor, TchError>,
+    path: &Path,
+    x: &Tensor,
+    ei: &Tensor,
+) -> Result<Tensor> {
+    forward().map_err(|e| {
+        Error::bad_file(
+            path,
+            format!(
+                "forward(x: Tensor[N, F], edge_index: Tensor[2, E]) failed on the dataset's x {:?} (float32) and \
+                 edge_index {:?} (int64): {}",
+                x.size(),
+                ei.size(),
+                torch_message(&e)
+            ),
+        )
+    })
+}
+
+/// Checks a forward output: a float [N, C] tensor for the graph's nodes and classes, finite.
+fn check_output(path: &Path, out: &Tensor, g: &AttackGraph, kind: OutputKind) -> Result<Tensor> {
+    crate::ensure!(
+        matches!(out.kind(), Kind::Float | Kind::Double | Kind::Half | Kind::BFloat16),
+        Error::bad_file(path, format!("forward returned a {:?} tensor, expected float scores [N, C]", out.kind()))
+    );
+    let post = to_posteriors(out, kind);
+    // Shape and NaN checks on the raw output; probabilities are checked only for `probs`.
+    check_posteriors(path, &out.to_kind(Kind::Double).detach(), g.num_nodes, g.num_classes, false)?;
+    check_posteriors(path, &post.detach(), g.num_nodes, g.num_classes, true).map_err(|e| match e {
+        Error::BadFile { path, message } => Error::BadFile {
+            path,
+            message: format!("{message} (the config states output = \"{}\")", output_name(kind)),
+        },
+        other => other,
+    })?;
+    Ok(post)
+}
+
+fn output_name(kind: OutputKind) -> &'static str {
+    match kind {
+        OutputKind::Logits => "logits",
+        OutputKind::LogProbs => "log-probs",
+        OutputKind::Probs => "probs",
+    }
+}
+
+/// A loaded export and the graph it answers for.
+pub struct ScriptTarget {
+    pub path: PathBuf,
+    module: CModule,
+    output: OutputKind,
+    x: Tensor,
+    edge_index: Tensor,
+    classes: usize,
+    /// Posteriors of every node, computed once (the black box answers from them).
+    pub released: Released,
+}
+
+impl ScriptTarget {
+    /// Loads the module and runs it once on `g`: a module that cannot be loaded, has another
+    /// signature, answers with another shape or with NaN is reported here, naming the file.
+    pub fn load(path: &Path, output: OutputKind, g: &AttackGraph) -> Result<Self> {
+        let mut module = CModule::load(path)
+            .map_err(|e| Error::bad_file(path, format!("not a loadable TorchScript module: {}", torch_message(&e))))?;
+        module.f_set_eval().map_err(|e| Error::bad_file(path, torch_message(&e)))?;
+        let x = g.features.to_kind(Kind::Float);
+        let ei = edge_index(g);
+        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), path, &x, &ei))?;
+        let post = check_output(path, &out, g, output)?;
+        Ok(ScriptTarget {
+            path: path.to_path_buf(),
+            module,
+            output,
+            x,
+            edge_index: ei,
+            classes: g.num_classes,
+            released: Released::new(post),
+        })
+    }
+}
+
+impl WhiteBox for ScriptTarget {
+    fn num_classes(&self) -> usize {
+        self.classes
+    }
+    fn parameters(&self) -> Vec<Tensor> {
+        self.module.named_parameters().map(|p| p.into_iter().map(|(_, t)| t).collect()).unwrap_or_default()
+    }
+    /// Only isolated records (an all-zero adjacency smaller than the graph, as class inversion
+    /// queries them) pass through `forward(x, edge_index)`: a relaxed adjacency has no edge_index
+    /// form, so graph reconstruction falls back to its black-box attack.
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<attacks::Result<Tensor>> {
+        let isolated = adj.size()[0] < self.x.size()[0] && adj.abs().sum(Kind::Float).double_value(&[]) == 0.0;
+        if !isolated {
+            return None;
+        }
+        let empty = Tensor::zeros([2, 0], (Kind::Int64, Device::Cpu));
+        Some(
+            self.module
+                .forward_ts(&[x, &empty])
+                .map(|out| to_posteriors(&out, self.output))
+                .map_err(|e| attacks::Error::Target(format!("{}: {}", self.path.display(), torch_message(&e)))),
+        )
+    }
+    fn forward_features(&self, x: &Tensor) -> attacks::Result<Tensor> {
+        let out = self
+            .module
+            .forward_ts(&[x, &self.edge_index])
+            .map_err(|e| attacks::Error::Target(format!("{}: {}", self.path.display(), torch_message(&e))))?;
+        Ok(to_posteriors(&out, self.output))
+    }
+}
+
+/// The documented re-initialisation of a shadow copy when no untrained export is given: every
+/// parameter of 2 or more dimensions is drawn Glorot-uniform (Kipf & Welling's GCN init; the
+/// bound sqrt(6 / (fan_in + fan_out)) is the same for [in, out] and [out, in] layouts), 1-D
+/// parameters named `*weight` (normalisation scales) are set to 1 and other 1-D parameters
+/// (biases) to 0; scalars are kept.
+pub fn reinitialise(vs: &nn::VarStore) {
+    let mut vars: Vec<(String, Tensor)> = vs.variables().into_iter().collect();
+    vars.sort_by(|a, b| a.0.cmp(&b.0));
+    tch::no_grad(|| {
+        for (name, mut t) in vars {
+            let size = t.size();
+            match size.len() {
+                0 => {}
+                1 if name.ends_with("weight") => {
+                    let _ = t.fill_(1.0);
+                }
+                1 => {
+                    let _ = t.zero_();
+                }
+                _ => {
+                    let receptive: i64 = size[2..].iter().product();
+                    let (fan_out, fan_in) = (size[0] * receptive, size[1] * receptive);
+                    let bound = (6.0 / (fan_in + fan_out) as f64).sqrt();
+                    let _ = t.uniform_(-bound, bound);
+                }
+            }
+        }
+    });
+}
+
+/// Trains shadow copies of the export with the declared recipe.
+pub struct ScriptOracle {
+    pub model: PathBuf,
+    pub init: Option<PathBuf>,
+    pub output: OutputKind,
+    pub recipe: ShadowRecipe,
+    /// The first error of a training run, kept whole (file and exit code) for the caller; the
+    /// attacks crate only carries its text.
+    pub failure: RefCell<Option<Error>>,
+}
+
+/// A trained shadow copy: its posteriors on its graph and its training loss per epoch.
+pub struct ShadowRun {
+    pub posteriors: Tensor,
+    pub losses: Vec<f64>,
+}
+
+impl ScriptOracle {
+    pub fn new(model: &Path, init: Option<&Path>, output: OutputKind, recipe: ShadowRecipe) -> Self {
+        ScriptOracle {
+            model: model.to_path_buf(),
+            init: init.map(Path::to_path_buf),
+            output,
+            recipe,
+            failure: RefCell::new(None),
+        }
+    }
+
+    /// Loads a fresh copy (from `init`, else the export re-initialised), trains it full-batch on
+    /// `split.train` of `g` for the recipe's epochs, and returns its posteriors on `g`.
+    pub fn train_copy(&self, g: &AttackGraph, split: &NodeSplit, seed: u64) -> Result<ShadowRun> {
+        tch::manual_seed(seed as i64);
+        let vs = nn::VarStore::new(Device::Cpu);
+        let source = self.init.as_deref().unwrap_or(&self.model);
+        let mut module = TrainableCModule::load(source, vs.root()).map_err(|e| {
+            Error::bad_file(source, format!("not a loadable TorchScript module: {}", torch_message(&e)))
+        })?;
+        crate::ensure!(
+            !vs.trainable_variables().is_empty(),
+            Error::bad_file(source, "the module has no trainable parameter (exported with requires_grad=False?)")
+        );
+        if self.init.is_none() {
+            reinitialise(&vs);
+        }
+        let r = self.recipe;
+        let mut opt = match r.optimizer {
+            Optimizer::Adam => nn::Adam { wd: r.weight_decay, ..Default::default() }.build(&vs, r.lr)?,
+            Optimizer::Adamw => nn::AdamW { wd: r.weight_decay, ..Default::default() }.build(&vs, r.lr)?,
+            Optimizer::Sgd => nn::Sgd { wd: r.weight_decay, ..Default::default() }.build(&vs, r.lr)?,
+        };
+        crate::ensure!(!split.train.is_empty(), Error::invalid("members", "the shadow graph has no training node"));
+        let x = g.features.to_kind(Kind::Float);
+        let ei = edge_index(g);
+        let idx = Tensor::from_slice(&split.train.iter().map(|&v| v as i64).collect::<Vec<_>>());
+        let y = Tensor::from_slice(&split.train.iter().map(|&v| g.labels[v] as i64).collect::<Vec<_>>());
+        module.f_set_train().map_err(|e| Error::bad_file(source, torch_message(&e)))?;
+        let mut losses = Vec::with_capacity(r.epochs);
+        for _ in 0..r.epochs {
+            let out = run_forward(|| module.forward_ts(&[&x, &ei]), source, &x, &ei)?;
+            let loss = loss_of(&out.index_select(0, &idx), &y, self.output);
+            let value = loss.double_value(&[]);
+            crate::ensure!(
+                value.is_finite(),
+                Error::bad_file(source, format!("training loss became {value} at epoch {}", losses.len() + 1))
+            );
+            opt.backward_step(&loss);
+            losses.push(value);
+        }
+        module.f_set_eval().map_err(|e| Error::bad_file(source, torch_message(&e)))?;
+        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), source, &x, &ei))?;
+        let posteriors = check_output(source, &out, g, self.output)?;
+        Ok(ShadowRun { posteriors, losses })
+    }
+}
+
+impl ShadowOracle for ScriptOracle {
+    fn train(&self, graph: &AttackGraph, split: &NodeSplit, seed: u64) -> attacks::Result<Box<dyn BlackBox>> {
+        match self.train_copy(graph, split, seed) {
+            Ok(run) => Ok(Box::new(Released::new(run.posteriors))),
+            Err(e) => {
+                let text = e.to_string();
+                self.failure.borrow_mut().get_or_insert(e);
+                Err(attacks::Error::Target(text))
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+// Shared by the external-target tests: the PyTorch interpreter the project installs, and the
+// plain-PyTorch GCN of tests/python exported once per test binary.
+#![allow(dead_code)]
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+pub fn data_dir() -> String {
+    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets").into())
+}
+
+/// The interpreter of the venv scripts/libtorch-env.sh installs (VIRTUAL_ENV), else python3.
+pub fn python() -> PathBuf {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let candidates = [
+        std::env::var_os("VIRTUAL_ENV").map(|v| PathBuf::from(v).join("bin/python")),
+        Some(PathBuf::from(home).join(".cache/gnnaudit/torch-2.13.0/bin/python")),
+    ];
+    candidates.into_iter().flatten().find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(name)
+}
+
+pub fn run_python(args: &[&std::ffi::OsStr]) {
+    let out = Command::new(python()).args(args).output().expect("python runs");
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// tests/python/export_gcn.py on cora, once: model.pt, model_traced.pt, model_init.pt,
+/// members.txt (20% of the nodes), posteriors.npy.
+pub fn exported() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::Builder::new().prefix("gnnaudit-export-").tempdir().unwrap();
+        let cora = Path::new(&data_dir()).join("cora.npz");
+        run_python(&[
+            script("export_gcn.py").as_os_str(),
+            "--graph".as_ref(),
+            cora.as_os_str(),
+            "--out".as_ref(),
+            dir.path().as_os_str(),
+        ]);
+        dir
+    })
+    .path()
+}
+
+pub fn gnnaudit(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
+        .args(args)
+        .env("GNNAUDIT_DATA", data_dir())
+        .output()
+        .expect("gnnaudit runs")
+}
+
+pub fn json_of(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+/// Asserts exit code 2, an error naming `culprit`, and nothing on stdout.
+pub fn assert_bad_input(out: &std::process::Output, culprit: &str, what: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(culprit) && err.contains(what), "expected '{culprit}' and '{what}' in: {err}");
+    assert!(!err.contains("panicked") && !err.contains("frame #"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing half-written on stdout");
+    err
+}
