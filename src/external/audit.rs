@@ -73,6 +73,8 @@ fn budget_of(d: &Deployment) -> Budget {
                 epsilon_pld: None,
                 noise: vec![],
                 components: vec![],
+                pld_fallback: None,
+                event: None,
             });
             b.target_epsilon = r.stated_epsilon;
             b
