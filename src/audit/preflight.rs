@@ -20,6 +20,10 @@ use std::path::Path;
 /// Runs every check; errors name the config field (`datasets[0].min_class_count`, ...).
 pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
     for (i, a) in cfg.attacks.iter().enumerate() {
+        // Mechanism audits and replays are not attacks of the attacks crate; validate() checks them.
+        if a.kind == crate::report::tightness::KIND || a.kind == crate::replay::audit::KIND {
+            continue;
+        }
         let (kind, _, params) = super::attack::attack_inputs(&a.kind, &a.knowledge, &a.params)
             .map_err(|(k, m)| Error::invalid(format!("attacks[{i}].{k}"), m))?;
         attack_params(kind, &params).map_err(|(k, m)| Error::invalid(format!("attacks[{i}].params.{k}"), m))?;
