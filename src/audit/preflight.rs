@@ -28,6 +28,11 @@ pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
             .map_err(|(k, m)| Error::invalid(format!("attacks[{i}].{k}"), m))?;
         attack_params(kind, &params).map_err(|(k, m)| Error::invalid(format!("attacks[{i}].params.{k}"), m))?;
     }
+    // An external target's deployment is validated by `external::audit`; the built-in
+    // methods' calibration below does not apply to it.
+    if cfg.target.is_some() {
+        return Ok(());
+    }
     let first_seed = cfg.seed_list().first().copied().unwrap_or(0);
     for (i, d) in cfg.datasets.iter().enumerate() {
         let raw = super::execute::load_raw(d, data_dir).map_err(|e| within(&format!("datasets[{i}]"), "name", e))?;

@@ -228,7 +228,15 @@ pub fn open_folder(config: &AuditConfig, opts: &OutputOptions, exclusive: bool, 
         }
     }
     write_atomic(&dir.join(PLAN_FILE), config_sha.as_bytes())?;
-    write_atomic(&dir.join(CONFIG_FILE), toml::to_string(config).map_err(|e| Error::Other(e.to_string()))?.as_bytes())?;
+    // A saved config must load again: with explicit `seeds`, `seed`/`repeats` would contradict them.
+    let mut saved = toml::Value::try_from(config).map_err(|e| Error::Other(e.to_string()))?;
+    if let Some(t) = saved.as_table_mut() {
+        if t.contains_key("seeds") {
+            t.remove("seed");
+            t.remove("repeats");
+        }
+    }
+    write_atomic(&dir.join(CONFIG_FILE), toml::to_string(&saved).map_err(|e| Error::Other(e.to_string()))?.as_bytes())?;
     Ok(Folder { dir, resumed, lock })
 }
 
