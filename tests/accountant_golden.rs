@@ -21,8 +21,13 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 fn golden_path() -> String {
-    std::env::var("GNNAUDIT_GOLDEN")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/golden/accountant.json").to_string())
+    std::env::var("GNNAUDIT_GOLDEN").unwrap_or_else(|_| {
+        format!(
+            "{}/../shared/golden/accountant.json",
+            std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")
+        )
+        .to_string()
+    })
 }
 
 /// What we computed for one case: a number or a vector per field.

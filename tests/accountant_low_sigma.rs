@@ -12,7 +12,10 @@ use gnnaudit::privacy::accountant::Event;
 use serde_json::Value;
 
 fn golden() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/pld_low_sigma.json");
+    let path = format!(
+        "{}/tests/golden/pld_low_sigma.json",
+        std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")
+    );
     serde_json::from_str(&std::fs::read_to_string(path).expect("read the golden file")).expect("golden JSON")
 }
 

@@ -4,7 +4,10 @@
 use std::process::Command;
 
 fn data_dir() -> String {
-    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets").into())
+    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| {
+        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+            .into()
+    })
 }
 
 fn audit(method: &str, epsilon: Option<&str>, extra: &[&str]) -> serde_json::Value {

@@ -10,10 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn data_dir() -> PathBuf {
-    std::env::var_os("GNNAUDIT_DATA")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets")))
+    std::env::var_os("GNNAUDIT_DATA").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "{}/../shared/datasets",
+            std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")
+        ))
+    })
 }
 
 fn gnnaudit(args: &[&str]) -> (i32, String, String) {

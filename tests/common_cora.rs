@@ -5,9 +5,12 @@ use gnnaudit::data::{load_dataset, random_split, Dataset, SplitRatios};
 use std::path::PathBuf;
 
 pub fn data_dir() -> PathBuf {
-    std::env::var_os("GNNAUDIT_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets")))
+    std::env::var_os("GNNAUDIT_DATA").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "{}/../shared/datasets",
+            std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")
+        ))
+    })
 }
 
 /// Loads `name` and splits its nodes uniformly at random (the rest of the nodes go to test).

@@ -5,10 +5,12 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 fn data_dir() -> PathBuf {
-    std::env::var_os("GNNAUDIT_DATA")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets")))
+    std::env::var_os("GNNAUDIT_DATA").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "{}/../shared/datasets",
+            std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")
+        ))
+    })
 }
 
 fn load(name: &str) -> Dataset {

@@ -7,14 +7,17 @@ use common::*;
 use std::path::Path;
 
 fn repo(p: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(p).display().to_string()
+    Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+        .join(p)
+        .display()
+        .to_string()
 }
 
 fn audit_in_repo(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
         .arg("audit")
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
         .env("GNNAUDIT_DATA", data_dir())
         .output()
         .expect("gnnaudit runs")

@@ -40,7 +40,8 @@ impl Drop for Cluster {
 }
 
 fn start() -> Result<Cluster, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/slurm-local.sh");
+    let script = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+        .join("scripts/slurm-local.sh");
     let dir = std::env::temp_dir().join(format!("gnnaudit-slurm-test-{}", std::process::id()));
     let out = Command::new("bash")
         .arg(&script)

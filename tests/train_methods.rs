@@ -5,9 +5,10 @@ use gnnaudit::privacy::accountant::PrivacyUnit;
 use gnnaudit::train::{self, accounting, Method, Recipe};
 
 fn data_dir() -> std::path::PathBuf {
-    std::env::var("GNNAUDIT_DATA")
-        .map(Into::into)
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets").into())
+    std::env::var("GNNAUDIT_DATA").map(Into::into).unwrap_or_else(|_| {
+        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+            .into()
+    })
 }
 
 fn synthetic() -> data::Dataset {

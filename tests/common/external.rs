@@ -6,7 +6,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 pub fn data_dir() -> String {
-    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets").into())
+    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| {
+        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+            .into()
+    })
 }
 
 /// The interpreter of the venv scripts/libtorch-env.sh installs (VIRTUAL_ENV), else python3.
@@ -20,7 +23,9 @@ pub fn python() -> PathBuf {
 }
 
 pub fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python").join(name)
+    Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name)
 }
 
 pub fn run_python(args: &[&std::ffi::OsStr]) {
