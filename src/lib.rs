@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod cli;
 pub mod data;
+pub mod device;
 pub mod error;
 pub mod external;
 pub mod fatal;

@@ -50,6 +50,10 @@ pub struct AuditConfig {
     /// Attacks run against every trained target (empty: a utility-only audit).
     #[serde(default)]
     pub attacks: Vec<AttackSpec>,
+    /// Torch device of every cell: cpu | cuda | cuda:N | auto [cpu]; `--device` overrides.
+    /// Left out of the saved config when cpu, so CPU reports stay as they were.
+    #[serde(default, skip_serializing_if = "crate::device::DeviceSpec::is_cpu")]
+    pub device: crate::device::DeviceSpec,
 }
 
 fn default_output() -> PathBuf {

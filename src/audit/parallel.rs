@@ -171,6 +171,7 @@ fn run_workers(
         if let Some(d) = &opts.data_dir {
             cmd.arg("--data-dir").arg(d);
         }
+        cmd.args(["--device", &crate::device::current_spec().to_string()]);
         cmd.env(LOG_ENV, &log).stdin(Stdio::null()).stdout(file.try_clone()?).stderr(file);
         let child = match cmd.spawn() {
             Ok(c) => c,

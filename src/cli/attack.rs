@@ -44,6 +44,9 @@ pub struct AttackArgs {
     pub seed: u64,
     #[arg(long)]
     pub threads: Option<i32>,
+    /// Torch device: cpu | cuda | cuda:N | auto (CUDA device 0 if any, else cpu).
+    #[arg(long, default_value = "cpu", value_parser = crate::device::parse_device)]
+    pub device: crate::device::DeviceSpec,
     /// Membership attacks: K nodes per class in the target's split (0.4K train, 0.2K val, 0.4K test)
     /// and in the shadow graph (default min(1000, smallest class), thesis ch.4 Sec. 4.8.2).
     #[arg(long)]
@@ -282,6 +285,8 @@ fn accuracy_of(post: &tch::Tensor, ds: &crate::data::Dataset) -> Result<train::A
 }
 
 pub fn run(a: AttackArgs) -> Result<()> {
+    // Before any tensor exists (a saved target loads onto it); a missing CUDA device: exit 2.
+    crate::device::select_for_attacks(a.device, "attack")?;
     if let Some(target) = a.external.target(&a.recipe) {
         return run_external(&a, target);
     }

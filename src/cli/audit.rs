@@ -44,6 +44,10 @@ pub struct AuditArgs {
     /// fixed per cell and never derived from --jobs: the same --threads, the same report.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Torch device: cpu | cuda | cuda:N | auto [the config's `device`, else cpu]. With
+    /// --slurm, set `device` in the config instead (the tasks run where Slurm puts them).
+    #[arg(long, value_parser = crate::device::parse_device, conflicts_with = "slurm")]
+    pub device: Option<crate::device::DeviceSpec>,
     /// Compute only slice I of N of the cells (1 <= I <= N) into --out, and render nothing; for
     /// any scheduler (array jobs, GNU parallel, a shell loop). Then `--merge` renders.
     #[arg(long, value_name = "I/N", requires = "out", conflicts_with_all = ["merge", "slurm"])]
@@ -117,7 +121,12 @@ pub fn run(args: AuditArgs) -> Result<()> {
     }
     let worker =
         args.worker.as_deref().map(Shard::parse).transpose().map_err(|_| Error::invalid("--worker", "expected I/N"))?;
-    let config = AuditConfig::load(&config_path, args.data_dir.as_deref())?;
+    let mut config = AuditConfig::load(&config_path, args.data_dir.as_deref())?;
+    if let Some(d) = args.device {
+        config.device = d;
+    }
+    // Before any tensor exists; a CUDA device this machine lacks is refused here (exit 2).
+    crate::device::select_for_attacks(config.device, "audit")?;
     if args.dry_run {
         let cells = slice(&plan(&config), shard);
         match shard {

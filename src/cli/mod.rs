@@ -11,6 +11,7 @@ pub mod bench;
 pub mod bench_jobs;
 pub mod bench_methods;
 pub mod check;
+pub mod doctor;
 pub mod mechanism;
 pub mod replay;
 pub mod train;
@@ -27,8 +28,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Torch smoke check: prints the libtorch version and runs one forward/backward pass.
-    Doctor,
+    /// What libtorch can do here: version, threads, CUDA devices, checks on --device.
+    Doctor(doctor::DoctorArgs),
     /// Train every target of an audit config, attack it, and write report.json/.md/.html.
     Audit(audit::AuditArgs),
     /// Fail (exit 1) when a report exceeds the leakage thresholds; for CI.
@@ -78,7 +79,7 @@ pub fn init_logging(verbose: u8) {
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Doctor => doctor(),
+        Command::Doctor(a) => doctor::run(a),
         Command::Audit(args) => audit::run(args),
         Command::Check(args) => check::run(args),
         Command::Render(args) => audit::render(args),
@@ -99,19 +100,4 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
-}
-
-fn doctor() -> Result<()> {
-    let x = tch::Tensor::randn([4, 3], (tch::Kind::Float, tch::Device::Cpu)).set_requires_grad(true);
-    let y = (&x * &x).sum(tch::Kind::Float);
-    y.backward();
-    let ok = x.grad().allclose(&(&x * 2.0), 1e-6, 1e-6, false);
-    println!(
-        "libtorch {}: ok (cuda available: {}, threads: {}), autograd check: {}",
-        crate::libtorch::version(),
-        tch::Cuda::is_available(),
-        tch::get_num_threads(),
-        ok
-    );
-    Ok(())
 }

@@ -147,6 +147,9 @@ pub struct TrainArgs {
     /// Torch threads (default: libtorch's choice).
     #[arg(long)]
     pub threads: Option<i32>,
+    /// Torch device: cpu | cuda | cuda:N | auto (CUDA device 0 if any, else cpu).
+    #[arg(long, default_value = "cpu", value_parser = crate::device::parse_device)]
+    pub device: crate::device::DeviceSpec,
     /// Save the first run's model (checkpoint, cached aggregations, recipe and budget) here.
     #[arg(long)]
     pub save: Option<PathBuf>,
@@ -226,6 +229,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     recipe.validate()?;
     let seeds = seeds(a.seed, a.repeats)?;
     set_threads(a.threads)?;
+    crate::device::select(a.device)?;
     train::accounting::set_pld(!a.no_pld);
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;

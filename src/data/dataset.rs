@@ -50,7 +50,7 @@ impl Features {
             Features::Dense { data, .. } => Tensor::from_slice(data),
             Features::Sparse { .. } => Tensor::from_slice(&self.to_dense()),
         };
-        t.reshape([self.rows() as i64, self.cols() as i64])
+        crate::device::place(t.reshape([self.rows() as i64, self.cols() as i64]))
     }
     /// Sparse COO float tensor [rows, cols] (coalesced) of the stored entries, so that wide
     /// bag-of-words features (facebook-pagepage: 22,470 x 4,714) need not be densified;
@@ -79,6 +79,7 @@ impl Features {
             (Kind::Float, tch::Device::Cpu),
             true,
         )
+        .to_device(crate::device::current())
     }
     /// Keeps the given rows, in the given order.
     pub fn select_rows(&self, keep: &[usize]) -> Features {
@@ -118,10 +119,10 @@ impl Split {
         for &i in idx {
             m[i] = true;
         }
-        Tensor::from_slice(&m)
+        crate::device::place(Tensor::from_slice(&m))
     }
     pub fn index_tensor(idx: &[usize]) -> Tensor {
-        Tensor::from_slice(&idx.iter().map(|&i| i as i64).collect::<Vec<_>>())
+        crate::device::place(Tensor::from_slice(&idx.iter().map(|&i| i as i64).collect::<Vec<_>>()))
     }
 }
 
@@ -236,7 +237,7 @@ impl Dataset {
         self.features.cols()
     }
     pub fn label_tensor(&self) -> Tensor {
-        Tensor::from_slice(&self.labels.iter().map(|&y| y as i64).collect::<Vec<_>>()).to_kind(Kind::Int64)
+        crate::device::place(Tensor::from_slice(&self.labels.iter().map(|&y| y as i64).collect::<Vec<_>>()))
     }
     pub fn class_counts(&self) -> Vec<usize> {
         let mut c = vec![0; self.num_classes];

@@ -144,11 +144,12 @@ impl Graph {
         let idx = Tensor::stack(&[Tensor::from_slice(&rows), Tensor::from_slice(&cols)], 0);
         let vals = Tensor::ones([cols.len() as i64], (Kind::Float, tch::Device::Cpu));
         Tensor::sparse_coo_tensor_indices_size(&idx, &vals, [n, n], (Kind::Float, tch::Device::Cpu), true)
+            .to_device(crate::device::current())
     }
 
     /// Edge index [2, E] (row 0 sources, row 1 targets), int64.
     pub fn edge_index_tensor(&self) -> Tensor {
         let (src, dst): (Vec<i64>, Vec<i64>) = self.edges().map(|(u, v)| (u as i64, v as i64)).unzip();
-        Tensor::stack(&[Tensor::from_slice(&src), Tensor::from_slice(&dst)], 0)
+        crate::device::place(Tensor::stack(&[Tensor::from_slice(&src), Tensor::from_slice(&dst)], 0))
     }
 }

@@ -336,7 +336,7 @@ pub fn train_baseline(
     seed: u64,
 ) -> Result<(FullBatchModel, Accuracy)> {
     tch::manual_seed(seed as i64);
-    let vs = nn::VarStore::new(tch::Device::Cpu);
+    let vs = nn::VarStore::new(crate::device::current());
     let (d, c) = (data.num_features() as i64, data.num_classes as i64);
     let net = match spec {
         BaselineSpec::Sage(cfg) => Network::Sage(SageNet::new(&vs.root(), d, c, cfg)?),

@@ -370,11 +370,13 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
     let mut opt = Optimizer::new(OptimizerKind::Adam, cfg.learning_rate, cfg.weight_decay);
     let pool = Split::index_tensor(&split.train);
     let m = cfg.batch_size as i64;
-    let ones = Tensor::ones([1, 1], (Kind::Float, tch::Device::Cpu));
+    let ones = Tensor::ones([1, 1], (Kind::Float, crate::device::current()));
     for _ in 0..cfg.steps(n_train) {
         // m nodes uniformly without replacement.
-        let batch =
-            pool.index_select(0, &Tensor::randperm(n_train as i64, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, m));
+        let batch = pool.index_select(
+            0,
+            &crate::device::place(Tensor::randperm(n_train as i64, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, m)),
+        );
         let mut f = Fwd::train_taped();
         let loss_sum = if cfg.row_clipping {
             rowclip::subgraph_loss(&net, &x, &y, (&table, &table_mask), &batch, train_noise, &mut f)

@@ -22,6 +22,7 @@ pub fn sparse_adjacency(n: usize, entries: Vec<(usize, usize, f32)>) -> Tensor {
         false,
     )
     .coalesce()
+    .to_device(crate::device::current())
 }
 
 /// Symmetric normalisation: entry (v, u) = 1/sqrt(deg(u) deg(v)) for every edge u -> v, with

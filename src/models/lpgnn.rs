@@ -213,7 +213,7 @@ pub fn collect(data: &Dataset, config: &LpgnnConfig, kprop_x: &KProp) -> Result<
     let split = data.split()?;
     let n = data.num_nodes() as i64;
     let d = data.num_features() as i64;
-    let opts = (Kind::Float, tch::Device::Cpu);
+    let opts = (Kind::Float, crate::device::current());
     let raw = || min_max_scale(&data.features.to_tensor());
     let x = match config.features {
         FeatureMode::Multibit if config.epsilon_x.is_finite() => {
@@ -274,8 +274,8 @@ impl TrainedModel for LpgnnModel {
                     .perturb(&min_max_scale(&data.features.to_tensor()))?
             }
             FeatureMode::Multibit | FeatureMode::Raw => min_max_scale(&data.features.to_tensor()),
-            FeatureMode::Ones => Tensor::ones([n, want], (Kind::Float, tch::Device::Cpu)),
-            FeatureMode::Rnd => Tensor::rand([n, want], (Kind::Float, tch::Device::Cpu)),
+            FeatureMode::Ones => Tensor::ones([n, want], (Kind::Float, crate::device::current())),
+            FeatureMode::Rnd => Tensor::rand([n, want], (Kind::Float, crate::device::current())),
         };
         let g = GraphTensors::for_kind(&data.graph, self.gnn.kind());
         Ok(tch::no_grad(|| self.gnn.forward_t(&kprop.forward(&x), &g, false).softmax(-1, Kind::Float)))
@@ -318,7 +318,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     let drop_nodes = tr.masked_select(&has_mass);
     let drop_targets = smoothed.index_select(0, &drop_nodes).argmax(-1, false);
 
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let mut vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(
         &vs.root(),
         config.backbone,

@@ -106,7 +106,7 @@ impl Default for ParamStore {
 
 impl ParamStore {
     pub fn new() -> Self {
-        ParamStore { vs: VarStore::new(tch::Device::Cpu), params: Vec::new(), names: Vec::new() }
+        ParamStore { vs: VarStore::new(crate::device::current()), params: Vec::new(), names: Vec::new() }
     }
     /// VarStore path for a dotted name ("cm.base0.lin0" -> cm / base0 / lin0).
     fn path(&self, name: &str) -> nn::Path<'_> {

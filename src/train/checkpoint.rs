@@ -216,7 +216,7 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
             Box::new(MlpModel { ps, net })
         }
         Method::GapInf | Method::GapEdp | Method::GapNdp | Method::DemoGapEdpPlantedBug => {
-            let empty = Tensor::zeros([0, meta.num_features], (tch::Kind::Float, tch::Device::Cpu));
+            let empty = Tensor::zeros([0, meta.num_features], (tch::Kind::Float, crate::device::current()));
             let (mut ps, encoder, mut classifier) = build_gap(r, empty, classes);
             load_vs(&mut ps)?;
             classifier.inputs = (0..=r.hops()).map(|k| get(&format!("x{k}"))).collect::<Result<_>>()?;

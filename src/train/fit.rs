@@ -104,7 +104,9 @@ pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &F
             }
             Batching::Shuffled(b) => {
                 let n = labels.train.size()[0];
-                let perm = labels.train.index_select(0, &Tensor::randperm(n, (Kind::Int64, tch::Device::Cpu)));
+                let perm = labels
+                    .train
+                    .index_select(0, &crate::device::place(Tensor::randperm(n, (Kind::Int64, tch::Device::Cpu))));
                 let mut start = 0;
                 while start < n {
                     let len = (b as i64).min(n - start);

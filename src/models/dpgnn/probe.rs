@@ -44,7 +44,7 @@ impl DpgnnProbe {
         } else {
             let m = b.size()[0];
             let rows = Tensor::cat(&[b.unsqueeze(1), table.index_select(0, &b)], 1);
-            let ones = Tensor::ones([m, 1], (Kind::Double, tch::Device::Cpu));
+            let ones = Tensor::ones([m, 1], (Kind::Double, crate::device::current()));
             let row_mask = Tensor::cat(&[ones, mask.index_select(0, &b)], 1);
             let logits = self.net.forward_batch(&self.x, &rows, &row_mask, 0.0, &mut f);
             crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(

@@ -63,8 +63,9 @@ impl RandomizedResponse {
     /// correction, eq. 3.41: p(y'|x) = p(y|x) T).
     pub fn transition_matrix(&self) -> Tensor {
         let c = self.num_classes as i64;
-        let eye = Tensor::eye(c, (Kind::Float, tch::Device::Cpu));
-        Tensor::full([c, c], self.p_each_other(), (Kind::Float, tch::Device::Cpu)) * (1.0 - &eye) + eye * self.p_keep()
+        let eye = Tensor::eye(c, (Kind::Float, crate::device::current()));
+        Tensor::full([c, c], self.p_each_other(), (Kind::Float, crate::device::current())) * (1.0 - &eye)
+            + eye * self.p_keep()
     }
 
     /// Perturbs int64 labels (any shape) with torch's seeded generator.
