@@ -12,7 +12,7 @@
 set -euo pipefail
 DEVICE="${1:-cuda}"; DATASET="${2:-cora}"; SEEDS="${3:-5}"
 cd "$(dirname "$0")/.."
-G=scripts/gnnaudit
+G="${GNNAUDIT_BIN:-scripts/gnnaudit}"  # GNNAUDIT_BIN: an already built binary
 "$G" doctor --device "$DEVICE"
 status=0
 for method in "gap-edp --epsilon 8" "sage"; do
