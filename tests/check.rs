@@ -47,12 +47,20 @@ fn passing_report_exits_0() {
     let rep = report(&dir.path().join("ok"), FakeRunner::default());
     let t = dir.path().join("t.toml");
     std::fs::write(&t, THRESHOLDS).unwrap();
-    let (code, out, err) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    // The fake runner records no mechanism, so its private claims are flagged (unreproducible);
+    // tests/verdict_check.rs covers that refusal, here the limits are under test.
+    let (code, out, err) =
+        gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap(), "--accept-flagged-claims"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("check passed: 7 (dataset, method, ε) rows and 14 attack results"), "{out}");
     // The report folder works as well as the file.
-    let (code, _, _) =
-        gnnaudit(&["check", dir.path().join("ok").to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    let (code, _, _) = gnnaudit(&[
+        "check",
+        dir.path().join("ok").to_str().unwrap(),
+        "--thresholds",
+        t.to_str().unwrap(),
+        "--accept-flagged-claims",
+    ]);
     assert_eq!(code, 0);
 }
 
@@ -96,8 +104,10 @@ fn eps_lb_above_the_claim_exits_1() {
         "{out}"
     );
     // ... unless the thresholds say not to fail on violations.
+    // (The fake runner records no mechanism: its flagged claims are accepted explicitly.)
     std::fs::write(&t, "max_auc = 1.0\nfail_on_violation = false\n").unwrap();
-    let (code, _, _) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    let (code, _, _) =
+        gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap(), "--accept-flagged-claims"]);
     assert_eq!(code, 0);
 }
 
@@ -169,7 +179,8 @@ fn overrides_that_match_nothing_are_reported() {
     let rep = report(&dir.path().join("ok"), FakeRunner::default());
     let t = dir.path().join("t.toml");
     std::fs::write(&t, format!("{THRESHOLDS}\n[[overrides]]\nmethod = \"gap-edpp\"\nmax_auc = 0.1\n")).unwrap();
-    let (code, _, err) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    let (code, _, err) =
+        gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap(), "--accept-flagged-claims"]);
     assert_eq!(code, 0);
     assert!(err.contains("overrides[2] matches nothing"), "{err}");
 }

@@ -260,6 +260,61 @@ pub fn validate_report(report: &Report, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What a violated record measured, in its own figures: an attack's eps_lb against the cell's
+/// claim; a mechanism audit's eps_lb against the mechanism's own claim (its `eps_lb` field stays
+/// empty, see `report::tightness`); a sensitivity replay's observed change over the declared
+/// sensitivity (not an epsilon at all).
+pub fn violation_figures(r: &crate::audit::AttackRecord, cell_claim: Epsilon) -> String {
+    let num = |k: &str| r.details.get(k).and_then(|v| v.as_f64());
+    let text = |k: &str| r.details.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+    let f3 = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.3}"));
+    match (r.eps_lb, r.kind.as_str()) {
+        (Some(lb), _) => {
+            format!("empirical ε_lb {lb:.3} exceeds the claimed ε {} (privacy claim violated)", fmt_eps(cell_claim))
+        }
+        (None, crate::report::tightness::KIND) => format!(
+            "mechanism audit certifies ε_lb {} ({} bound, {} trials per input) above the mechanism's claimed ε {} \
+             (tightness {}; privacy claim violated)",
+            f3(num("eps_lb")),
+            text("bound"),
+            r.details.get("trials").and_then(|v| v.as_u64()).map_or("?".into(), |t| t.to_string()),
+            f3(num("claimed_epsilon")),
+            f3(num("tightness")),
+        ),
+        (None, crate::replay::audit::KIND) => format!(
+            "sensitivity replay: observed change / declared sensitivity = {} (worst-case units {}, random units {}) \
+             exceeds 1 (declared sensitivity violated)",
+            f3(num("max_ratio")),
+            f3(num("max_ratio_worst_case")),
+            f3(num("max_ratio_random")),
+        ),
+        (None, kind) => format!(
+            "{kind} record reports a violation without an ε_lb (verdict {}) against the claimed ε {}",
+            r.verdict.as_deref().unwrap_or("?"),
+            fmt_eps(cell_claim)
+        ),
+    }
+}
+
+/// Cells whose claim the accountant cannot reproduce (`crate::audit::claim`), one finding per
+/// (cell, flag): a violated or holding verdict means little against a claim that is itself
+/// wrong, so `gnnaudit check` fails on them unless the user accepts flagged claims explicitly.
+pub fn flagged_claims(report: &Report) -> Vec<Finding> {
+    let mut out = vec![];
+    for c in &report.cells {
+        for flag in c.claim.iter().flat_map(|claim| &claim.flags) {
+            out.push(Finding {
+                dataset: c.dataset.clone(),
+                method: c.method.clone(),
+                epsilon: c.epsilon,
+                attack: None,
+                problem: format!("seed {}: claim flagged: {flag}", c.seed),
+            });
+        }
+    }
+    out
+}
+
 /// Checks every (dataset, method, epsilon) row and every attack of a report.
 pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
     let mut findings = vec![];
@@ -339,12 +394,7 @@ pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
                         if r.violation || exceeds {
                             findings.push(finding(
                                 Some(&a.attack),
-                                format!(
-                                    "seed {}: empirical ε_lb {} exceeds the claimed ε {} (privacy claim violated)",
-                                    c.seed,
-                                    r.eps_lb.map_or("?".into(), |x| format!("{x:.3}")),
-                                    fmt_eps(c.budget.epsilon_claimed)
-                                ),
+                                format!("seed {}: {}", c.seed, violation_figures(r, c.budget.epsilon_claimed)),
                             ));
                         }
                     }

@@ -215,7 +215,11 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
             load_vs(&mut ps)?;
             Box::new(MlpModel { ps, net })
         }
-        Method::GapInf | Method::GapEdp | Method::GapNdp | Method::DemoGapEdpPlantedBug => {
+        Method::GapInf
+        | Method::GapEdp
+        | Method::GapNdp
+        | Method::DemoGapEdpPlantedBug
+        | Method::DemoGapEdpNoiseOff => {
             let empty = Tensor::zeros([0, meta.num_features], (tch::Kind::Float, crate::device::current()));
             let (mut ps, encoder, mut classifier) = build_gap(r, empty, classes);
             load_vs(&mut ps)?;

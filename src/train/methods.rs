@@ -296,6 +296,9 @@ pub fn aggregation_sensitivity(r: &Recipe) -> f64 {
     } else if r.method == Method::DemoGapEdpPlantedBug {
         // The planted bug: the claim is GAP-EDP's, the noise is for a sensitivity of 0.1.
         0.1
+    } else if r.method == Method::DemoGapEdpNoiseOff {
+        // The planted bug: the claim is GAP-EDP's, the noise is for a sensitivity of 0 (none).
+        0.0
     } else {
         1.0
     }
@@ -319,8 +322,8 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(GapModel, Accur
         (g, calibrate(r, data, accounting::gap_node(hops, r.max_degree, s, s))?, aggregation_sensitivity(r))
     } else if r.method == Method::GapEdp {
         (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
-    } else if r.method == Method::DemoGapEdpPlantedBug {
-        // The planted bug: the claim is GAP-EDP's, the noise is for a sensitivity of 0.1.
+    } else if matches!(r.method, Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff) {
+        // The planted bugs: the claim is GAP-EDP's, the noise is for a sensitivity of 0.1 or 0.
         (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
     } else {
         (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)

@@ -74,7 +74,9 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         Method::Mlp => methods::train_mlp(recipe, data, seed)?,
         Method::DpMlp => methods::train_mlp(recipe, data, seed)?,
         Method::GapInf => methods::train_gap(recipe, data, seed)?,
-        Method::GapEdp | Method::DemoGapEdpPlantedBug => methods::train_gap(recipe, data, seed)?,
+        Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => {
+            methods::train_gap(recipe, data, seed)?
+        }
         Method::GapNdp => methods::train_gap(recipe, data, seed)?,
         Method::ProgapInf => methods::train_progap(recipe, data, seed)?,
         Method::ProgapEdp => methods::train_progap(recipe, data, seed)?,

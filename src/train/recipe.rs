@@ -28,6 +28,11 @@ pub enum Method {
     #[value(name = "demo-gap-edp-planted-bug")]
     #[serde(rename = "demo-gap-edp-planted-bug")]
     DemoGapEdpPlantedBug,
+    /// PLANTED BUG, a demo only: GAP-EDP with its aggregation noise switched off (sigma = 0) while
+    /// it still claims GAP-EDP's epsilon. The edge canary audit must report a violation.
+    #[value(name = "demo-gap-edp-noise-off")]
+    #[serde(rename = "demo-gap-edp-noise-off")]
+    DemoGapEdpNoiseOff,
     /// ProGAP without noise.
     ProgapInf,
     /// ProGAP with edge-level DP (Theorem 4).
@@ -61,6 +66,7 @@ impl Method {
             Method::GapEdp => "gap-edp",
             Method::GapNdp => "gap-ndp",
             Method::DemoGapEdpPlantedBug => "demo-gap-edp-planted-bug",
+            Method::DemoGapEdpNoiseOff => "demo-gap-edp-noise-off",
             Method::ProgapInf => "progap-inf",
             Method::ProgapEdp => "progap-edp",
             Method::ProgapNdp => "progap-ndp",
@@ -76,7 +82,10 @@ impl Method {
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
     pub fn privacy_unit(self) -> PrivacyUnit {
         match self {
-            Method::Mlp | Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::ProgapEdp => PrivacyUnit::Edge,
+            Method::Mlp | Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => {
+                PrivacyUnit::Edge
+            }
+            Method::ProgapEdp => PrivacyUnit::Edge,
             Method::DpMlp | Method::GapNdp | Method::ProgapNdp => PrivacyUnit::Node,
             Method::GapInf | Method::ProgapInf => PrivacyUnit::None,
             Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
@@ -96,6 +105,7 @@ impl Method {
             Method::DpMlp
                 | Method::GapEdp
                 | Method::DemoGapEdpPlantedBug
+                | Method::DemoGapEdpNoiseOff
                 | Method::GapNdp
                 | Method::ProgapEdp
                 | Method::ProgapNdp
@@ -109,7 +119,14 @@ impl Method {
         self == Method::DpgnnRowclip
     }
     pub fn is_gap(self) -> bool {
-        matches!(self, Method::GapInf | Method::GapEdp | Method::GapNdp | Method::DemoGapEdpPlantedBug)
+        matches!(
+            self,
+            Method::GapInf
+                | Method::GapEdp
+                | Method::GapNdp
+                | Method::DemoGapEdpPlantedBug
+                | Method::DemoGapEdpNoiseOff
+        )
     }
     pub fn is_progap(self) -> bool {
         matches!(self, Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp)
