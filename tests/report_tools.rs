@@ -1,6 +1,8 @@
 //! Tools for reviewers of a finished audit: the published JSON Schema of report.json, `report
 //! diff` as a leakage regression gate, and rows that say what an MLP's ε = 0 means. All run on
 //! the checked-in example report (a real `gnnaudit audit configs/quick.toml` output).
+use gnnaudit::audit::epsilon::Epsilon;
+use gnnaudit::privacy::accountant::PrivacyUnit;
 use gnnaudit::report::{schema::report_schema_json, summarize, Report};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -151,7 +153,7 @@ fn report_diff_passes_on_equal_reports_and_fails_when_leakage_rises() {
     // A new report in which one non-private target's attack got 0.1 AUC better (cells changed,
     // summary recomputed, so that it is a consistent report) and utility fell.
     let mut new = Report::load(&ex).unwrap();
-    let cell = new.cells.iter().position(|c| c.method == "mlp" && !c.attacks.is_empty()).expect("an mlp cell");
+    let cell = new.cells.iter().position(|c| c.method == "gap-inf" && !c.attacks.is_empty()).expect("a gap-inf cell");
     let attack = new.cells[cell].attacks[0].attack.clone();
     new.cells[cell].attacks[0].auc = (new.cells[cell].attacks[0].auc + 0.1).min(1.0);
     new.cells[cell].utility.test -= 0.05;
@@ -180,11 +182,26 @@ fn report_diff_passes_on_equal_reports_and_fails_when_leakage_rises() {
 
 #[test]
 fn mlp_rows_say_they_use_no_edges_and_guard_no_nodes() {
-    let report = Report::load(&example()).unwrap();
+    // An MLP row as the audit writes it: accounted at the edge unit with ε = 0 (it reads no
+    // edges), target ε = ∞ (it guards nothing else).
+    let mut report = Report::load(&example()).unwrap();
+    let mut mlp = report.summary[0].clone();
+    mlp.method = "mlp".into();
+    mlp.privacy_unit = PrivacyUnit::Edge;
+    mlp.epsilon = Epsilon::Infinite;
+    mlp.epsilon_claimed = Epsilon::Finite(0.0);
+    mlp.epsilon_rdp = Epsilon::Finite(0.0);
+    report.summary.push(mlp);
     let md = gnnaudit::report::markdown::render(&report);
     let mlp_rows: Vec<&str> = md.lines().filter(|l| l.contains("| mlp |")).collect();
-    assert!(!mlp_rows.is_empty(), "no mlp row in the example report");
-    assert!(mlp_rows.iter().any(|l| l.contains("edge: uses no edges (ε = 0) · node: not private")), "{mlp_rows:#?}");
-    // Private rows keep their plain unit.
-    assert!(md.lines().any(|l| l.contains("| gap-edp |") && l.contains("| edge |")), "{md}");
+    assert!(mlp_rows.len() >= 2, "utility and attack tables: {mlp_rows:#?}");
+    for row in &mlp_rows {
+        assert!(row.contains("0 (edge) · ∞ (node)"), "{row}");
+    }
+    assert!(
+        mlp_rows.iter().any(|l| l.contains("| edge: uses no edges (ε = 0) · node: not private |")),
+        "{mlp_rows:#?}"
+    );
+    // Private rows keep their plain unit and number.
+    assert!(md.lines().any(|l| l.contains("| gap-edp | edge | 1 |") && l.contains("| 0.897 |")), "{md}");
 }
