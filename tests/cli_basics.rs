@@ -24,7 +24,7 @@ fn completions_cover_every_subcommand() {
     for shell in ["bash", "zsh", "fish"] {
         let (code, out, err) = gnnaudit(&["completions", shell]);
         assert_eq!(code, 0, "{shell}: {err}");
-        for sub in ["audit", "attack", "train", "account", "check", "datasets"] {
+        for sub in ["audit", "attack", "train", "account", "check", "datasets", "report"] {
             assert!(out.contains(sub), "{shell} completion lacks {sub}");
         }
     }

@@ -115,6 +115,19 @@ fn dpgnn_holds_and_dpgnn_rowclip_is_flagged_on_cornell5() {
     assert!(agg.ratio > 1.0 + TOLERANCE && agg.declared_sensitivity == 2.0, "{agg:?}");
 }
 
+/// quick.toml's planted bug (GAP-EDP whose noise assumes sensitivity 0.1) is replayed like
+/// GAP-EDP and flagged: every PMA hop's change is 1, ten times the declared 0.1.
+#[test]
+fn planted_bug_is_replayed_and_flagged() {
+    let ds = prepared("cora", 1);
+    let rep = run(&recipe(Method::DemoGapEdpPlantedBug, 1.0), &ds, 1);
+    assert_eq!(rep.verdict, "violated", "max_ratio {}", rep.max_ratio);
+    for r in releases(&rep, "PMA hop") {
+        assert_eq!(r.declared_sensitivity, 0.1);
+        assert!((r.ratio - 10.0).abs() < 10.0 * TOLERANCE, "{} {}: {}", r.name, r.unit, r.ratio);
+    }
+}
+
 /// Coupling: a node's batch coin does not depend on who else is in the pool.
 #[test]
 fn batch_coins_are_per_unit() {

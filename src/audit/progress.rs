@@ -3,6 +3,8 @@
 use super::cell::CellKey;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// The stages a cell goes through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +23,9 @@ pub struct Progress {
     attacks: ProgressBar,
     /// Print `println` lines to stderr when the bars are hidden (false for `hidden()`).
     echo: bool,
+    /// The shadow bar joins the display only once an attack announces shadow models: an empty
+    /// bar would read "0/0" as if finished (audits run by worker processes never announce any).
+    shadows_shown: Arc<AtomicBool>,
 }
 
 impl Progress {
@@ -39,9 +44,12 @@ impl Progress {
 
     fn with_target(cells: u64, attacks: u64, target: ProgressDrawTarget, echo: bool) -> Self {
         let multi = MultiProgress::with_draw_target(target);
-        let style = ProgressStyle::with_template("{prefix:>16} [{bar:30}] {pos:>4}/{len:<4} {elapsed:>4} {wide_msg}")
-            .expect("static template")
-            .progress_chars("=> ");
+        // ETA from indicatif's running rate estimate: rough for the first unit of a stage.
+        let style = ProgressStyle::with_template(
+            "{prefix:>16} [{bar:30}] {pos:>4}/{len:<4} {elapsed:>4} elapsed, ETA {eta:>4} {wide_msg}",
+        )
+        .expect("static template")
+        .progress_chars("=> ");
         let bar = |name: &'static str, len: u64| {
             let b = multi.add(ProgressBar::new(len));
             b.set_style(style.clone());
@@ -49,9 +57,11 @@ impl Progress {
             b
         };
         let training = bar("training", cells);
-        let shadows = bar("shadow training", 0);
         let attacks = bar("attack", attacks);
-        Progress { multi, training, shadows, attacks, echo }
+        let shadows = ProgressBar::new(0);
+        shadows.set_style(style);
+        shadows.set_prefix("shadow training");
+        Progress { multi, training, shadows, attacks, echo, shadows_shown: Arc::new(AtomicBool::new(false)) }
     }
 
     fn bar(&self, stage: Stage) -> &ProgressBar {
@@ -74,6 +84,9 @@ impl Progress {
 
     /// Announces `n` more units of work for a stage (e.g. the shadow models an attack needs).
     pub fn add_work(&self, stage: Stage, n: u64) {
+        if stage == Stage::ShadowTraining && n > 0 && !self.shadows_shown.swap(true, Ordering::SeqCst) {
+            self.multi.insert_after(&self.training, self.shadows.clone());
+        }
         self.bar(stage).inc_length(n);
     }
 
@@ -99,6 +112,11 @@ impl Progress {
         }
     }
 
+    /// Whether the shadow-training bar is on display (see `shadows_shown`).
+    pub fn shows_shadows(&self) -> bool {
+        self.shadows_shown.load(Ordering::SeqCst)
+    }
+
     pub fn finish(&self) {
         for b in [&self.training, &self.shadows, &self.attacks] {
             b.finish();
@@ -108,5 +126,30 @@ impl Progress {
     /// Position of a stage's bar (for tests of what the runner reported).
     pub fn position(&self, stage: Stage) -> u64 {
         self.bar(stage).position()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_count_their_work_and_the_shadow_bar_appears_on_demand() {
+        let p = Progress::with_target(3, 5, ProgressDrawTarget::hidden(), false);
+        assert!(!p.shows_shadows(), "no shadow bar before an attack announces shadow models");
+        p.add_work(Stage::ShadowTraining, 0);
+        assert!(!p.shows_shadows());
+        p.add_work(Stage::ShadowTraining, 4);
+        p.add_work(Stage::ShadowTraining, 2);
+        assert!(p.shows_shadows());
+        assert_eq!(p.shadows.length(), Some(6));
+        p.done(Stage::ShadowTraining);
+        p.done(Stage::Attack);
+        p.skip(2);
+        assert_eq!(
+            (p.position(Stage::Training), p.position(Stage::ShadowTraining), p.position(Stage::Attack)),
+            (1, 1, 3)
+        );
+        assert_eq!(p.training.length(), Some(3));
     }
 }

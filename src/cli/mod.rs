@@ -14,6 +14,7 @@ pub mod check;
 pub mod doctor;
 pub mod mechanism;
 pub mod replay;
+pub mod report_diff;
 pub mod train;
 
 #[derive(Debug, Parser)]
@@ -53,6 +54,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
     Completions(CompletionsArgs),
+    /// Work with finished reports: `report diff OLD NEW` shows what changed and fails on more leakage.
+    Report(report_diff::ReportArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -90,6 +93,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Attack(a) => attack::run(a),
         Command::Mechanism(a) => mechanism::run(a),
         Command::Replay(a) => replay::run(a),
+        Command::Report(a) => report_diff::run(a),
         Command::Completions(a) => {
             use clap::CommandFactory;
             // Generated into memory, then printed: a failed write is then print!'s, which

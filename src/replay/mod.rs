@@ -104,7 +104,7 @@ pub fn replay(recipe: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<R
     data.split()?;
     let start = std::time::Instant::now();
     let (neighbouring, releases) = match recipe.method {
-        Method::GapEdp | Method::GapNdp => families::gap(recipe, data, opts)?,
+        Method::GapEdp | Method::GapNdp | Method::DemoGapEdpPlantedBug => families::gap(recipe, data, opts)?,
         Method::ProgapEdp | Method::ProgapNdp => families::progap(recipe, data, opts)?,
         Method::DpMlp => families::dp_mlp(recipe, data, opts)?,
         Method::SageEdp => families::edge_rand(data, opts)?,

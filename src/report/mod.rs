@@ -4,10 +4,12 @@
 //! Everything in `report.json` is a function of the config, the data and the code, except the
 //! `run` object (timestamps, wall times, folders): two runs of one config and seed give the same
 //! bytes outside `run`.
+pub mod diff;
 pub mod html;
 pub mod markdown;
 pub mod plots;
 pub mod provenance;
+pub mod schema;
 pub mod table;
 pub mod tightness;
 
@@ -26,7 +28,7 @@ use std::path::Path;
 /// Identifies the JSON layout; bumped on incompatible changes.
 pub const FORMAT: &str = "gnnaudit-report/1";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
     pub format: String,
@@ -35,6 +37,7 @@ pub struct Report {
     pub tool: ToolInfo,
     /// sha256 of the parsed config (comments and layout do not count).
     pub config_sha256: String,
+    #[schemars(with = "schema::Record")]
     pub config: AuditConfig,
     pub datasets: Vec<DatasetInfo>,
     /// Per (dataset, method, epsilon): means over seeds. Derived from `cells`.
@@ -46,7 +49,7 @@ pub struct Report {
 }
 
 /// A dataset as the audit used it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetInfo {
     /// The config label.
@@ -65,22 +68,28 @@ pub struct DatasetInfo {
 }
 
 /// One cell as reported (its wall time is in `run.cell_seconds`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportCell {
     pub dataset: String,
     pub method: String,
+    #[schemars(with = "schema::EpsilonSchema")]
     pub epsilon: Epsilon,
     pub seed: u64,
     pub fingerprint: String,
+    #[schemars(with = "schema::PrivacyUnitSchema")]
     pub privacy_unit: PrivacyUnit,
+    #[schemars(with = "schema::AccuracySchema")]
     pub utility: Accuracy,
+    #[schemars(with = "schema::Record")]
     pub budget: BudgetRecord,
     pub recipe: serde_json::Value,
+    #[schemars(with = "Vec<schema::Record>")]
     pub attacks: Vec<AttackRecord>,
     /// The claim as stated and as recomputed from the recorded mechanism, with its delta and
     /// why, and any flag (see [`crate::audit::claim`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<schema::Record>")]
     pub claim: Option<ClaimCheck>,
 }
 
@@ -91,7 +100,7 @@ impl ReportCell {
 }
 
 /// Timestamps and timings, kept apart so that the rest of the report is reproducible.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunInfo {
     pub started_at: String,
@@ -102,14 +111,17 @@ pub struct RunInfo {
     pub cells_computed: usize,
     pub cells_reused: usize,
     /// Training and attack wall time of every cell (as measured when it was computed).
+    #[schemars(with = "Vec<(schema::Record, schema::Record)>")]
     pub cell_seconds: Vec<(CellKey, CellSeconds)>,
 }
 
 /// Mean, sample standard deviation and count of one metric over seeds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Stat {
+    #[schemars(with = "schema::NumberOrNull")]
     pub mean: f64,
+    #[schemars(with = "schema::NumberOrNull")]
     pub sd: f64,
     pub n: usize,
 }
@@ -128,25 +140,30 @@ impl Stat {
 }
 
 /// One (dataset, method, epsilon) over its seeds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SummaryRow {
     pub dataset: String,
     pub method: String,
+    #[schemars(with = "schema::EpsilonSchema")]
     pub epsilon: Epsilon,
+    #[schemars(with = "schema::PrivacyUnitSchema")]
     pub privacy_unit: PrivacyUnit,
     pub test_accuracy: Stat,
     pub train_accuracy: Stat,
     /// Largest claimed epsilon over the seeds (they normally agree), RDP and PLD alike.
+    #[schemars(with = "schema::EpsilonSchema")]
     pub epsilon_claimed: Epsilon,
+    #[schemars(with = "schema::EpsilonSchema")]
     pub epsilon_rdp: Epsilon,
+    #[schemars(with = "Option<schema::EpsilonSchema>")]
     pub epsilon_pld: Option<Epsilon>,
     pub delta: f64,
     pub attacks: Vec<AttackSummary>,
 }
 
 /// One attack on one (dataset, method, epsilon) over its seeds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AttackSummary {
     pub attack: String,

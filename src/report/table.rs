@@ -1,7 +1,9 @@
 //! The report's tables as data (headers, alignment, cell text), built once per section so that
 //! report.md and report.html show the same rows; each writer only renders a `Table` and escapes
 //! its cells for its own format.
-use super::{fmt_eps, fmt_num, unit_name, AttackSummary, Report, Stat};
+use super::{fmt_eps, fmt_num, unit_name, AttackSummary, Report, Stat, SummaryRow};
+use crate::audit::epsilon::Epsilon;
+use crate::privacy::accountant::PrivacyUnit;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
@@ -98,6 +100,31 @@ fn verdict_of(a: &AttackSummary) -> (Verdict, String) {
     }
 }
 
+/// A model that reads no edges (MLP) is accounted at the edge unit with ε = 0: exactly true for
+/// edges, but it guards nothing else. Said in full so that "edge, claimed 0, target ∞" does not
+/// read as a contradiction.
+fn uses_no_edges(s: &SummaryRow) -> bool {
+    s.privacy_unit == PrivacyUnit::Edge && s.epsilon_claimed == Epsilon::Finite(0.0)
+}
+
+/// The privacy unit as a reader needs it: MLP rows say "edge: uses no edges (ε = 0) · node: not private".
+pub fn unit_cell(s: &SummaryRow) -> String {
+    if uses_no_edges(s) {
+        "edge: uses no edges (ε = 0) · node: not private".into()
+    } else {
+        unit_name(s.privacy_unit).into()
+    }
+}
+
+/// The claimed ε, per unit where a single number would mislead (see [`unit_cell`]).
+fn claimed_cell(s: &SummaryRow) -> String {
+    if uses_no_edges(s) {
+        "0 (edge) · ∞ (node)".into()
+    } else {
+        fmt_eps(s.epsilon_claimed)
+    }
+}
+
 fn eps_lb(a: &AttackSummary) -> String {
     a.eps_lb_max.map_or("-".into(), |x| fmt_num(x, 2))
 }
@@ -120,11 +147,11 @@ pub fn utility(r: &Report) -> Table {
         t.push(vec![
             s.dataset.clone(),
             s.method.clone(),
-            unit_name(s.privacy_unit).to_string(),
+            unit_cell(s),
             fmt_eps(s.epsilon),
             pct(s.test_accuracy),
             pct(s.train_accuracy),
-            fmt_eps(s.epsilon_claimed),
+            claimed_cell(s),
             fmt_eps(s.epsilon_rdp),
             s.epsilon_pld.map_or("-".into(), fmt_eps),
             if s.delta > 0.0 { format!("{:.1e}", s.delta) } else { "0".into() },
@@ -166,7 +193,7 @@ pub fn attacks(r: &Report, verdicts: bool) -> Table {
             let mut verdict = None;
             if verdicts {
                 let (v, text) = verdict_of(a);
-                cells.extend([eps_lb(a), fmt_eps(s.epsilon_claimed), text]);
+                cells.extend([eps_lb(a), claimed_cell(s), text]);
                 verdict = Some(v);
             }
             t.rows.push(Row { cells, verdict });
@@ -192,9 +219,9 @@ pub fn claims(r: &Report) -> Table {
             let cells = vec![
                 s.dataset.clone(),
                 s.method.clone(),
-                unit_name(s.privacy_unit).to_string(),
+                unit_cell(s),
                 a.attack.clone(),
-                fmt_eps(s.epsilon_claimed),
+                claimed_cell(s),
                 eps_lb(a),
                 text,
             ];
