@@ -57,7 +57,8 @@ pub type SparseRow = Vec<(usize, f64)>;
 
 /// The approximate PPR vector of `source` by ISTA, touching only the active set and its
 /// neighbours each iteration (cost independent of the graph size). An isolated source gets e_s
-/// (what PPR gives when the node carries a self-loop; spec §3.3 decision).
+/// (what PPR gives when the node carries a self-loop; spec §3.3 decision). A source of degree
+/// >= 1/((1 + gamma) rho) has the empty row: zero already meets the tolerance.
 pub fn appr_ista(graph: &Graph, source: usize, params: &ApprParams) -> Result<SparseRow> {
     params.validate()?;
     ensure!(
@@ -99,7 +100,7 @@ pub fn appr_ista(graph: &Graph, source: usize, params: &ApprParams) -> Result<Sp
         };
         let grads: Vec<(usize, f64)> = candidates.iter().map(|&i| (i, grad(i))).collect();
         let worst = grads.iter().map(|&(i, g)| g.abs() / sqrt_d(i)).fold(0.0, f64::max);
-        if !q.is_empty() && worst <= (1.0 + params.gamma) * threshold {
+        if worst <= (1.0 + params.gamma) * threshold {
             let mut row: SparseRow = q.iter().map(|(&i, &qi)| (i, qi * sqrt_d(i))).collect();
             row.sort_unstable_by_key(|&(i, _)| i);
             return Ok(row);
