@@ -22,6 +22,7 @@ pub mod aggregation_canary;
 pub mod attribute;
 pub mod canary;
 pub mod classifier;
+pub mod degree_inference;
 pub mod error;
 pub mod graph;
 pub mod inversion;

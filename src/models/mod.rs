@@ -11,6 +11,7 @@
 //! | LPGNN | [`lpgnn`], [`kprop`] | local (multi-bit features, RR labels) |
 pub mod aggregation;
 pub mod backbone;
+pub mod dpar;
 pub mod dpgnn;
 pub mod gap;
 pub mod gat;
@@ -18,6 +19,7 @@ pub mod gcn;
 pub mod kprop;
 pub mod lpgnn;
 pub mod mlp;
+pub mod ppr;
 pub mod progap;
 pub mod sage;
 pub mod size;

@@ -14,6 +14,7 @@ pub mod analytic;
 pub mod budget;
 pub mod calibrate;
 pub mod compat;
+pub mod dpar;
 pub mod event;
 pub mod ldp;
 pub mod methods;
