@@ -59,7 +59,7 @@ pub(crate) fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -
 pub fn prepare(raw: &Dataset, spec: &DatasetSpec, seed: u64, method: Option<Method>) -> Result<Dataset> {
     let ratios = match (spec.split, method) {
         (Some(s), _) => SplitRatios::new(s.train, s.val, s.test)?,
-        (None, Some(Method::Lpgnn)) => SplitRatios::new(0.5, 0.25, 0.25)?,
+        (None, Some(Method::Lpgnn | Method::Rgnn)) => SplitRatios::new(0.5, 0.25, 0.25)?,
         (None, _) => SplitRatios::default(),
     };
     data::prepare_like_gap(raw, spec.min_class_count, ratios, spec.split_seed.unwrap_or(seed))

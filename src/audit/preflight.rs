@@ -40,7 +40,7 @@ pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
         let mut prepared: Vec<(bool, crate::data::Dataset)> = Vec::new();
         for (j, m) in cfg.methods.iter().enumerate() {
             let method = parse_method(&m.method);
-            let lpgnn = method == Some(Method::Lpgnn);
+            let lpgnn = matches!(method, Some(Method::Lpgnn | Method::Rgnn));
             if !prepared.iter().any(|(l, _)| *l == lpgnn) {
                 let ds = super::execute::prepare(&raw, d, d.split_seed.unwrap_or(first_seed), method)
                     .map_err(|e| within(&format!("datasets[{i}]"), "name", e))?;

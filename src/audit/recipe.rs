@@ -30,7 +30,9 @@ pub fn method_names() -> Vec<&'static str> {
 /// The privacy unit a method's epsilon grid applies to; None when it takes no epsilon (it then
 /// runs once per seed at eps = inf). LPGNN's grid sets one of its two local budgets (`sweep`).
 pub fn grid_unit(method: &str) -> Option<PrivacyUnit> {
-    parse_method(method).filter(|m| m.takes_epsilon() || *m == Method::Lpgnn).map(|m| m.privacy_unit())
+    parse_method(method)
+        .filter(|m| m.takes_epsilon() || matches!(m, Method::Lpgnn | Method::Rgnn))
+        .map(|m| m.privacy_unit())
 }
 
 /// The LPGNN budget the epsilon grid sets: "epsilon_x" (default) or "epsilon_y"; the other one is
@@ -62,14 +64,14 @@ pub fn build_recipe(
         .map_err(|e| ("method".to_string(), format!("cannot build the defaults of {method}: {e}")))?;
     for (k, v) in params {
         if let Some((_, why)) = RESERVED.iter().find(|(r, _)| r == k) {
-            if k == "sweep" && m == Method::Lpgnn {
+            if k == "sweep" && matches!(m, Method::Lpgnn | Method::Rgnn) {
                 continue;
             }
             return Err((k.clone(), format!("'{k}' is not a hyper-parameter of {method}{why}")));
         }
         table.insert(k.clone(), v.clone());
     }
-    if m == Method::Lpgnn {
+    if matches!(m, Method::Lpgnn | Method::Rgnn) {
         let swept = lpgnn_swept(params)?;
         if params.contains_key(swept) {
             return Err((

@@ -336,7 +336,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
     };
     let ratios = if let Some(p) = &provenance {
         p.split
-    } else if recipe.method == crate::train::Method::Lpgnn {
+    } else if matches!(recipe.method, crate::train::Method::Lpgnn | crate::train::Method::Rgnn) {
         SplitRatios::new(0.5, 0.25, 0.25)?
     } else {
         SplitRatios::default()

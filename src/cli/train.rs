@@ -96,6 +96,21 @@ pub struct RecipeArgs {
     /// DP-GNN: share of epsilon spent on the test-time aggregation release, in (0, 1).
     #[arg(long, allow_negative_numbers = true)]
     pub inference_budget: Option<f64>,
+    /// RGNN: m, features sampled by GRR-FS per record (default 10).
+    #[arg(long)]
+    pub sampled: Option<usize>,
+    /// RGNN: bags of the label-proportion loss (graph-partition parts, default 16).
+    #[arg(long)]
+    pub clusters: Option<usize>,
+    /// RGNN: weight of the label-proportion loss (default 1; 0 = off).
+    #[arg(long, allow_negative_numbers = true)]
+    pub alpha: Option<f64>,
+    /// RGNN: feature group size g (default: the paper's, cora 25, facebook-pagepage 100).
+    #[arg(long)]
+    pub group_size: Option<usize>,
+    /// RGNN: label-proportion KL direction.
+    #[arg(long)]
+    pub kl_direction: Option<crate::models::rgnn::KlDirection>,
 }
 
 impl RecipeArgs {
@@ -118,7 +133,9 @@ impl RecipeArgs {
              max_grad_norm => max_grad_norm, encoder_layers => encoder_layers, head_layers => head_layers,
              mlp_layers => mlp_layers, aggregation => aggregation, epsilon_x => epsilon_x,
              epsilon_y => epsilon_y, kx => kx, ky => ky, training => training, backbone => backbone,
-             features => features);
+             features => features, sampled => sampled, clusters => clusters, alpha => alpha,
+             kl_direction => kl_direction);
+        r.group_size = self.group_size.or(r.group_size);
         r.mp_layers = self.mp_layers;
         r.inference_budget = self.inference_budget;
         Ok(r)
@@ -234,8 +251,11 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     // LPGNN's experiments use a 50/25/25 split (thesis Section 3.5.2); the others GAP's 75/10/15.
-    let ratios =
-        if recipe.method == Method::Lpgnn { SplitRatios::new(0.5, 0.25, 0.25)? } else { SplitRatios::default() };
+    let ratios = if matches!(recipe.method, Method::Lpgnn | Method::Rgnn) {
+        SplitRatios::new(0.5, 0.25, 0.25)?
+    } else {
+        SplitRatios::default()
+    };
     let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, a.split_seed)?;
     crate::models::size::ensure_fits(&recipe, &ds)?;
     let mut runs = Vec::new();

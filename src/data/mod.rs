@@ -16,8 +16,10 @@
 pub mod csbm;
 pub mod dataset;
 pub mod graph;
+pub mod grouping;
 pub mod memory;
 pub mod npz;
+pub mod partition;
 pub mod registry;
 pub mod split;
 pub mod stats;

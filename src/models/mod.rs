@@ -9,6 +9,7 @@
 //! | GCN / GAT / GraphSAGE baselines | [`gcn`], [`gat`], [`sage`], [`backbone`] | none; edge (SAGE-EDP: ARR graph) |
 //! | DP-GNN (SAGE-NDP) | [`dpgnn`] | node (DP-Adam, hypergeometric bound, noisy inference) |
 //! | LPGNN | [`lpgnn`], [`kprop`] | local (multi-bit features, RR labels) |
+//! | RGNN | [`rgnn`] | local (GRR-FS features, GRR labels; reconstruction + LLP) |
 pub mod aggregation;
 pub mod backbone;
 pub mod dpar;
@@ -21,6 +22,7 @@ pub mod lpgnn;
 pub mod mlp;
 pub mod ppr;
 pub mod progap;
+pub mod rgnn;
 pub mod sage;
 pub mod size;
 pub mod sparse;

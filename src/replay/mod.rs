@@ -84,11 +84,14 @@ pub fn verdict(max_ratio: f64) -> &'static str {
 /// Checks that `method` has sensitivity-bounded releases to replay.
 pub fn check_method(method: Method) -> Result<()> {
     match method {
-        Method::Lpgnn => Err(Error::invalid(
+        Method::Lpgnn | Method::Rgnn => Err(Error::invalid(
             "method",
-            "lpgnn is local DP (multi-bit features, randomized-response labels): each node's report is \
-             bounded by construction and there is no sensitivity-calibrated release to replay; audit its \
-             mechanisms with the mechanism audit instead",
+            format!(
+                "{} is local DP (randomised feature and label reports): each node's report is bounded by \
+                 construction and there is no sensitivity-calibrated release to replay; audit its mechanisms \
+                 with the mechanism audit instead",
+                method.name()
+            ),
         )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))

@@ -55,6 +55,9 @@ pub enum Method {
     DpgnnRowclip,
     /// LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y).
     Lpgnn,
+    /// RGNN (Bhaila et al.): GRR-FS features (--epsilon-x per sampled feature, --sampled m), GRR
+    /// labels (--epsilon-y), frequency-estimation reconstruction and the label-proportion loss.
+    Rgnn,
 }
 
 impl Method {
@@ -77,6 +80,7 @@ impl Method {
             Method::Dpgnn => "dpgnn",
             Method::DpgnnRowclip => "dpgnn-rowclip",
             Method::Lpgnn => "lpgnn",
+            Method::Rgnn => "rgnn",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -91,7 +95,7 @@ impl Method {
             Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
             Method::SageEdp => PrivacyUnit::Edge,
             Method::Dpgnn | Method::DpgnnRowclip => PrivacyUnit::Node,
-            Method::Lpgnn => PrivacyUnit::Local,
+            Method::Lpgnn | Method::Rgnn => PrivacyUnit::Local,
         }
     }
     /// Trained with DP-Adam (node level).
@@ -192,6 +196,16 @@ pub struct Recipe {
     pub features: crate::models::lpgnn::FeatureMode,
     /// DP-GNN: share of epsilon spent on the test-time aggregation release (None = its default).
     pub inference_budget: Option<f64>,
+    /// RGNN: m, the features GRR-FS samples per record.
+    pub sampled: usize,
+    /// RGNN: bags (graph-partition parts) of the label-proportion loss.
+    pub clusters: usize,
+    /// RGNN: weight of the label-proportion loss (0 = off).
+    pub alpha: f64,
+    /// RGNN: feature group size g (None = the paper's for the dataset).
+    pub group_size: Option<usize>,
+    /// RGNN: direction of the label-proportion KL divergence.
+    pub kl_direction: crate::models::rgnn::KlDirection,
 }
 
 impl Default for Recipe {
@@ -230,6 +244,11 @@ impl Default for Recipe {
             backbone: crate::models::backbone::GnnKind::Sage,
             features: crate::models::lpgnn::FeatureMode::Multibit,
             inference_budget: None,
+            sampled: 10,
+            clusters: 16,
+            alpha: 1.0,
+            group_size: None,
+            kl_direction: crate::models::rgnn::KlDirection::TargetPredicted,
         }
     }
 }
@@ -243,6 +262,9 @@ impl Recipe {
             // DP-GNN's tuned degree bound, width and learning rate (models::dpgnn's defaults).
             let d = crate::models::dpgnn::DpgnnConfig::default();
             (r.max_degree, r.hidden, r.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
+        }
+        if method == Method::Rgnn {
+            r.ky = 16; // the RGNN code's K_y (LPGNN's Cora default is 8)
         }
         if method == Method::SageEdp {
             // The reference's `gnn edge` uses mean aggregation; on the randomized-response graph
@@ -261,6 +283,7 @@ impl Recipe {
         self.epochs.unwrap_or(match self.method {
             Method::ProgapNdp => 5,
             Method::Lpgnn => 500,
+            Method::Rgnn => 100,
             m if m.is_node_level() => 10,
             _ => 100,
         })
@@ -308,7 +331,7 @@ impl Recipe {
     }
     /// Is noise added (a finite epsilon for a private method)?
     pub fn is_private(&self) -> bool {
-        if self.method == Method::Lpgnn {
+        if matches!(self.method, Method::Lpgnn | Method::Rgnn) {
             return self.epsilon_x.is_finite() || self.epsilon_y.is_finite();
         }
         self.method.takes_epsilon() && self.epsilon.is_some()

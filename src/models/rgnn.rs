@@ -1,0 +1,514 @@
+//! RGNN (Bhaila, Huang, Wu & Wu, "Local Differential Privacy in Graph Neural Networks: a
+//! Reconstruction Approach"; seed 001, spec wave2-seeds.md section 2).
+//!
+//! User side: features grouped into d' binary features ([`crate::data::grouping`]), GRR-FS on
+//! them (m of d' sampled features through GRR at eps_x, the rest uniform; seeded), GRR at eps_y
+//! on the labels of the training and validation nodes. Server side: frequency estimation over
+//! each node's self-inclusive neighbourhood after K_x / K_y mean-propagation steps (Thm 2, eq. 2;
+//! Alg. 2/3), which reconstructs features (f_X: soft estimate of P[x = 1], unclipped as the
+//! code) and labels (f_Y: argmax of the masked propagation); then a 2-layer GNN trained with
+//! cross-entropy on the reconstructed labels plus alpha times the label-proportion (LLP) loss over
+//! bags from a graph partition ([`crate::data::partition`]).
+//!
+//! Budget: GRR-FS is exactly m eps_x-LDP, not the paper's Theorem 1 value (see
+//! `privacy::mechanisms::grr_fs`), so the claim is m eps_x + eps_y per node record; the paper's
+//! ln(1 + (m/d')(e^{m eps_x} - 1)) + eps_y is recorded as `paper_epsilon` in the budget's noise
+//! entries and flagged. Ablations: kx = 0 (no f_X), ky = 0 (no f_Y), alpha = 0 (no LLP); all three
+//! give the paper's "GraphSAGE" baseline trained on X', Y'.
+use super::backbone::{accuracy_on, restore, snapshot, GnnKind, GraphTensors, TwoLayerGnn};
+use crate::data::{grouping, partition, Dataset, Graph, Split};
+use crate::error::{Error, Result};
+use crate::privacy::accountant::{Budget, BudgetComponent, Event, PrivacyUnit};
+use crate::privacy::mechanisms::grr_fs::GrrFs;
+use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
+use crate::train::{Accuracy, TrainedModel, TrainedRun};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
+
+/// Direction of the LLP divergence. The paper writes KL(b_hat || b_tilde); the reference code
+/// computes `F.kl_div(log b_hat, b_tilde)` = KL(b_tilde || b_hat), the default here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "kebab-case")]
+#[value(rename_all = "kebab-case")]
+pub enum KlDirection {
+    /// KL(estimated bag proportion || predicted proportion), as the code.
+    #[default]
+    TargetPredicted,
+    /// KL(predicted || estimated), as eq. 5 is written.
+    PredictedTarget,
+}
+
+/// RGNN hyper-parameters; defaults from spec 2.6 (code defaults, m = 10, 100 epochs).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RgnnConfig {
+    pub epsilon_x: f64,
+    pub epsilon_y: f64,
+    /// m: features sampled by GRR-FS per record.
+    pub sampled: usize,
+    pub kx: i64,
+    pub ky: i64,
+    /// C: bags of the LLP regulariser.
+    pub clusters: usize,
+    /// alpha: weight of the LLP loss (0 switches it off).
+    pub alpha: f64,
+    /// g of the feature grouping; None = the paper's g for the dataset.
+    pub group_size: Option<usize>,
+    pub kl_direction: KlDirection,
+    pub backbone: GnnKind,
+    pub hidden: i64,
+    pub dropout: f64,
+    pub learning_rate: f64,
+    pub weight_decay: f64,
+    pub epochs: usize,
+}
+
+impl Default for RgnnConfig {
+    fn default() -> Self {
+        RgnnConfig {
+            epsilon_x: 1.0,
+            epsilon_y: 1.0,
+            sampled: 10,
+            kx: 16,
+            ky: 16,
+            clusters: 16,
+            alpha: 1.0,
+            group_size: None,
+            kl_direction: KlDirection::TargetPredicted,
+            backbone: GnnKind::Sage,
+            hidden: 16,
+            dropout: 0.0,
+            learning_rate: 0.01,
+            weight_decay: 0.0,
+            epochs: 100,
+        }
+    }
+}
+
+/// Gradient-norm clip of the reference training loop (a stabiliser, not DP).
+const GRAD_CLIP: f64 = 5.0;
+
+impl RgnnConfig {
+    /// Checks every parameter before any work (m against d' is checked once d' is known).
+    pub fn validate(&self) -> Result<()> {
+        if !(self.epsilon_x > 0.0) {
+            return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
+        }
+        if !(self.epsilon_y > 0.0) {
+            return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
+        }
+        if self.sampled == 0 {
+            return Err(Error::invalid("sampled", "m must be at least 1"));
+        }
+        if self.kx < 0 || self.ky < 0 {
+            return Err(Error::invalid(if self.kx < 0 { "kx" } else { "ky" }, "must be >= 0"));
+        }
+        if self.clusters == 0 {
+            return Err(Error::invalid("clusters", "must be at least 1"));
+        }
+        if !(self.alpha >= 0.0 && self.alpha.is_finite()) {
+            return Err(Error::invalid("alpha", format!("must be >= 0 and finite, got {}", self.alpha)));
+        }
+        if self.group_size == Some(0) {
+            return Err(Error::invalid("group_size", "must be at least 1"));
+        }
+        if self.hidden < 1 {
+            return Err(Error::invalid("hidden", "must be >= 1"));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(Error::invalid("dropout", format!("must be in [0, 1), got {}", self.dropout)));
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
+            return Err(Error::invalid("lr", format!("must be > 0, got {}", self.learning_rate)));
+        }
+        if self.epochs == 0 {
+            return Err(Error::invalid("epochs", "must be >= 1"));
+        }
+        Ok(())
+    }
+
+    /// The group size for a dataset with `d` raw columns.
+    pub fn group_size_for(&self, d: usize) -> Result<usize> {
+        self.group_size.or_else(|| grouping::paper_group_size(d)).ok_or_else(|| {
+            Error::invalid(
+                "group_size",
+                format!("the paper gives no group size for {d} features: set group_size (1 = already binary)"),
+            )
+        })
+    }
+
+    /// Sound budget: m eps_x (GRR-FS, exact) + eps_y (GRR), pure LDP per node record; the
+    /// paper's Theorem 1 + eps_y is recorded as `paper_epsilon` and flagged when lower.
+    pub fn budget(&self, grouped_features: usize) -> Result<Budget> {
+        let mut parts = vec![];
+        let mut components = vec![];
+        let mut noise = vec![("grr_fs_m".to_string(), self.sampled as f64)];
+        let mut paper = 0.0;
+        if self.epsilon_x.is_finite() {
+            let grr = GrrFs::binary(self.epsilon_x, self.sampled, grouped_features)
+                .map_err(|e| Error::invalid("sampled", e.to_string()))?;
+            let sound = self.sampled as f64 * self.epsilon_x;
+            paper += grr.paper_epsilon();
+            components.push(BudgetComponent {
+                name: "features".into(),
+                mechanism: format!(
+                    "GRR-FS (m = {} of d' = {grouped_features} binary features, eps_x = {}): exactly m eps_x-LDP; paper Thm 1 claims {:.4}",
+                    self.sampled,
+                    self.epsilon_x,
+                    grr.paper_epsilon()
+                ),
+                epsilon: sound,
+            });
+            parts.push(grr.event());
+        } else {
+            paper = f64::INFINITY;
+            components.push(BudgetComponent {
+                name: "features".into(),
+                mechanism: "raw grouped features (no feature privacy)".into(),
+                epsilon: f64::INFINITY,
+            });
+        }
+        components.push(BudgetComponent {
+            name: "labels".into(),
+            mechanism: if self.epsilon_y.is_finite() {
+                "generalized randomized response on train/val labels, eps_y-LDP".into()
+            } else {
+                "raw labels (no label privacy)".into()
+            },
+            epsilon: self.epsilon_y,
+        });
+        if self.epsilon_y.is_finite() {
+            parts.push(Event::PureDp { epsilon: self.epsilon_y }.labelled("GRR on labels (eps_y)"));
+        }
+        paper += self.epsilon_y;
+        let total: f64 = components.iter().map(|c| c.epsilon).sum();
+        if total.is_finite() {
+            noise.push(("paper_epsilon".into(), paper));
+            if paper < total {
+                tracing::warn!(
+                    "RGNN: the paper claims {paper:.4}-LDP (Theorem 1 + eps_y), below the sound m eps_x + eps_y = {total:.4}"
+                );
+            }
+        }
+        Ok(Budget {
+            privacy_unit: if total.is_finite() { PrivacyUnit::Local } else { PrivacyUnit::None },
+            target_epsilon: total.is_finite().then_some(total),
+            delta: 0.0,
+            epsilon_rdp: total,
+            rdp_order: None,
+            epsilon_pld: None,
+            pld_fallback: None,
+            event: total.is_finite().then_some(Event::Composed(parts)),
+            noise,
+            components,
+        })
+    }
+}
+
+/// GRR keep/other probabilities (p, q) for `gamma` categories; (1, 0) at eps = inf.
+fn grr_pq(epsilon: f64, gamma: usize) -> (f64, f64) {
+    if epsilon.is_infinite() {
+        return (1.0, 0.0);
+    }
+    let q = 1.0 / (epsilon.exp() + gamma as f64 - 1.0);
+    (1.0 - (gamma as f64 - 1.0) * q, q)
+}
+
+/// Frequency estimation under GRR-FS (Thm 2, eq. 2; the eq. 9 typo fixed): the unbiased
+/// estimate of the true fraction with value j from the observed fraction `lambda` (any shape).
+pub fn estimate_frequency(lambda: &Tensor, epsilon_x: f64, sampled: usize, features: usize, gamma: usize) -> Tensor {
+    let (p, q) = grr_pq(epsilon_x, gamma);
+    let (m, d, g) = (sampled as f64, features as f64, gamma as f64);
+    lambda * (d / (m * (p - q))) + (m - d - m * g * q) / (m * g * (p - q))
+}
+
+/// The expected observed fraction of value j given the true fraction `pi` (eq. 8).
+pub fn expected_frequency(pi: f64, epsilon_x: f64, sampled: usize, features: usize, gamma: usize) -> f64 {
+    let (p, q) = grr_pq(epsilon_x, gamma);
+    let (m, d, g) = (sampled as f64, features as f64, gamma as f64);
+    (m * pi * g * (p - q) + m * g * q + d - m) / (d * g)
+}
+
+/// Variance estimate of the frequency estimate (eq. 13 with lambda~ = lambda', spec 2.3).
+pub fn frequency_variance(lambda: f64, n: usize, epsilon_x: f64, sampled: usize, features: usize) -> f64 {
+    let (p, q) = grr_pq(epsilon_x, 2);
+    let (m, d) = (sampled as f64, features as f64);
+    d * d * lambda * (1.0 - lambda) / (m * m * (n as f64 - 1.0) * (p - q) * (p - q))
+}
+
+/// The inverse GRR transition P^{-1} = (I - q 11^T)/(p - q) applied to rows of `lambda` [*, c]
+/// (eq. 4): unbiased label-frequency estimates.
+pub fn invert_label_frequencies(lambda: &Tensor, epsilon_y: f64, classes: usize) -> Tensor {
+    let (p, q) = grr_pq(epsilon_y, classes);
+    let total = lambda.sum_dim_intlist([-1i64].as_slice(), true, Kind::Float);
+    (lambda - total * q) / (p - q)
+}
+
+/// D~^{-1}(A + I): the mean over {v} and its in-neighbours (the reconstruction's propagation).
+pub fn mean_with_self_loops(graph: &Graph) -> Tensor {
+    let n = graph.num_nodes();
+    let mut entries = Vec::with_capacity(graph.num_directed_edges() + n);
+    for v in 0..n {
+        let nb: Vec<usize> = graph.in_neighbors(v).iter().copied().filter(|&u| u != v).collect();
+        let w = 1.0 / (nb.len() + 1) as f32;
+        entries.push((v, v, w));
+        entries.extend(nb.into_iter().map(|u| (v, u, w)));
+    }
+    super::gcn::sparse_adjacency(n, entries)
+}
+
+fn propagate(adj: &Tensor, x: &Tensor, steps: i64) -> Tensor {
+    (0..steps).fold(x.shallow_clone(), |h, _| adj.mm(&h))
+}
+
+/// What the server holds after collection and reconstruction.
+pub struct Collected {
+    /// Grouped clean features [N, d'] (the truth, for the MAE diagnostic only).
+    pub clean: Tensor,
+    /// Reports X' [N, d'] in {0, 1}.
+    pub noisy: Tensor,
+    /// f_X(X') [N, d']: soft estimates of P[x = 1].
+    pub features: Tensor,
+    /// Noisy labels y' on train + val (test entries clean, never read).
+    pub noisy_labels: Tensor,
+    /// f_Y: reconstructed labels on train + val (test entries clean, never read).
+    pub labels: Tensor,
+}
+
+/// Runs GRR-FS and GRR on every node (seeded) and the server-side reconstruction.
+pub fn collect(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<Collected> {
+    let split = data.split()?;
+    let g = config.group_size_for(data.num_features())?;
+    let clean = grouping::group_features(&data.features, g)?;
+    let (n, d) = (clean.size()[0], clean.size()[1] as usize);
+    if config.sampled > d {
+        return Err(Error::invalid("sampled", format!("m = {} exceeds the {d} grouped features", config.sampled)));
+    }
+    let adj = mean_with_self_loops(&data.graph);
+    let noisy = if config.epsilon_x.is_finite() {
+        let grr = GrrFs::binary(config.epsilon_x, config.sampled, d)?;
+        let bits: Vec<f32> = Vec::try_from(clean.reshape([-1]))?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5247_4e4e_0001);
+        let (mut record, mut order, mut out) = (vec![0usize; d], Vec::with_capacity(d), vec![0usize; d]);
+        let mut reports = Vec::with_capacity(bits.len());
+        for row in bits.chunks(d) {
+            for (r, &b) in record.iter_mut().zip(row) {
+                *r = b as usize;
+            }
+            grr.perturb_into(&record, &mut order, &mut out, &mut rng);
+            reports.extend(out.iter().map(|&o| o as f32));
+        }
+        Tensor::from_slice(&reports).reshape([n, d as i64])
+    } else {
+        clean.shallow_clone()
+    };
+    let features = if config.epsilon_x.is_finite() {
+        let lambda = propagate(&adj, &noisy, config.kx);
+        estimate_frequency(&lambda, config.epsilon_x, config.sampled, d, 2)
+    } else {
+        noisy.shallow_clone()
+    };
+
+    tch::manual_seed(seed as i64 ^ 0x5247);
+    let y = data.label_tensor();
+    let labelled = Split::index_tensor(&[split.train.as_slice(), split.val.as_slice()].concat());
+    let rr = RandomizedResponse::new(config.epsilon_y, data.num_classes)?;
+    let noisy_part = rr.perturb(&y.index_select(0, &labelled))?;
+    let noisy_labels = y.index_copy(0, &labelled, &noisy_part);
+    let c = data.num_classes as i64;
+    let onehot = Tensor::zeros([n, c], (Kind::Float, tch::Device::Cpu)).index_copy(
+        0,
+        &labelled,
+        &noisy_part.one_hot(c).to_kind(Kind::Float),
+    );
+    // Masked propagation; P^{-1} shifts all classes of a row by the same amount and scales by
+    // 1/(p - q) > 0, so the argmax of the estimate is the argmax of the propagated counts.
+    let lambda = propagate(&adj, &onehot, config.ky);
+    let estimate = invert_label_frequencies(&lambda.index_select(0, &labelled), config.epsilon_y, data.num_classes);
+    let labels = y.index_copy(0, &labelled, &estimate.argmax(-1, false));
+    Ok(Collected { clean, noisy, features, noisy_labels, labels })
+}
+
+/// Utilities of the reconstruction: label accuracy of f_Y (and of the raw y') against the true
+/// labels on train + val, and feature MAE of f_X (and of X') against the grouped truth.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Reconstruction {
+    pub label_accuracy: f64,
+    pub noisy_label_accuracy: f64,
+    pub feature_mae: f64,
+    pub noisy_feature_mae: f64,
+}
+
+impl Reconstruction {
+    pub fn of(data: &Dataset, c: &Collected) -> Result<Self> {
+        let split = data.split()?;
+        let labelled = Split::index_tensor(&[split.train.as_slice(), split.val.as_slice()].concat());
+        let y = data.label_tensor().index_select(0, &labelled);
+        let acc = |t: &Tensor| t.index_select(0, &labelled).eq_tensor(&y).to_kind(Kind::Float).mean(Kind::Float);
+        let mae = |t: &Tensor| (t - &c.clean).abs().mean(Kind::Float).double_value(&[]);
+        Ok(Reconstruction {
+            label_accuracy: acc(&c.labels).double_value(&[]),
+            noisy_label_accuracy: acc(&c.noisy_labels).double_value(&[]),
+            feature_mae: mae(&c.features),
+            noisy_feature_mae: mae(&c.noisy),
+        })
+    }
+}
+
+/// The LLP regulariser's fixed parts: bag membership over training nodes (rows average) and
+/// the estimated bag proportions b~ = P^{-1} b' from the noisy labels (the paper's choice; the
+/// code uses the reconstructed labels).
+pub struct Bags {
+    /// [R, n_train], each row 1/|C_r^L| on its members.
+    pub membership: Tensor,
+    /// [R, c] estimated proportions, clipped at 1e-5 and renormalised.
+    pub proportions: Tensor,
+}
+
+impl Bags {
+    pub fn new(part: &[usize], train: &[usize], noisy_train_labels: &Tensor, epsilon_y: f64, classes: usize) -> Self {
+        let parts = part.iter().max().map_or(0, |&p| p + 1);
+        let mut members: Vec<Vec<usize>> = vec![vec![]; parts];
+        for (i, &v) in train.iter().enumerate() {
+            members[part[v]].push(i);
+        }
+        members.retain(|m| !m.is_empty());
+        let r = members.len() as i64;
+        let mut w = vec![0f32; members.len() * train.len()];
+        for (b, m) in members.iter().enumerate() {
+            for &i in m {
+                w[b * train.len() + i] = 1.0 / m.len() as f32;
+            }
+        }
+        let membership = Tensor::from_slice(&w).reshape([r, train.len() as i64]);
+        let onehot = noisy_train_labels.one_hot(classes as i64).to_kind(Kind::Float);
+        let raw = invert_label_frequencies(&membership.mm(&onehot), epsilon_y, classes).clamp_min(1e-5);
+        let proportions = &raw / raw.sum_dim_intlist([-1i64].as_slice(), true, Kind::Float);
+        Bags { membership, proportions }
+    }
+
+    /// Mean over bags of the KL divergence between estimated and predicted proportions.
+    pub fn loss(&self, train_probs: &Tensor, direction: KlDirection) -> Tensor {
+        let predicted = self.membership.mm(train_probs) + 1e-20;
+        let target = &self.proportions + 1e-20;
+        let (a, b) = match direction {
+            KlDirection::TargetPredicted => (&target, &predicted),
+            KlDirection::PredictedTarget => (&predicted, &target),
+        };
+        (a * (a.log() - b.log())).sum_dim_intlist([-1i64].as_slice(), false, Kind::Float).mean(Kind::Float)
+    }
+}
+
+/// A trained RGNN: the backbone on the reconstructed features.
+pub struct RgnnModel {
+    pub vs: nn::VarStore,
+    pub gnn: TwoLayerGnn,
+    pub config: RgnnConfig,
+    posteriors: Tensor,
+    pub reconstruction: Reconstruction,
+}
+
+impl TrainedModel for RgnnModel {
+    fn posteriors(&self) -> Tensor {
+        self.posteriors.shallow_clone()
+    }
+    /// Inference on another graph: its users run GRR-FS afresh and the server reconstructs on it.
+    fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
+        let c = collect(data, &self.config, 0x0a11)?;
+        let g = GraphTensors::for_kind(&data.graph, self.gnn.kind());
+        Ok(tch::no_grad(|| self.gnn.forward_t(&c.features, &g, false).softmax(-1, Kind::Float)))
+    }
+}
+
+/// Trains RGNN on `data` (which must carry a split; the paper's is 50/25/25).
+pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRun> {
+    config.validate()?;
+    let split = data.split()?;
+    if split.train.is_empty() {
+        return Err(Error::invalid("split", "the training set is empty"));
+    }
+    if data.num_classes < 2 {
+        return Err(Error::invalid("num_classes", "RGNN needs at least two classes"));
+    }
+    let start = std::time::Instant::now();
+    let collected = collect(data, config, seed)?;
+    let reconstruction = Reconstruction::of(data, &collected)?;
+    let d = collected.features.size()[1];
+    let budget = config.budget(d as usize)?;
+    tracing::info!(
+        "RGNN reconstruction: label accuracy {:.3} (raw y' {:.3}), feature MAE {:.3} (raw X' {:.3})",
+        reconstruction.label_accuracy,
+        reconstruction.noisy_label_accuracy,
+        reconstruction.feature_mae,
+        reconstruction.noisy_feature_mae
+    );
+    let tr_idx = &split.train;
+    let (tr, va, te) = (Split::index_tensor(tr_idx), Split::index_tensor(&split.val), Split::index_tensor(&split.test));
+    let bags = (config.alpha > 0.0).then(|| {
+        let part = partition::greedy_growing(&data.graph, config.clusters.min(data.num_nodes()), seed);
+        part.map(|p| {
+            Bags::new(&p, tr_idx, &collected.noisy_labels.index_select(0, &tr), config.epsilon_y, data.num_classes)
+        })
+    });
+    let bags = bags.transpose()?;
+
+    tch::manual_seed(seed as i64);
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let gnn = TwoLayerGnn::new(&vs.root(), config.backbone, d, config.hidden, data.num_classes as i64, config.dropout);
+    let tensors = GraphTensors::for_kind(&data.graph, config.backbone);
+    let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
+    let x = &collected.features;
+    let y_clean = data.label_tensor();
+    let y_tr = collected.labels.index_select(0, &tr);
+    let mut best: Option<(f64, Accuracy, Vec<(String, Tensor)>)> = None;
+    for _ in 0..config.epochs {
+        let logits = gnn.forward_t(x, &tensors, true);
+        let mut loss = crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr);
+        if let Some(b) = &bags {
+            let probs = logits.index_select(0, &tr).softmax(-1, Kind::Float);
+            loss = loss + b.loss(&probs, config.kl_direction) * config.alpha;
+        }
+        opt.backward_step_clip_norm(&loss, GRAD_CLIP);
+        let (val, acc) = tch::no_grad(|| {
+            let logits = gnn.forward_t(x, &tensors, false);
+            // Selection on the reconstructed validation labels: the server has no clean ones.
+            let val = if split.val.is_empty() { 0.0 } else { accuracy_on(&logits, &collected.labels, &va) };
+            let acc = Accuracy {
+                train: accuracy_on(&logits, &y_clean, &tr),
+                val: accuracy_on(&logits, &y_clean, &va),
+                test: accuracy_on(&logits, &y_clean, &te),
+            };
+            (val, acc)
+        });
+        if best.as_ref().is_none_or(|(v, _, _)| val > *v) {
+            best = Some((val, acc, snapshot(&vs)));
+        }
+    }
+    let (_, accuracy, snap) = best.expect("at least one epoch ran");
+    restore(&mut vs, &snap);
+    let posteriors = tch::no_grad(|| gnn.forward_t(x, &tensors, false).softmax(-1, Kind::Float));
+    let model = RgnnModel { vs, gnn, config: config.clone(), posteriors, reconstruction };
+    Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// The `train` arm for `--method rgnn`.
+pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let cfg = RgnnConfig {
+        epsilon_x: recipe.epsilon_x,
+        epsilon_y: recipe.epsilon_y,
+        sampled: recipe.sampled,
+        kx: recipe.kx,
+        ky: recipe.ky,
+        clusters: recipe.clusters,
+        alpha: recipe.alpha,
+        group_size: recipe.group_size,
+        kl_direction: recipe.kl_direction,
+        backbone: recipe.backbone,
+        hidden: recipe.hidden as i64,
+        dropout: recipe.dropout,
+        learning_rate: recipe.lr,
+        weight_decay: recipe.weight_decay,
+        epochs: recipe.epochs(),
+    };
+    train(data, &cfg, seed)
+}
