@@ -468,6 +468,31 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
 mod tests {
     use super::*;
 
+    /// Batch norm trains its scale and shift, as the reference's BatchNorm1d does (issue 19,
+    /// point 6): after training, the MLP's batch-norm affine has left its start (1, 0).
+    #[test]
+    fn batch_norm_scale_and_shift_are_trained() {
+        use crate::models::{Norm, NormKind};
+        use crate::train::{Method, Recipe};
+        let data = crate::data::Csbm { nodes: 200, ..Default::default() }.generate().unwrap();
+        let ratios = crate::data::split::SplitRatios::new(0.5, 0.25, 0.25).unwrap();
+        let data = crate::data::split::random_split(&data, ratios, 0).unwrap();
+        let mut r = Recipe::new(Method::Mlp, None);
+        r.batch_norm = Some(true);
+        r.epochs = Some(20);
+        assert_eq!(r.norm(), NormKind::Batch);
+        let (model, _, _) = crate::train::methods::fit_mlp(&r, &data, 1).unwrap();
+        let norms: Vec<&Norm> = model.net.mlp.norms.iter().filter(|n| matches!(n, Norm::Batch { .. })).collect();
+        assert!(!norms.is_empty(), "the recipe asked for batch norm");
+        for n in norms {
+            let ids = n.ids();
+            assert_eq!(ids.len(), 2, "scale and shift are trainable");
+            let (w, b) = (&model.ps.params[ids[0]], &model.ps.params[ids[1]]);
+            let moved = (w - 1.0).abs().max().double_value(&[]) + b.abs().max().double_value(&[]);
+            assert!(moved > 1e-3, "batch-norm affine stayed at (1, 0): {moved}");
+        }
+    }
+
     /// The dense white-box forward on the training graph's own adjacency reproduces the model's
     /// sparse posteriors, and its gradient reaches the adjacency.
     #[test]
