@@ -131,9 +131,10 @@ impl ParamStore {
             NormKind::Batch => {
                 // The scale and shift are trained, as the reference's BatchNorm1d does. (Kept frozen
                 // until issue 19: training them had weakened LiRA on Cora GAP-inf, AUC 76.0 ->
-                // 69.9. The cause was LiRA's per-node variances from 8 IN / 8 OUT shadows, which
-                // the trained affine makes noisier; with the global variance Carlini et al. use
-                // below 64 shadows, now LiRA's default, it scores 80.2.)
+                // 69.9. On seeds 1-2 the cause was LiRA's per-node variances from 8 IN / 8 OUT
+                // shadows, which the trained affine makes noisier; with the global variance
+                // Carlini et al. use below 64 shadows, now LiRA's default, it scores 80.2. Seed 3
+                // is not explained: 66.3 frozen vs 56.8 trained, with either variance.)
                 let bn = nn::batch_norm1d(self.path(name), dim, torch_batch_norm_config());
                 let w = bn.ws.as_ref().map(|w| self.register(&format!("{name}.weight"), w));
                 let b = bn.bs.as_ref().map(|b| self.register(&format!("{name}.bias"), b));
