@@ -19,13 +19,16 @@ pub struct LiraParams {
     pub shadows: usize,
     /// Online (IN and OUT fits) or offline (OUT only) primary score.
     pub online: bool,
-    /// One variance over all nodes instead of per-node variances (better for small S).
+    /// One variance over all nodes instead of per-node variances. Carlini et al. (2022)
+    /// find the global one better below 64 shadows, hence the default: per-node variances from 8
+    /// IN and 8 OUT confidences are noisy, and they cost GAP-inf on Cora (trained batch-norm
+    /// affine, seeds 1-2) AUC 80.2 -> 69.9 and TPR at 1% FPR 19.1% -> 4.7%.
     pub global_variance: bool,
 }
 
 impl Default for LiraParams {
     fn default() -> Self {
-        LiraParams { shadows: 16, online: true, global_variance: false }
+        LiraParams { shadows: 16, online: true, global_variance: true }
     }
 }
 

@@ -66,8 +66,9 @@ pub struct AttackArgs {
     /// LiRA: offline (OUT-only) score instead of online.
     #[arg(long)]
     pub offline: bool,
-    /// LiRA: one global variance instead of per-node variances.
-    #[arg(long)]
+    /// LiRA: one global variance (default; Carlini et al.'s choice below 64 shadows) or, with
+    /// `--global-variance false`, per-node variances.
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub global_variance: bool,
     /// canary-edge / canary-node / canary-ldp: canaries per run [200]; canary-aggregation: crafted
     /// canary edges [100000].

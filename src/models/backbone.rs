@@ -221,11 +221,28 @@ pub struct FullBatchModel {
     pub net: Network,
     pub features: Tensor,
     pub tensors: GraphTensors,
+    /// The graph it was trained on (SAGE-EDP's perturbed one), saved with a checkpoint.
+    pub graph: Graph,
     /// Applied to another dataset's raw features before inference (e.g. LPGNN's KProp).
     pub posteriors_cache: Tensor,
 }
 
 impl TrainedModel for FullBatchModel {
+    /// Saves the weights, the features and training graph it answers from (see `train::checkpoint`).
+    fn save(
+        &self,
+        dir: &std::path::Path,
+        recipe: &crate::train::Recipe,
+        budget: &crate::privacy::accountant::Budget,
+    ) -> Result<()> {
+        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+        let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors_cache.size()[1]);
+        let features =
+            if self.features.is_sparse() { self.features.to_dense(None, false) } else { self.features.shallow_clone() };
+        let mut cache = vec![("features".to_string(), features)];
+        cache.extend(graph_entries(&self.graph));
+        save_store(dir, &self.vs, &meta, &cache)
+    }
     fn posteriors(&self) -> Tensor {
         self.posteriors_cache.shallow_clone()
     }
@@ -318,7 +335,26 @@ pub fn fit_full_batch(
     }
     restore(&mut vs, &best.2);
     let posteriors = tch::no_grad(|| net.forward_features(&input, &g, false).softmax(-1, Kind::Float));
-    Ok((FullBatchModel { vs, net, features, tensors: g, posteriors_cache: posteriors }, best.1))
+    let graph = data.graph.clone();
+    Ok((FullBatchModel { vs, net, features, tensors: g, graph, posteriors_cache: posteriors }, best.1))
+}
+
+/// Rebuilds a saved baseline (see `train::checkpoint`): the network from the recipe, its weights,
+/// and the posteriors recomputed on the saved features and training graph.
+pub fn load_checkpoint(
+    meta: &crate::train::checkpoint::Meta,
+    cache: &crate::train::checkpoint::Cache,
+    load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
+) -> Result<Box<dyn TrainedModel>> {
+    let spec = spec_of(&meta.recipe)?;
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let net = network(&vs, &spec, meta.num_features, meta.num_classes)?;
+    load(&mut vs)?;
+    let (features, graph) = (cache.get("features")?, cache.graph()?);
+    let tensors = net.tensors(&graph);
+    let input = net.feature_matrix(&features);
+    let posteriors_cache = tch::no_grad(|| net.forward_features(&input, &tensors, false).softmax(-1, Kind::Float));
+    Ok(Box::new(FullBatchModel { vs, net, features, tensors, graph, posteriors_cache }))
 }
 
 /// Which non-private (or graph-perturbed) network to train as a baseline.
@@ -337,8 +373,13 @@ pub fn train_baseline(
 ) -> Result<(FullBatchModel, Accuracy)> {
     tch::manual_seed(seed as i64);
     let vs = nn::VarStore::new(crate::device::current());
-    let (d, c) = (data.num_features() as i64, data.num_classes as i64);
-    let net = match spec {
+    let net = network(&vs, spec, data.num_features() as i64, data.num_classes as i64)?;
+    fit_full_batch(vs, net, data, data.features.to_tensor(), fit)
+}
+
+/// The untrained network of `spec` for `d` features and `c` classes.
+fn network(vs: &nn::VarStore, spec: &BaselineSpec, d: i64, c: i64) -> Result<Network> {
+    Ok(match spec {
         BaselineSpec::Sage(cfg) => Network::Sage(SageNet::new(&vs.root(), d, c, cfg)?),
         BaselineSpec::TwoLayer { kind, hidden, dropout } => {
             if !(0.0..1.0).contains(dropout) {
@@ -346,20 +387,12 @@ pub fn train_baseline(
             }
             Network::TwoLayer(TwoLayerGnn::new(&vs.root(), *kind, d, *hidden, c, *dropout))
         }
-    };
-    fit_full_batch(vs, net, data, data.features.to_tensor(), fit)
+    })
 }
 
-/// The `train` arms of the GraphSAGE, SAGE-EDP, GCN and GAT baselines: maps the recipe onto the
-/// network, perturbs the graph with ARR for SAGE-EDP (pure eps edge-level DP, Imola et al. 2022),
-/// and trains full batch with best-validation selection.
-pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<crate::train::TrainedRun> {
-    use crate::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
-    use crate::privacy::mechanisms::edge_rand::AsymmetricRandomizedResponse;
+/// The network a baseline recipe trains (GraphSAGE and SAGE-EDP share one).
+fn spec_of(recipe: &crate::train::Recipe) -> Result<BaselineSpec> {
     use crate::train::Method;
-    use rand::SeedableRng;
-    let start = std::time::Instant::now();
-    let fit = FitConfig { epochs: recipe.epochs(), learning_rate: recipe.lr, weight_decay: recipe.weight_decay };
     let sage = SageConfig {
         hidden: recipe.hidden as i64,
         pre_layers: recipe.base_layers(),
@@ -373,21 +406,31 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         normalize: true,
         dropout: recipe.dropout,
     };
-    let (spec, mut budget) = match recipe.method {
-        Method::Sage | Method::SageEdp => (BaselineSpec::Sage(sage), Budget::non_private()),
-        Method::Gcn => (
-            BaselineSpec::TwoLayer { kind: GnnKind::Gcn, hidden: recipe.hidden as i64, dropout: recipe.dropout },
-            Budget::non_private(),
-        ),
-        Method::Gat => (
-            BaselineSpec::TwoLayer { kind: GnnKind::Gat, hidden: recipe.hidden as i64, dropout: recipe.dropout },
-            Budget::non_private(),
-        ),
+    let two_layer = |kind| BaselineSpec::TwoLayer { kind, hidden: recipe.hidden as i64, dropout: recipe.dropout };
+    let spec = match recipe.method {
+        Method::Sage | Method::SageEdp => BaselineSpec::Sage(sage),
+        Method::Gcn => two_layer(GnnKind::Gcn),
+        Method::Gat => two_layer(GnnKind::Gat),
         m => return Err(Error::invalid("method", format!("{} is not a GNN baseline", m.name()))),
     };
     if let BaselineSpec::Sage(cfg) = &spec {
         cfg.validate()?;
     }
+    Ok(spec)
+}
+
+/// The `train` arms of the GraphSAGE, SAGE-EDP, GCN and GAT baselines: maps the recipe onto the
+/// network, perturbs the graph with ARR for SAGE-EDP (pure eps edge-level DP, Imola et al. 2022),
+/// and trains full batch with best-validation selection.
+pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<crate::train::TrainedRun> {
+    use crate::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
+    use crate::privacy::mechanisms::edge_rand::AsymmetricRandomizedResponse;
+    use crate::train::Method;
+    use rand::SeedableRng;
+    let start = std::time::Instant::now();
+    let fit = FitConfig { epochs: recipe.epochs(), learning_rate: recipe.lr, weight_decay: recipe.weight_decay };
+    let spec = spec_of(recipe)?;
+    let mut budget = Budget::non_private();
     let mut noisy;
     let mut data = data;
     if let (Method::SageEdp, Some(eps)) = (recipe.method, recipe.epsilon) {
@@ -424,6 +467,31 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Batch norm trains its scale and shift, as the reference's BatchNorm1d does (issue 19,
+    /// point 6): after training, the MLP's batch-norm affine has left its start (1, 0).
+    #[test]
+    fn batch_norm_scale_and_shift_are_trained() {
+        use crate::models::{Norm, NormKind};
+        use crate::train::{Method, Recipe};
+        let data = crate::data::Csbm { nodes: 200, ..Default::default() }.generate().unwrap();
+        let ratios = crate::data::split::SplitRatios::new(0.5, 0.25, 0.25).unwrap();
+        let data = crate::data::split::random_split(&data, ratios, 0).unwrap();
+        let mut r = Recipe::new(Method::Mlp, None);
+        r.batch_norm = Some(true);
+        r.epochs = Some(20);
+        assert_eq!(r.norm(), NormKind::Batch);
+        let (model, _, _) = crate::train::methods::fit_mlp(&r, &data, 1).unwrap();
+        let norms: Vec<&Norm> = model.net.mlp.norms.iter().filter(|n| matches!(n, Norm::Batch { .. })).collect();
+        assert!(!norms.is_empty(), "the recipe asked for batch norm");
+        for n in norms {
+            let ids = n.ids();
+            assert_eq!(ids.len(), 2, "scale and shift are trainable");
+            let (w, b) = (&model.ps.params[ids[0]], &model.ps.params[ids[1]]);
+            let moved = (w - 1.0).abs().max().double_value(&[]) + b.abs().max().double_value(&[]);
+            assert!(moved > 1e-3, "batch-norm affine stayed at (1, 0): {moved}");
+        }
+    }
 
     /// The dense white-box forward on the training graph's own adjacency reproduces the model's
     /// sparse posteriors, and its gradient reaches the adjacency.

@@ -283,6 +283,8 @@ pub struct DpgnnModel {
     posteriors: Tensor,
     /// Sum over in-neighbours of the degree-bounded training graph, for the white-box forward.
     adj: Tensor,
+    /// That degree-bounded training graph (saved with a checkpoint).
+    graph: Graph,
 }
 
 /// White-box accessors (see `models::white_box`).
@@ -301,6 +303,18 @@ impl DpgnnModel {
 }
 
 impl TrainedModel for DpgnnModel {
+    /// Saves the weights, the released posteriors (one noisy aggregation: recomputing them would
+    /// be a new release) and the sampled training graph (see `train::checkpoint`).
+    fn save(&self, dir: &std::path::Path, recipe: &crate::train::Recipe, budget: &Budget) -> Result<()> {
+        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+        let in_dim = self.ps.params.first().map_or(0, |w| w.size()[1]);
+        let mut meta = Meta::new(recipe, budget, in_dim, self.posteriors.size()[1]);
+        meta.noise_std = self.noise_std;
+        meta.max_degree = Some(recipe.max_degree);
+        let mut cache = vec![("posteriors".to_string(), self.posteriors.shallow_clone())];
+        cache.extend(graph_entries(&self.graph));
+        save_store(dir, &self.ps.vs, &meta, &cache)
+    }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
     }
@@ -404,7 +418,7 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
         test: accuracy(&logits, &y, &split.test),
     };
     let posteriors = logits.softmax(-1, Kind::Float);
-    let model = DpgnnModel { ps, net, noise_std: agg_noise, posteriors, adj };
+    let model = DpgnnModel { ps, net, noise_std: agg_noise, posteriors, adj, graph: bounded.graph };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: spent, seconds: start.elapsed().as_secs_f64() })
 }
 
@@ -429,6 +443,28 @@ pub fn training_graph(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<Da
 
 /// The [`DpgnnConfig`] of a recipe (see [`train_recipe`]).
 pub fn config(recipe: &crate::train::Recipe, data: &Dataset) -> Result<DpgnnConfig> {
+    config_for(recipe, data.split()?.train.len())
+}
+
+/// Rebuilds a saved DP-GNN (see `train::checkpoint`): the network from the recipe, its weights,
+/// the released posteriors and the sampled training graph.
+pub fn load_checkpoint(
+    meta: &crate::train::checkpoint::Meta,
+    cache: &crate::train::checkpoint::Cache,
+    load: &dyn Fn(&mut tch::nn::VarStore) -> Result<()>,
+) -> Result<Box<dyn TrainedModel>> {
+    let cfg = config_for(&meta.recipe, usize::MAX)?;
+    let mut ps = ParamStore::new();
+    let net = Net::new(&mut ps, meta.num_features, meta.num_classes, &cfg);
+    load(&mut ps.vs)?;
+    let graph = cache.graph()?;
+    let adj = graph.aggregation_tensor();
+    let posteriors = cache.get("posteriors")?;
+    Ok(Box::new(DpgnnModel { ps, net, noise_std: meta.noise_std, posteriors, adj, graph }))
+}
+
+/// [`config`] for a training set of `n_train` nodes (which only caps the default batch size).
+fn config_for(recipe: &crate::train::Recipe, n_train: usize) -> Result<DpgnnConfig> {
     let epsilon = recipe.epsilon.ok_or_else(|| {
         Error::invalid("epsilon", format!("{} is node-level private: give --epsilon", recipe.method.name()))
     })?;
@@ -437,7 +473,7 @@ pub fn config(recipe: &crate::train::Recipe, data: &Dataset) -> Result<DpgnnConf
         epsilon,
         delta: recipe.delta,
         max_degree: recipe.max_degree,
-        batch_size: recipe.batch_size.unwrap_or(d.batch_size.min(data.split()?.train.len())),
+        batch_size: recipe.batch_size.unwrap_or(d.batch_size.min(n_train)),
         epochs: recipe.epochs.unwrap_or(d.epochs),
         max_grad_norm: recipe.max_grad_norm,
         hidden: recipe.hidden as i64,

@@ -247,9 +247,20 @@ pub struct LpgnnModel {
     posteriors: Tensor,
     /// Feature KProp on the training graph, for the white-box forward.
     pub kprop: KProp,
+    /// The training graph (saved with a checkpoint).
+    pub graph: crate::data::Graph,
 }
 
 impl TrainedModel for LpgnnModel {
+    /// Saves the weights, the collected features (the users' one-time randomized reports: a new
+    /// draw would be a new release) and the training graph (see `train::checkpoint`).
+    fn save(&self, dir: &std::path::Path, recipe: &crate::train::Recipe, budget: &Budget) -> Result<()> {
+        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+        let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors.size()[1]);
+        let mut cache = vec![("features".to_string(), self.features.shallow_clone())];
+        cache.extend(graph_entries(&self.graph));
+        save_store(dir, &self.vs, &meta, &cache)
+    }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
     }
@@ -402,6 +413,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
         config: config.clone(),
         posteriors,
         kprop: kprop_x,
+        graph: data.graph.clone(),
     };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
@@ -409,8 +421,39 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
 /// The `train` arm for `--method lpgnn`. Dropout and weight decay keep LPGNN's defaults (0.5 and
 /// 1e-3) unless the recipe sets them to non-zero values.
 pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    train(data, &config(recipe), seed)
+}
+
+/// Rebuilds a saved LPGNN (see `train::checkpoint`): the backbone from the recipe, its weights,
+/// and the posteriors recomputed on the saved collected features and training graph.
+pub fn load_checkpoint(
+    meta: &crate::train::checkpoint::Meta,
+    cache: &crate::train::checkpoint::Cache,
+    load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
+) -> Result<Box<dyn TrainedModel>> {
+    let config = config(&meta.recipe);
+    config.validate()?;
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let gnn = TwoLayerGnn::new(
+        &vs.root(),
+        config.backbone,
+        meta.num_features,
+        config.hidden,
+        meta.num_classes,
+        config.dropout,
+    );
+    load(&mut vs)?;
+    let (features, graph) = (cache.get("features")?, cache.graph()?);
+    let tensors = GraphTensors::for_kind(&graph, config.backbone);
+    let kprop = KProp::new(&graph, config.kx)?;
+    let posteriors = tch::no_grad(|| gnn.forward_t(&features, &tensors, false).softmax(-1, Kind::Float));
+    Ok(Box::new(LpgnnModel { vs, gnn, tensors, features, config, posteriors, kprop, graph }))
+}
+
+/// The [`LpgnnConfig`] of a recipe (see [`train_recipe`]).
+pub fn config(recipe: &crate::train::Recipe) -> LpgnnConfig {
     let d = LpgnnConfig::default();
-    let cfg = LpgnnConfig {
+    LpgnnConfig {
         epsilon_x: recipe.epsilon_x,
         epsilon_y: recipe.epsilon_y,
         kx: recipe.kx,
@@ -423,6 +466,5 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         learning_rate: recipe.lr,
         weight_decay: if recipe.weight_decay > 0.0 { recipe.weight_decay } else { d.weight_decay },
         epochs: recipe.epochs(),
-    };
-    train(data, &cfg, seed)
+    }
 }

@@ -6,6 +6,11 @@
 //! - `model.json`: format tag, recipe, budget, dimensions and the PMA/NAP noise scale.
 //!
 //! Files are written under temporary names and renamed, so a crash never leaves a half-written one.
+//!
+//! Every method saves through the same three pieces: its VarStore ([`save_store`]), the named
+//! tensors it answers from ([`Cache`]: cached releases, randomized inputs, the graph it was trained
+//! on via [`graph_entries`]) and the [`Meta`]. A method added later implements
+//! [`TrainedModel::save`] with [`save_store`], writes a [`Loader`] and adds one arm to [`loader`].
 use super::methods::{build_gap, build_mlp, build_progap, GapModel, MlpModel, ProgapModel};
 use super::{Method, Recipe, TrainedModel};
 use crate::error::{Error, Result};
@@ -99,10 +104,16 @@ fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<
 }
 
 pub fn save_dir(dir: &Path, ps: &crate::models::ParamStore, meta: &Meta, cache: &[(String, Tensor)]) -> Result<()> {
+    save_store(dir, &ps.vs, meta, cache)
+}
+
+/// Saves any model: its variables, the named tensors it answers from (sparse ones densified is
+/// the caller's choice; use [`graph_entries`] for a graph) and the meta.
+pub fn save_store(dir: &Path, vs: &tch::nn::VarStore, meta: &Meta, cache: &[(String, Tensor)]) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::bad_file(dir, format!("cannot create directory: {e}")))?;
     write_atomic(&dir.join("params.safetensors"), |p| {
         let tmp = p.with_extension("tmp.safetensors");
-        ps.vs.save(&tmp)?;
+        vs.save(&tmp)?;
         std::fs::rename(&tmp, p)?;
         Ok(())
     })?;
@@ -185,6 +196,58 @@ fn ensure_finite(vs: &tch::nn::VarStore, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The graph a model was trained on (e.g. DP-GNN's degree-bounded sample, SAGE-EDP's perturbed
+/// graph), as cache entries: its edge index and node count.
+pub fn graph_entries(graph: &crate::data::Graph) -> Vec<(String, Tensor)> {
+    vec![
+        ("graph.edges".into(), graph.edge_index_tensor()),
+        ("graph.nodes".into(), Tensor::from_slice(&[graph.num_nodes() as i64])),
+    ]
+}
+
+/// The named tensors of a checkpoint's `cache.safetensors`.
+pub struct Cache {
+    path: std::path::PathBuf,
+    tensors: Vec<(String, Tensor)>,
+}
+
+impl Cache {
+    pub fn get(&self, name: &str) -> Result<Tensor> {
+        self.tensors
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.shallow_clone())
+            .ok_or_else(|| Error::bad_file(&self.path, format!("missing tensor '{name}'")))
+    }
+    /// The graph saved with [`graph_entries`].
+    pub fn graph(&self) -> Result<crate::data::Graph> {
+        let n = self.get("graph.nodes")?.int64_value(&[0]);
+        let edges = self.get("graph.edges")?;
+        let bad = |e: String| Error::bad_file(&self.path, format!("graph.edges: {e}"));
+        if edges.dim() != 2 || edges.size()[0] != 2 || n < 0 {
+            return Err(bad(format!("expected [2, E] and a node count, got {:?} and {n}", edges.size())));
+        }
+        let src = Vec::<i64>::try_from(&edges.get(0)).map_err(|e| bad(e.to_string()))?;
+        let dst = Vec::<i64>::try_from(&edges.get(1)).map_err(|e| bad(e.to_string()))?;
+        crate::data::Graph::from_edges(n as usize, src.into_iter().zip(dst).map(|(u, v)| (u as usize, v as usize)))
+            .map_err(|e| bad(e.to_string()))
+    }
+}
+
+/// Rebuilds one method's model from its meta, cache and a VarStore loader.
+pub type Loader = fn(&Meta, &Cache, &dyn Fn(&mut tch::nn::VarStore) -> Result<()>) -> Result<Box<dyn TrainedModel>>;
+
+/// The loader of each method saved through [`save_store`] (MLP, GAP and ProGAP are read by
+/// [`load_model`] itself): one arm per method.
+fn loader(method: Method) -> Option<Loader> {
+    match method {
+        Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => Some(crate::models::backbone::load_checkpoint),
+        Method::Dpgnn | Method::DpgnnRowclip => Some(crate::models::dpgnn::load_checkpoint),
+        Method::Lpgnn => Some(crate::models::lpgnn::load_checkpoint),
+        _ => None,
+    }
+}
+
 /// Loads a directory written by [`TrainedModel::save`].
 pub fn load_model(dir: &Path) -> Result<LoadedModel> {
     let meta_path = dir.join("model.json");
@@ -195,20 +258,26 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
     }
     let cache_path = dir.join("cache.safetensors");
     let cache = Tensor::read_safetensors(&cache_path).map_err(|e| Error::bad_file(&cache_path, e))?;
-    let get = |k: &str| -> Result<Tensor> {
-        cache
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, t)| t.shallow_clone())
-            .ok_or_else(|| Error::bad_file(&cache_path, format!("missing tensor '{k}'")))
-    };
+    let cache = Cache { path: cache_path, tensors: cache };
+    let get = |k: &str| cache.get(k);
     let r = &meta.recipe;
     let classes = meta.num_classes as usize;
     let params_path = dir.join("params.safetensors");
-    let load_vs = |ps: &mut crate::models::ParamStore| -> Result<()> {
-        ps.vs.load(&params_path).map_err(|e| Error::bad_file(&params_path, e))?;
-        ensure_finite(&ps.vs, &params_path)
+    let load_store = |vs: &mut tch::nn::VarStore| -> Result<()> {
+        vs.load(&params_path).map_err(|e| Error::bad_file(&params_path, e))?;
+        ensure_finite(vs, &params_path)
     };
+    let load_vs = |ps: &mut crate::models::ParamStore| load_store(&mut ps.vs);
+    if let Some(load) = loader(r.method) {
+        let model = load(&meta, &cache, &load_store)?;
+        return Ok(LoadedModel {
+            model,
+            recipe: meta.recipe,
+            budget: meta.budget,
+            data: meta.data,
+            dir: dir.to_path_buf(),
+        });
+    }
     let model: Box<dyn TrainedModel> = match r.method {
         Method::Mlp | Method::DpMlp => {
             let (mut ps, net) = build_mlp(r, get("x")?, classes);
