@@ -96,6 +96,9 @@ pub struct RecipeArgs {
     /// DP-GNN: share of epsilon spent on the test-time aggregation release, in (0, 1).
     #[arg(long, allow_negative_numbers = true)]
     pub inference_budget: Option<f64>,
+    /// PGC per-feature randomiser: onebit, laplace, piecewise (raw: omit --epsilon).
+    #[arg(long)]
+    pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
 }
 
 impl RecipeArgs {
@@ -118,7 +121,7 @@ impl RecipeArgs {
              max_grad_norm => max_grad_norm, encoder_layers => encoder_layers, head_layers => head_layers,
              mlp_layers => mlp_layers, aggregation => aggregation, epsilon_x => epsilon_x,
              epsilon_y => epsilon_y, kx => kx, ky => ky, training => training, backbone => backbone,
-             features => features);
+             features => features, mechanism => mechanism);
         r.mp_layers = self.mp_layers;
         r.inference_budget = self.inference_budget;
         Ok(r)

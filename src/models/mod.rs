@@ -9,6 +9,7 @@
 //! | GCN / GAT / GraphSAGE baselines | [`gcn`], [`gat`], [`sage`], [`backbone`] | none; edge (SAGE-EDP: ARR graph) |
 //! | DP-GNN (SAGE-NDP) | [`dpgnn`] | node (DP-Adam, hypergeometric bound, noisy inference) |
 //! | LPGNN | [`lpgnn`], [`kprop`] | local (multi-bit features, RR labels) |
+//! | PGC (thesis ch.2) | [`pgc`] | local, eps per feature (one-bit PGC, Laplace, Piecewise) |
 pub mod aggregation;
 pub mod backbone;
 pub mod dpgnn;
@@ -18,6 +19,7 @@ pub mod gcn;
 pub mod kprop;
 pub mod lpgnn;
 pub mod mlp;
+pub mod pgc;
 pub mod progap;
 pub mod sage;
 pub mod size;

@@ -90,6 +90,10 @@ pub fn check_method(method: Method) -> Result<()> {
              bounded by construction and there is no sensitivity-calibrated release to replay; audit its \
              mechanisms with the mechanism audit instead",
         )),
+        Method::Pgc => Err(Error::invalid(
+            "method",
+            "pgc is local DP per feature: no sensitivity-calibrated release to replay; use the mechanism audit",
+        )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
         }

@@ -50,6 +50,9 @@ pub enum Method {
     DpgnnRowclip,
     /// LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y).
     Lpgnn,
+    /// PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per
+    /// feature; the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row.
+    Pgc,
 }
 
 impl Method {
@@ -71,6 +74,7 @@ impl Method {
             Method::Dpgnn => "dpgnn",
             Method::DpgnnRowclip => "dpgnn-rowclip",
             Method::Lpgnn => "lpgnn",
+            Method::Pgc => "pgc",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -82,7 +86,7 @@ impl Method {
             Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
             Method::SageEdp => PrivacyUnit::Edge,
             Method::Dpgnn | Method::DpgnnRowclip => PrivacyUnit::Node,
-            Method::Lpgnn => PrivacyUnit::Local,
+            Method::Lpgnn | Method::Pgc => PrivacyUnit::Local,
         }
     }
     /// Trained with DP-Adam (node level).
@@ -102,6 +106,7 @@ impl Method {
                 | Method::SageEdp
                 | Method::Dpgnn
                 | Method::DpgnnRowclip
+                | Method::Pgc
         )
     }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
@@ -175,6 +180,8 @@ pub struct Recipe {
     pub features: crate::models::lpgnn::FeatureMode,
     /// DP-GNN: share of epsilon spent on the test-time aggregation release (None = its default).
     pub inference_budget: Option<f64>,
+    /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
+    pub mechanism: crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind,
 }
 
 impl Default for Recipe {
@@ -213,6 +220,7 @@ impl Default for Recipe {
             backbone: crate::models::backbone::GnnKind::Sage,
             features: crate::models::lpgnn::FeatureMode::Multibit,
             inference_budget: None,
+            mechanism: Default::default(),
         }
     }
 }
@@ -232,6 +240,10 @@ impl Recipe {
             // (many added edges, inflated degrees) sum aggregation loses ~10 points on Cora.
             r.aggregation = crate::models::sage::Aggregation::Mean;
         }
+        if method == Method::Pgc {
+            // Table 2.2, Cora row; hidden 32 (section 2.6.4).
+            (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.5);
+        }
         r
     }
     pub fn hops(&self) -> usize {
@@ -243,7 +255,7 @@ impl Recipe {
     pub fn epochs(&self) -> usize {
         self.epochs.unwrap_or(match self.method {
             Method::ProgapNdp => 5,
-            Method::Lpgnn => 500,
+            Method::Lpgnn | Method::Pgc => 500,
             m if m.is_node_level() => 10,
             _ => 100,
         })
@@ -358,6 +370,12 @@ impl Recipe {
                 "max_grad_norm",
                 format!("{} must be > 0 and finite: an unbounded clip voids the DP-SGD guarantee", self.max_grad_norm),
             ));
+        }
+        if self.method == Method::Pgc
+            && self.epsilon.is_some()
+            && self.mechanism == crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind::Raw
+        {
+            return Err(Error::invalid("mechanism", "raw randomises nothing: omit --epsilon for the RAW row"));
         }
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
             if !(e > 0.0) {
