@@ -111,6 +111,9 @@ pub struct RecipeArgs {
     /// RGNN: label-proportion KL direction.
     #[arg(long)]
     pub kl_direction: Option<crate::models::rgnn::KlDirection>,
+    /// PGC per-feature randomiser: onebit, laplace, piecewise (raw: omit --epsilon).
+    #[arg(long)]
+    pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
 }
 
 impl RecipeArgs {
@@ -134,7 +137,7 @@ impl RecipeArgs {
              mlp_layers => mlp_layers, aggregation => aggregation, epsilon_x => epsilon_x,
              epsilon_y => epsilon_y, kx => kx, ky => ky, training => training, backbone => backbone,
              features => features, sampled => sampled, clusters => clusters, alpha => alpha,
-             kl_direction => kl_direction);
+             kl_direction => kl_direction, mechanism => mechanism);
         r.group_size = self.group_size.or(r.group_size);
         r.mp_layers = self.mp_layers;
         r.inference_budget = self.inference_budget;

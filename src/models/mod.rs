@@ -10,6 +10,7 @@
 //! | DP-GNN (SAGE-NDP) | [`dpgnn`] | node (DP-Adam, hypergeometric bound, noisy inference) |
 //! | LPGNN | [`lpgnn`], [`kprop`] | local (multi-bit features, RR labels) |
 //! | RGNN | [`rgnn`] | local (GRR-FS features, GRR labels; reconstruction + LLP) |
+//! | PGC (thesis ch.2) | [`pgc`] | local, eps per feature (one-bit PGC, Laplace, Piecewise) |
 pub mod aggregation;
 pub mod backbone;
 pub mod dpar;
@@ -20,6 +21,7 @@ pub mod gcn;
 pub mod kprop;
 pub mod lpgnn;
 pub mod mlp;
+pub mod pgc;
 pub mod ppr;
 pub mod progap;
 pub mod rgnn;

@@ -93,6 +93,10 @@ pub fn check_method(method: Method) -> Result<()> {
                 method.name()
             ),
         )),
+        Method::Pgc => Err(Error::invalid(
+            "method",
+            "pgc is local DP per feature: no sensitivity-calibrated release to replay; use the mechanism audit",
+        )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
         }

@@ -58,6 +58,9 @@ pub enum Method {
     /// RGNN (Bhaila et al.): GRR-FS features (--epsilon-x per sampled feature, --sampled m), GRR
     /// labels (--epsilon-y), frequency-estimation reconstruction and the label-proportion loss.
     Rgnn,
+    /// PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per
+    /// feature; the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row.
+    Pgc,
 }
 
 impl Method {
@@ -81,6 +84,7 @@ impl Method {
             Method::DpgnnRowclip => "dpgnn-rowclip",
             Method::Lpgnn => "lpgnn",
             Method::Rgnn => "rgnn",
+            Method::Pgc => "pgc",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -95,7 +99,7 @@ impl Method {
             Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
             Method::SageEdp => PrivacyUnit::Edge,
             Method::Dpgnn | Method::DpgnnRowclip => PrivacyUnit::Node,
-            Method::Lpgnn | Method::Rgnn => PrivacyUnit::Local,
+            Method::Lpgnn | Method::Rgnn | Method::Pgc => PrivacyUnit::Local,
         }
     }
     /// Trained with DP-Adam (node level).
@@ -116,6 +120,7 @@ impl Method {
                 | Method::SageEdp
                 | Method::Dpgnn
                 | Method::DpgnnRowclip
+                | Method::Pgc
         )
     }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
@@ -206,6 +211,8 @@ pub struct Recipe {
     pub group_size: Option<usize>,
     /// RGNN: direction of the label-proportion KL divergence.
     pub kl_direction: crate::models::rgnn::KlDirection,
+    /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
+    pub mechanism: crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind,
 }
 
 impl Default for Recipe {
@@ -249,6 +256,7 @@ impl Default for Recipe {
             alpha: 1.0,
             group_size: None,
             kl_direction: crate::models::rgnn::KlDirection::TargetPredicted,
+            mechanism: Default::default(),
         }
     }
 }
@@ -271,6 +279,10 @@ impl Recipe {
             // (many added edges, inflated degrees) sum aggregation loses ~10 points on Cora.
             r.aggregation = crate::models::sage::Aggregation::Mean;
         }
+        if method == Method::Pgc {
+            // Table 2.2, Cora row; hidden 32 (section 2.6.4).
+            (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.5);
+        }
         r
     }
     pub fn hops(&self) -> usize {
@@ -282,7 +294,7 @@ impl Recipe {
     pub fn epochs(&self) -> usize {
         self.epochs.unwrap_or(match self.method {
             Method::ProgapNdp => 5,
-            Method::Lpgnn => 500,
+            Method::Lpgnn | Method::Pgc => 500,
             Method::Rgnn => 100,
             m if m.is_node_level() => 10,
             _ => 100,
@@ -398,6 +410,12 @@ impl Recipe {
                 "max_grad_norm",
                 format!("{} must be > 0 and finite: an unbounded clip voids the DP-SGD guarantee", self.max_grad_norm),
             ));
+        }
+        if self.method == Method::Pgc
+            && self.epsilon.is_some()
+            && self.mechanism == crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind::Raw
+        {
+            return Err(Error::invalid("mechanism", "raw randomises nothing: omit --epsilon for the RAW row"));
         }
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
             if !(e > 0.0) {

@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod dp_sgd_step;
 pub mod edge_rand;
+pub mod feature_ldp;
 pub mod gaussian;
 pub mod grr_fs;
 pub mod multibit;

@@ -1,0 +1,265 @@
+//! The `pgc` method (thesis ch.2, Algorithm 1; spec wave2-seeds.md sections 1.3-1.5): every node
+//! randomises each of its d features with a per-feature LDP mechanism (one-bit PGC, Laplace or
+//! Piecewise, `--mechanism`), the server estimates the first GCN aggregation from the reports and
+//! trains a 2-layer GCN (ReLU, hidden 32, output = classes) with the graph and labels in the clear.
+//!
+//! Estimator (Algorithm 1, "if l = 1"): GC^(v) = sum_{u in N(v)} y*_u / sqrt(|N(u)||N(v)|), N(v)
+//! with v itself, i.e. A^ Y* with A^ = D~^-1/2 (A + I) D~^-1/2. Eq. 2.4 prints y*_v inside the
+//! sum; Algorithm 1 and Lemma 2 need y*_u, which is what is computed here.
+//!
+//! Claim (spec 1.8 decision 1): the chapter allots eps to each feature, so a node's record is
+//! d eps-LDP (basic composition, tight for independent coordinates). The budget claims d eps at
+//! the `Local` unit; eps per feature is a labelled component detail.
+use super::gcn::{gcn_normalized, GcnConv};
+use crate::data::{Dataset, Graph, Split};
+use crate::error::{Error, Result};
+use crate::privacy::accountant::{Budget, BudgetComponent, Event, PrivacyUnit};
+use crate::privacy::mechanisms::feature_ldp::{FeatureLdp, FeatureMechanismKind};
+use crate::train::{Accuracy, TrainedModel, TrainedRun};
+use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
+
+/// Early stopping of section 2.6.4: stop when the validation loss has not decreased for this
+/// many epochs, but train at least `MIN_EPOCHS`.
+const PATIENCE: usize = 20;
+const MIN_EPOCHS: usize = 10;
+
+/// PGC hyper-parameters; defaults are Table 2.2's Cora row (lr 0.01, wd 0.01, dropout 0.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgcConfig {
+    pub mechanism: FeatureMechanismKind,
+    /// Budget per feature; None = raw features (the RAW row).
+    pub epsilon: Option<f64>,
+    pub hidden: i64,
+    pub dropout: f64,
+    pub learning_rate: f64,
+    pub weight_decay: f64,
+    pub max_epochs: usize,
+}
+
+impl Default for PgcConfig {
+    fn default() -> Self {
+        PgcConfig {
+            mechanism: FeatureMechanismKind::Onebit,
+            epsilon: Some(1.0),
+            hidden: 32,
+            dropout: 0.5,
+            learning_rate: 0.01,
+            weight_decay: 0.01,
+            max_epochs: 500,
+        }
+    }
+}
+
+impl PgcConfig {
+    /// The randomiser the nodes run, None for raw features. Features live in the public range
+    /// [0, 1] (bag-of-words / one-hot columns; spec 1.8 decision 3).
+    pub fn randomiser(&self) -> Result<Option<FeatureLdp>> {
+        match (self.mechanism, self.epsilon) {
+            (FeatureMechanismKind::Raw, Some(e)) => Err(Error::invalid(
+                "epsilon",
+                format!("mechanism raw randomises nothing and takes no epsilon (got {e})"),
+            )),
+            (FeatureMechanismKind::Raw, None) | (_, None) => Ok(None),
+            (kind, Some(e)) => Ok(Some(FeatureLdp::new(kind, e, 0.0, 1.0)?)),
+        }
+    }
+
+    /// The record-level budget: d eps (`Local`), with eps per feature as a labelled detail.
+    pub fn budget(&self, num_features: usize) -> Result<Budget> {
+        let Some(m) = self.randomiser()? else {
+            return Ok(Budget {
+                privacy_unit: PrivacyUnit::None,
+                target_epsilon: None,
+                delta: 0.0,
+                epsilon_rdp: f64::INFINITY,
+                rdp_order: None,
+                epsilon_pld: None,
+                pld_fallback: None,
+                event: None,
+                noise: vec![],
+                components: vec![BudgetComponent {
+                    name: "features".into(),
+                    mechanism: "raw features (no feature privacy)".into(),
+                    epsilon: f64::INFINITY,
+                }],
+            });
+        };
+        let eps = m.epsilon();
+        let event = Event::PureDp { epsilon: eps }
+            .labelled(format!("{} mechanism, one feature", m.kind().name()))
+            .times(num_features as u64);
+        let total = event.pure_epsilon();
+        Ok(Budget {
+            privacy_unit: PrivacyUnit::Local,
+            target_epsilon: Some(total),
+            delta: 0.0,
+            epsilon_rdp: total,
+            rdp_order: None,
+            epsilon_pld: None,
+            pld_fallback: None,
+            event: Some(event),
+            noise: vec![("epsilon_per_feature".into(), eps), ("features".into(), num_features as f64)],
+            components: vec![BudgetComponent {
+                name: "features".into(),
+                mechanism: format!(
+                    "{} per feature, eps {eps} per feature (the chapter's claim) x {num_features} features",
+                    m.kind().name()
+                ),
+                epsilon: total,
+            }],
+        })
+    }
+}
+
+/// The first-layer estimate GC^ = A^ Y* (Algorithm 1 with the eq. 2.4 typo fixed), [N, d].
+pub fn first_layer_estimate(graph: &Graph, y_star: &Tensor) -> Tensor {
+    tch::no_grad(|| gcn_normalized(graph, true).mm(&y_star.to_kind(Kind::Float)))
+}
+
+/// Mean absolute error of eq. 2.15, averaged over nodes: mean_v (1/d) sum_i |GC(v)_i - GC^(v)_i|.
+pub fn aggregation_mae(exact: &Tensor, estimate: &Tensor) -> f64 {
+    (exact - estimate).abs().mean(Kind::Float).double_value(&[])
+}
+
+/// The features the server holds: y* (or the clean features), and how many entries were clipped.
+pub fn collect(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<(Tensor, usize)> {
+    let x = data.features.to_tensor().to_kind(Kind::Float);
+    match config.randomiser()? {
+        None => Ok((x.clamp(0.0, 1.0), 0)),
+        Some(m) => m.perturb(&x, seed),
+    }
+}
+
+/// 2-layer GCN whose first layer reads the precomputed estimate (a GCN layer on Y* is A^ Y* W).
+#[derive(Debug)]
+struct PgcGcn {
+    first: nn::Linear,
+    second: GcnConv,
+    dropout: f64,
+}
+
+impl PgcGcn {
+    fn forward_t(&self, gc: &Tensor, adj: &Tensor, train: bool) -> Tensor {
+        let h = gc.apply(&self.first).relu().dropout(self.dropout, train);
+        self.second.forward(&h, adj)
+    }
+}
+
+/// A trained PGC model: its posteriors on the training graph come from the stored reports.
+pub struct PgcModel {
+    _vs: nn::VarStore,
+    gcn: PgcGcn,
+    config: PgcConfig,
+    posteriors: Tensor,
+}
+
+impl TrainedModel for PgcModel {
+    fn posteriors(&self) -> Tensor {
+        self.posteriors.shallow_clone()
+    }
+    /// Inference on another graph: its nodes run the same mechanism (fresh randomness).
+    fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
+        let want = self.gcn.first.ws.size()[1];
+        if data.num_features() as i64 != want {
+            return Err(Error::invalid(
+                "features",
+                format!("model expects {want} columns, got {}", data.num_features()),
+            ));
+        }
+        let (y, _) = collect(data, &self.config, 0x9e37)?;
+        let gc = first_layer_estimate(&data.graph, &y);
+        let adj = gcn_normalized(&data.graph, true);
+        Ok(tch::no_grad(|| self.gcn.forward_t(&gc, &adj, false).softmax(-1, Kind::Float)))
+    }
+}
+
+fn accuracy_on(logits: &Tensor, labels: &Tensor, idx: &Tensor) -> f64 {
+    super::backbone::accuracy_on(logits, labels, idx)
+}
+
+/// Trains PGC for node classification on `data` (which must carry a split).
+pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun> {
+    let split = data.split()?;
+    if split.train.is_empty() {
+        return Err(Error::invalid("split", "the training set is empty"));
+    }
+    if !(0.0..1.0).contains(&config.dropout) {
+        return Err(Error::invalid("dropout", format!("must be in [0, 1), got {}", config.dropout)));
+    }
+    let budget = config.budget(data.num_features())?;
+    let start = std::time::Instant::now();
+    tch::manual_seed(seed as i64);
+    let (y_star, clipped) = collect(data, config, seed)?;
+    if clipped > 0 {
+        tracing::warn!("pgc: {clipped} feature values outside the public range [0, 1] were clipped");
+    }
+    let gc = first_layer_estimate(&data.graph, &y_star);
+    let adj = gcn_normalized(&data.graph, true);
+
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let root = vs.root();
+    let d = data.num_features() as i64;
+    let gcn = PgcGcn {
+        first: nn::linear(&root / "conv1", d, config.hidden, super::torch_linear_config(d, true)),
+        second: GcnConv::new(&(&root / "conv2"), config.hidden, data.num_classes as i64),
+        dropout: config.dropout,
+    };
+    let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
+    let (tr, va, te) =
+        (Split::index_tensor(&split.train), Split::index_tensor(&split.val), Split::index_tensor(&split.test));
+    let y = data.label_tensor();
+    let (y_tr, y_va) = (y.index_select(0, &tr), y.index_select(0, &va));
+
+    let mut best: Option<(f64, Accuracy, Vec<(String, Tensor)>)> = None;
+    let mut since_best = 0;
+    for epoch in 0..config.max_epochs {
+        let logits = gcn.forward_t(&gc, &adj, true);
+        let loss = super::cross_entropy(&logits.index_select(0, &tr), &y_tr);
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+        let (val_loss, acc) = tch::no_grad(|| {
+            let logits = gcn.forward_t(&gc, &adj, false);
+            let val_loss = if split.val.is_empty() {
+                loss.double_value(&[])
+            } else {
+                super::cross_entropy(&logits.index_select(0, &va), &y_va).double_value(&[])
+            };
+            let acc = Accuracy {
+                train: accuracy_on(&logits, &y, &tr),
+                val: accuracy_on(&logits, &y, &va),
+                test: accuracy_on(&logits, &y, &te),
+            };
+            (val_loss, acc)
+        });
+        if best.as_ref().is_none_or(|(l, _, _)| val_loss < *l) {
+            best = Some((val_loss, acc, super::backbone::snapshot(&vs)));
+            since_best = 0;
+        } else {
+            since_best += 1;
+        }
+        if since_best >= PATIENCE && epoch + 1 >= MIN_EPOCHS {
+            break;
+        }
+    }
+    let (_, accuracy, snap) = best.ok_or_else(|| Error::invalid("epochs", "must be >= 1"))?;
+    super::backbone::restore(&mut vs, &snap);
+    let posteriors = tch::no_grad(|| gcn.forward_t(&gc, &adj, false).softmax(-1, Kind::Float));
+    let model = PgcModel { _vs: vs, gcn, config: config.clone(), posteriors };
+    Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// The `train` arm for `--method pgc`: `--epsilon` is the budget per feature, `--mechanism` the
+/// randomiser; hidden, lr, weight decay, dropout and epochs (the maximum) from the recipe.
+pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let cfg = PgcConfig {
+        mechanism: recipe.mechanism,
+        epsilon: recipe.epsilon,
+        hidden: recipe.hidden as i64,
+        dropout: recipe.dropout,
+        learning_rate: recipe.lr,
+        weight_decay: recipe.weight_decay,
+        max_epochs: recipe.epochs(),
+    };
+    train(data, &cfg, seed)
+}
