@@ -147,13 +147,55 @@ impl PgcGcn {
 
 /// A trained PGC model: its posteriors on the training graph come from the stored reports.
 pub struct PgcModel {
-    _vs: nn::VarStore,
+    vs: nn::VarStore,
     gcn: PgcGcn,
     config: PgcConfig,
     posteriors: Tensor,
+    /// The server's first-layer estimate A^ Y* on the training graph: what a checkpoint keeps,
+    /// since the reports themselves never reach the server in the clear.
+    estimate: Tensor,
+    graph: Graph,
+}
+
+impl PgcModel {
+    fn new(vs: nn::VarStore, gcn: PgcGcn, config: PgcConfig, estimate: Tensor, graph: Graph) -> Self {
+        let adj = gcn_normalized(&graph, true);
+        let posteriors = tch::no_grad(|| gcn.forward_t(&estimate, &adj, false).softmax(-1, Kind::Float));
+        PgcModel { vs, gcn, config, posteriors, estimate, graph }
+    }
+}
+
+/// The untrained network for `d` features and `c` classes (training and loading share it).
+fn network(root: &nn::Path, config: &PgcConfig, d: i64, c: i64) -> PgcGcn {
+    PgcGcn {
+        first: nn::linear(root / "conv1", d, config.hidden, super::torch_linear_config(d, true)),
+        second: GcnConv::new(&(root / "conv2"), config.hidden, c),
+        dropout: config.dropout,
+    }
+}
+
+/// Rebuilds a saved PGC model (see `train::checkpoint`) from its weights, estimate and graph.
+pub fn load_checkpoint(
+    meta: &crate::train::checkpoint::Meta,
+    cache: &crate::train::checkpoint::Cache,
+    load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
+) -> Result<Box<dyn TrainedModel>> {
+    let config = config(&meta.recipe);
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let gcn = network(&vs.root(), &config, meta.num_features, meta.num_classes);
+    load(&mut vs)?;
+    let (estimate, graph) = (cache.get("estimate")?, cache.graph()?);
+    Ok(Box::new(PgcModel::new(vs, gcn, config, estimate, graph)))
 }
 
 impl TrainedModel for PgcModel {
+    fn save(&self, dir: &std::path::Path, recipe: &crate::train::Recipe, budget: &Budget) -> Result<()> {
+        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+        let meta = Meta::new(recipe, budget, self.estimate.size()[1], self.posteriors.size()[1]);
+        let mut cache = vec![("estimate".to_string(), self.estimate.shallow_clone())];
+        cache.extend(graph_entries(&self.graph));
+        save_store(dir, &self.vs, &meta, &cache)
+    }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
     }
@@ -198,12 +240,7 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
 
     let mut vs = nn::VarStore::new(tch::Device::Cpu);
     let root = vs.root();
-    let d = data.num_features() as i64;
-    let gcn = PgcGcn {
-        first: nn::linear(&root / "conv1", d, config.hidden, super::torch_linear_config(d, true)),
-        second: GcnConv::new(&(&root / "conv2"), config.hidden, data.num_classes as i64),
-        dropout: config.dropout,
-    };
+    let gcn = network(&root, config, data.num_features() as i64, data.num_classes as i64);
     let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
     let (tr, va, te) =
         (Split::index_tensor(&split.train), Split::index_tensor(&split.val), Split::index_tensor(&split.test));
@@ -244,15 +281,19 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
     }
     let (_, accuracy, snap) = best.ok_or_else(|| Error::invalid("epochs", "must be >= 1"))?;
     super::backbone::restore(&mut vs, &snap);
-    let posteriors = tch::no_grad(|| gcn.forward_t(&gc, &adj, false).softmax(-1, Kind::Float));
-    let model = PgcModel { _vs: vs, gcn, config: config.clone(), posteriors };
+    let model = PgcModel::new(vs, gcn, config.clone(), gc, data.graph.clone());
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
 /// The `train` arm for `--method pgc`: `--epsilon` is the budget per feature, `--mechanism` the
 /// randomiser; hidden, lr, weight decay, dropout and epochs (the maximum) from the recipe.
 pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    let cfg = PgcConfig {
+    train(data, &config(recipe), seed)
+}
+
+/// The [`PgcConfig`] of a recipe (see [`train_recipe`]).
+pub fn config(recipe: &crate::train::Recipe) -> PgcConfig {
+    PgcConfig {
         mechanism: recipe.mechanism,
         epsilon: recipe.epsilon,
         hidden: recipe.hidden as i64,
@@ -260,6 +301,5 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         learning_rate: recipe.lr,
         weight_decay: recipe.weight_decay,
         max_epochs: recipe.epochs(),
-    };
-    train(data, &cfg, seed)
+    }
 }

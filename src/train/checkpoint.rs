@@ -244,6 +244,7 @@ fn loader(method: Method) -> Option<Loader> {
         Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => Some(crate::models::backbone::load_checkpoint),
         Method::Dpgnn | Method::DpgnnRowclip => Some(crate::models::dpgnn::load_checkpoint),
         Method::Lpgnn => Some(crate::models::lpgnn::load_checkpoint),
+        Method::Pgc => Some(crate::models::pgc::load_checkpoint),
         _ => None,
     }
 }
