@@ -173,15 +173,7 @@ impl LpgnnConfig {
                 epsilon: f64::INFINITY,
             }),
         }
-        components.push(BudgetComponent {
-            name: "labels".into(),
-            mechanism: if self.epsilon_y.is_finite() {
-                "generalized randomized response on train/val labels, eps_y-LDP (eq. 3.39)".into()
-            } else {
-                "raw labels (no label privacy)".into()
-            },
-            epsilon: self.epsilon_y,
-        });
+        components.push(BudgetComponent::grr_labels(self.epsilon_y, " (eq. 3.39)"));
         Budget {
             privacy_unit: if total.is_finite() { PrivacyUnit::Local } else { PrivacyUnit::None },
             target_epsilon: total.is_finite().then_some(total),

@@ -68,20 +68,12 @@ impl PgcConfig {
     pub fn budget(&self, num_features: usize) -> Result<Budget> {
         let Some(m) = self.randomiser()? else {
             return Ok(Budget {
-                privacy_unit: PrivacyUnit::None,
-                target_epsilon: None,
-                delta: 0.0,
-                epsilon_rdp: f64::INFINITY,
-                rdp_order: None,
-                epsilon_pld: None,
-                pld_fallback: None,
-                event: None,
-                noise: vec![],
                 components: vec![BudgetComponent {
                     name: "features".into(),
                     mechanism: "raw features (no feature privacy)".into(),
                     epsilon: f64::INFINITY,
                 }],
+                ..Budget::non_private()
             });
         };
         let eps = m.epsilon();

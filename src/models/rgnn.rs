@@ -168,15 +168,7 @@ impl RgnnConfig {
                 epsilon: f64::INFINITY,
             });
         }
-        components.push(BudgetComponent {
-            name: "labels".into(),
-            mechanism: if self.epsilon_y.is_finite() {
-                "generalized randomized response on train/val labels, eps_y-LDP".into()
-            } else {
-                "raw labels (no label privacy)".into()
-            },
-            epsilon: self.epsilon_y,
-        });
+        components.push(BudgetComponent::grr_labels(self.epsilon_y, ""));
         if self.epsilon_y.is_finite() {
             parts.push(Event::PureDp { epsilon: self.epsilon_y }.labelled("GRR on labels (eps_y)"));
         }

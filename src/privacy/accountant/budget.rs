@@ -58,6 +58,21 @@ fn infinite_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Resu
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
+impl BudgetComponent {
+    /// Labels released by generalized randomized response (eps_y-LDP), or in the clear at eps_y = inf.
+    pub fn grr_labels(epsilon_y: f64, reference: &str) -> Self {
+        BudgetComponent {
+            name: "labels".into(),
+            mechanism: if epsilon_y.is_finite() {
+                format!("generalized randomized response on train/val labels, eps_y-LDP{reference}")
+            } else {
+                "raw labels (no label privacy)".into()
+            },
+            epsilon: epsilon_y,
+        }
+    }
+}
+
 impl Budget {
     /// The budget of a model trained without any privacy mechanism.
     pub fn non_private() -> Self {
