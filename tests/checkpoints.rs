@@ -61,21 +61,25 @@ fn every_method_answers_the_same_after_loading() {
 }
 
 /// PGC keeps the server's first-layer estimate, never the raw features: the loaded model answers
-/// exactly as the trained one (it has no white box: its first layer reads released reports).
+/// exactly as the trained one (no white box: its first layer reads released reports).
+/// RGNN likewise keeps its reconstructed features, never the users' reports.
 #[test]
-fn pgc_answers_the_same_after_loading() {
+fn local_dp_methods_answer_the_same_after_loading() {
     let ds = cora();
     let dir = tempfile::tempdir().unwrap();
-    let mut r = Recipe::new(Method::Pgc, Some(1.0));
-    r.epochs = Some(20);
-    let run = train::train(&r, &ds, 5).unwrap();
-    run.model.save(dir.path(), &r, &run.budget).unwrap();
-    let loaded = train::load_model(dir.path()).unwrap();
-    assert_eq!(loaded.recipe, r);
-    let d = max_gap(&loaded.model.posteriors(), &run.model.posteriors());
-    assert!(d < 1e-6, "pgc: posteriors differ by {d}");
-    let p = loaded.model.posteriors_on(&ds).unwrap();
-    assert_eq!(p.size(), vec![ds.num_nodes() as i64, ds.num_classes as i64]);
+    for (method, eps) in [(Method::Pgc, Some(1.0)), (Method::Rgnn, None)] {
+        let mut r = Recipe::new(method, eps);
+        r.epochs = Some(20);
+        let run = train::train(&r, &ds, 5).unwrap();
+        let path = dir.path().join(method.name());
+        run.model.save(&path, &r, &run.budget).unwrap();
+        let loaded = train::load_model(&path).unwrap();
+        assert_eq!(loaded.recipe, r);
+        let d = max_gap(&loaded.model.posteriors(), &run.model.posteriors());
+        assert!(d < 1e-6, "{}: posteriors differ by {d}", method.name());
+        let p = loaded.model.posteriors_on(&ds).unwrap();
+        assert_eq!(p.size(), vec![ds.num_nodes() as i64, ds.num_classes as i64]);
+    }
 }
 
 /// A checkpoint whose cached graph is damaged is refused with the file named, not half-loaded.

@@ -398,9 +398,54 @@ pub struct RgnnModel {
     pub config: RgnnConfig,
     posteriors: Tensor,
     pub reconstruction: Reconstruction,
+    /// The server's reconstructed features on the training graph (what a checkpoint keeps).
+    features: Tensor,
+    graph: Graph,
+}
+
+/// Rebuilds a saved RGNN model (see `train::checkpoint`) from its weights, reconstructed
+/// features and graph; the reconstruction figures travel in the cache.
+pub fn load_checkpoint(
+    meta: &crate::train::checkpoint::Meta,
+    cache: &crate::train::checkpoint::Cache,
+    load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
+) -> Result<Box<dyn TrainedModel>> {
+    let config = config(&meta.recipe);
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let gnn = TwoLayerGnn::new(
+        &vs.root(),
+        config.backbone,
+        meta.num_features,
+        config.hidden,
+        meta.num_classes,
+        config.dropout,
+    );
+    load(&mut vs)?;
+    let (features, graph, r) = (cache.get("features")?, cache.graph()?, cache.get("reconstruction")?);
+    let figures: Vec<f64> =
+        Vec::<f64>::try_from(r.to_kind(Kind::Double).view(-1)).map_err(|e| Error::Other(e.to_string()))?;
+    let [label_accuracy, noisy_label_accuracy, feature_mae, noisy_feature_mae] = figures[..] else {
+        return Err(Error::invalid("reconstruction", format!("expected 4 figures, got {}", figures.len())));
+    };
+    let reconstruction = Reconstruction { label_accuracy, noisy_label_accuracy, feature_mae, noisy_feature_mae };
+    let tensors = GraphTensors::for_kind(&graph, config.backbone);
+    let posteriors = tch::no_grad(|| gnn.forward_t(&features, &tensors, false).softmax(-1, Kind::Float));
+    Ok(Box::new(RgnnModel { vs, gnn, config, posteriors, reconstruction, features, graph }))
 }
 
 impl TrainedModel for RgnnModel {
+    fn save(&self, dir: &std::path::Path, recipe: &crate::train::Recipe, budget: &Budget) -> Result<()> {
+        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+        let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors.size()[1]);
+        let r = &self.reconstruction;
+        let figures = [r.label_accuracy, r.noisy_label_accuracy, r.feature_mae, r.noisy_feature_mae];
+        let mut cache = vec![
+            ("features".to_string(), self.features.shallow_clone()),
+            ("reconstruction".to_string(), Tensor::from_slice(&figures)),
+        ];
+        cache.extend(graph_entries(&self.graph));
+        save_store(dir, &self.vs, &meta, &cache)
+    }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
     }
@@ -479,13 +524,20 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
     let (_, accuracy, snap) = best.expect("at least one epoch ran");
     restore(&mut vs, &snap);
     let posteriors = tch::no_grad(|| gnn.forward_t(x, &tensors, false).softmax(-1, Kind::Float));
-    let model = RgnnModel { vs, gnn, config: config.clone(), posteriors, reconstruction };
+    let features = x.shallow_clone();
+    let model =
+        RgnnModel { vs, gnn, config: config.clone(), posteriors, reconstruction, features, graph: data.graph.clone() };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
 /// The `train` arm for `--method rgnn`.
 pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    let cfg = RgnnConfig {
+    train(data, &config(recipe), seed)
+}
+
+/// The [`RgnnConfig`] of a recipe (see [`train_recipe`]).
+pub fn config(recipe: &crate::train::Recipe) -> RgnnConfig {
+    RgnnConfig {
         epsilon_x: recipe.epsilon_x,
         epsilon_y: recipe.epsilon_y,
         sampled: recipe.sampled,
@@ -501,6 +553,5 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         learning_rate: recipe.lr,
         weight_decay: recipe.weight_decay,
         epochs: recipe.epochs(),
-    };
-    train(data, &cfg, seed)
+    }
 }
