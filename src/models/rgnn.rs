@@ -428,9 +428,23 @@ pub fn load_checkpoint(
         return Err(Error::invalid("reconstruction", format!("expected 4 figures, got {}", figures.len())));
     };
     let reconstruction = Reconstruction { label_accuracy, noisy_label_accuracy, feature_mae, noisy_feature_mae };
-    let tensors = GraphTensors::for_kind(&graph, config.backbone);
-    let posteriors = tch::no_grad(|| gnn.forward_t(&features, &tensors, false).softmax(-1, Kind::Float));
-    Ok(Box::new(RgnnModel { vs, gnn, config, posteriors, reconstruction, features, graph }))
+    Ok(Box::new(RgnnModel::new(vs, gnn, config, reconstruction, features, graph)))
+}
+
+impl RgnnModel {
+    /// Training and loading share this: the posteriors come from the weights, features and graph.
+    fn new(
+        vs: nn::VarStore,
+        gnn: TwoLayerGnn,
+        config: RgnnConfig,
+        reconstruction: Reconstruction,
+        features: Tensor,
+        graph: Graph,
+    ) -> Self {
+        let tensors = GraphTensors::for_kind(&graph, config.backbone);
+        let posteriors = tch::no_grad(|| gnn.forward_t(&features, &tensors, false).softmax(-1, Kind::Float));
+        RgnnModel { vs, gnn, config, posteriors, reconstruction, features, graph }
+    }
 }
 
 impl TrainedModel for RgnnModel {
@@ -523,10 +537,7 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
     }
     let (_, accuracy, snap) = best.expect("at least one epoch ran");
     restore(&mut vs, &snap);
-    let posteriors = tch::no_grad(|| gnn.forward_t(x, &tensors, false).softmax(-1, Kind::Float));
-    let features = x.shallow_clone();
-    let model =
-        RgnnModel { vs, gnn, config: config.clone(), posteriors, reconstruction, features, graph: data.graph.clone() };
+    let model = RgnnModel::new(vs, gnn, config.clone(), reconstruction, x.shallow_clone(), data.graph.clone());
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
