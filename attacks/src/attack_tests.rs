@@ -3,8 +3,9 @@
 use crate::graph::{AttackGraph, NodeSplit};
 use crate::membership::{MembershipMetric, MiaParams, ShadowSource};
 use crate::result::{run_attack, AttackKind, AttackParams, AttackResult, Target};
-use crate::threat::{AdversaryKnowledge, Claim, ClaimUnit, GameUnit};
+use crate::threat::{AdversaryKnowledge, BlackBox, Claim, ClaimUnit, GameUnit};
 use crate::toy::*;
+use tch::{Kind, Tensor};
 
 fn attack(
     kind: AttackKind,
@@ -84,6 +85,55 @@ fn lira_detects_overfitting_and_not_unseen_nodes() {
     assert!(near_chance(miss.summary.auc), "LiRA on a model that never saw the members: {}", miss.summary.auc);
     let offline = hit.details["offline"]["auc"].as_f64().unwrap();
     assert!(offline > 0.7, "offline LiRA: {offline}");
+}
+
+/// A target whose best-validation checkpoint came from an early epoch: the toy model's log
+/// posteriors divided by a temperature (the second field), so it is less confident on every node
+/// than the shadows trained to the end.
+struct Flattened<'a>(&'a ToyModel, f64);
+
+impl BlackBox for Flattened<'_> {
+    fn num_classes(&self) -> usize {
+        BlackBox::num_classes(self.0)
+    }
+    fn posteriors(&self, nodes: &[usize]) -> crate::Result<Tensor> {
+        Ok((self.0.posteriors(nodes)?.clamp_min(1e-12).log() / self.1).softmax(-1, Kind::Float))
+    }
+}
+
+/// Issue 19 point 6: LiRA against a target less confident overall than its shadows (an early
+/// best-validation epoch). Rank calibration keeps the attack's power; the raw likelihood ratio
+/// loses it, since the target scores below both the IN and the OUT fit of nearly every node.
+#[test]
+fn lira_is_not_fooled_by_a_target_less_confident_than_its_shadows() {
+    let g = csbm(240, 3, 16, 1.0, 0.02, 0.005, 2);
+    let split = split_per_class(&g, 20, 10);
+    let cfg = ToyConfig { arch: Arch::Mlp, hidden: 64, epochs: 150, lr: 0.01 };
+    let oracle = ToyOracle(cfg);
+    let leaky = ToyModel::train(&g, &split, cfg, 5);
+    let mut params = AttackParams::default();
+    params.lira.shadows = 8;
+    let run = |bb: &dyn BlackBox, params: &AttackParams| {
+        let target = Target {
+            graph: &g,
+            split: &split,
+            black_box: bb,
+            white_box: None,
+            oracle: Some(&oracle),
+            claim: Claim::non_private(),
+        };
+        run_attack(AttackKind::Lira, &target, &AdversaryKnowledge::default(), params, 7).unwrap().summary.auc
+    };
+    let base = run(&leaky, &params);
+    let flat = Flattened(&leaky, 8.0);
+    let calibrated = run(&flat, &params);
+    params.lira.rank_calibration = false;
+    let raw = run(&flat, &params);
+    assert!(
+        calibrated > 0.75 && calibrated > base - 0.03,
+        "calibrated: {calibrated} (same target at full confidence: {base})"
+    );
+    assert!(raw < calibrated - 0.15, "the raw likelihood ratio was expected to lose power here: {raw} vs {calibrated}");
 }
 
 /// Link stealing on a graph without homophily: a GCN's posteriors reveal its edges, an MLP's

@@ -70,6 +70,10 @@ pub struct AttackArgs {
     /// `--global-variance false`, per-node variances.
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub global_variance: bool,
+    /// LiRA: rank-calibrate every model's confidences over the candidates (default), or not with
+    /// `--rank-calibration false` (then an early-stopped target can fool the likelihood ratio).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub rank_calibration: bool,
     /// canary-edge / canary-node / canary-ldp: canaries per run [200]; canary-aggregation: crafted
     /// canary edges [100000].
     #[arg(long)]
@@ -256,6 +260,7 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     p.lira.shadows = a.shadows;
     p.lira.online = !a.offline;
     p.lira.global_variance = a.global_variance;
+    p.lira.rank_calibration = a.rank_calibration;
     if let Some(n) = a.canaries {
         p.canary.canaries = n;
         p.aggregation.canaries = n;
