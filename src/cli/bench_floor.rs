@@ -105,9 +105,9 @@ impl Work {
     fn run(&self, s: &Shapes) {
         tch::no_grad(|| match self {
             Work::Mlp { rows, widths, sparse_input, backward } => {
-                let ws: Vec<Tensor> = widths.windows(2).map(|w| Tensor::randn([w[1], w[0]], FLOAT) * 0.1).collect();
-                let bs: Vec<Tensor> = widths[1..].iter().map(|&o| Tensor::zeros([o], FLOAT)).collect();
-                let dense_in = (!*sparse_input).then(|| Tensor::randn([*rows, widths[0]], FLOAT));
+                let ws: Vec<Tensor> = widths.windows(2).map(|w| pooled(&[w[1], w[0]])).collect();
+                let bs: Vec<Tensor> = widths[1..].iter().map(|&o| pooled(&[o])).collect();
+                let dense_in = (!*sparse_input).then(|| pooled(&[*rows, widths[0]]));
                 // The sparse features of the rows the stack reads: the train rows or all rows.
                 let (sparse_x, sparse_x_t) = match *rows {
                     r if r == s.n_train => (&s.x_train, &s.x_train_t),
@@ -127,7 +127,7 @@ impl Work {
                 if !*backward {
                     return;
                 }
-                let mut g = Tensor::randn([*rows, *widths.last().unwrap()], FLOAT);
+                let mut g = pooled(&[*rows, *widths.last().unwrap()]);
                 for i in (0..ws.len()).rev() {
                     if i < last {
                         g = selu_grad(&g, &acts[i]);
@@ -145,14 +145,14 @@ impl Work {
                 }
             }
             Work::PerSample { batch, widths } => {
-                let ws: Vec<Tensor> = widths.windows(2).map(|w| Tensor::randn([w[1], w[0]], FLOAT) * 0.1).collect();
-                let mut acts = vec![Tensor::randn([*batch, widths[0]], FLOAT)];
+                let ws: Vec<Tensor> = widths.windows(2).map(|w| pooled(&[w[1], w[0]])).collect();
+                let mut acts = vec![pooled(&[*batch, widths[0]])];
                 let last = ws.len() - 1;
                 for (i, w) in ws.iter().enumerate() {
                     let z = acts[i].matmul(&w.tr());
                     acts.push(if i < last { z.selu() } else { z });
                 }
-                let mut g = Tensor::randn([*batch, *widths.last().unwrap()], FLOAT);
+                let mut g = pooled(&[*batch, *widths.last().unwrap()]);
                 let mut sq = Tensor::zeros([*batch], FLOAT);
                 for i in (0..ws.len()).rev() {
                     if i < last {
@@ -168,13 +168,31 @@ impl Work {
                 }
             }
             Work::Spmm { width } => {
-                let _ = s.adj.mm(&Tensor::randn([s.n, *width], FLOAT));
+                let _ = s.adj.mm(&pooled(&[s.n, *width]));
             }
         })
     }
 }
 
 const FLOAT: (Kind, tch::Device) = (Kind::Float, tch::Device::Cpu);
+
+thread_local! {
+    /// Operands by shape, drawn once (in the warm-up run) so that timed runs do not draw them.
+    static POOL: std::cell::RefCell<Vec<(Vec<i64>, Tensor)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A random N(0, 0.01) tensor of `shape`, the same one on every call.
+fn pooled(shape: &[i64]) -> Tensor {
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if let Some((_, t)) = p.iter().find(|(s, _)| s == shape) {
+            return t.shallow_clone();
+        }
+        let t = Tensor::randn(shape, FLOAT) * 0.1;
+        p.push((shape.to_vec(), t.shallow_clone()));
+        t
+    })
+}
 
 /// Times `count` runs of `work` from a sample of at most 10 runs (after one warm-up).
 fn timed(work: &Work, count: usize, s: &Shapes) -> f64 {

@@ -225,13 +225,14 @@ fn cell_recipe(cell: &Cell) -> Option<Recipe> {
 }
 
 /// CPU seconds of one child process that only starts up (`gnnaudit --version`: the executable,
-/// libtorch's shared libraries and static initialisers); the least of three.
+/// libtorch's shared libraries and static initialisers, loaded once as in a `--threads 1` run,
+/// which skips the OpenMP re-execution); the least of three.
 fn start_up_cpu() -> Result<f64> {
     let exe = std::env::current_exe()?;
     let mut best = f64::INFINITY;
     for _ in 0..3 {
         let before = children_cpu_seconds();
-        Command::new(&exe).arg("--version").output()?;
+        Command::new(&exe).arg("--version").env("OMP_NUM_THREADS", "1").output()?;
         best = best.min(children_cpu_seconds() - before);
     }
     Ok(best)
