@@ -318,6 +318,11 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
     for b in &breakdowns {
         println!("{b}");
     }
+    println!(
+        "note: DP-SGD floors materialise per-sample gradients [B, out, in]; our DP-SGD forms the clipped sum \
+         without them, so there the floor overestimates (in-process / floor < 1). 'stage embeddings + NAP' is \
+         ProGAP's once-per-stage recomputation of the previous stage's embedding for all nodes and its aggregation."
+    );
     let order = |a_: &str, b: &str| match (means.get(a_), means.get(b)) {
         (Some(x), Some(y)) => {
             println!("ordering {a_} ({x:.2}) > {b} ({y:.2}): {}", if x > y { "holds" } else { "FAILS" })
