@@ -62,7 +62,7 @@ fn unknown_or_unusable_accountants_are_refused() {
     // A config table: serde refuses the unknown name.
     let err = toml::from_str::<Recipe>("method = \"dp-mlp\"\naccountant = \"moments\"").unwrap_err();
     assert!(err.to_string().contains("moments"), "{err}");
-    // A method whose noise is not calibrated to an epsilon, or no epsilon: the knob is refused.
+    // A method whose noise is not calibrated to an epsilon: the knob is refused.
     let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
         .args(["train", "--dataset", "synthetic", "--method", "gap-inf", "--accountant", "pld"])
         .output()

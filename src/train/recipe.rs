@@ -424,17 +424,18 @@ impl Recipe {
         }
         if !self.accountant.is_rdp() {
             // Only the methods whose noise `train::methods` calibrates from one event can follow
-            // another accountant; elsewhere the knob would be ignored.
+            // another accountant; elsewhere the knob would be ignored. (At eps = inf these methods
+            // add no noise: an audit grid that includes inf keeps the knob for its finite cells.)
             let calibrated = matches!(
                 self.method,
                 Method::DpMlp | Method::GapEdp | Method::GapNdp | Method::ProgapEdp | Method::ProgapNdp
             );
-            if !calibrated || self.epsilon.is_none() {
+            if !calibrated {
                 return Err(Error::invalid(
                     "accountant",
                     format!(
-                        "{} calibrates no noise to a target epsilon here: accountant = \"{}\" applies to \
-                         dp-mlp, gap-edp, gap-ndp, progap-edp and progap-ndp with an epsilon",
+                        "{} calibrates no noise to a target epsilon: accountant = \"{}\" applies to \
+                         dp-mlp, gap-edp, gap-ndp, progap-edp and progap-ndp",
                         self.method.name(),
                         self.accountant.name()
                     ),
