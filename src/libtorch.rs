@@ -39,7 +39,7 @@ pub const WAIT_POLICY_ENV: &str = "OMP_WAIT_POLICY";
 /// the process sets it and re-executes itself (same arguments, same pid), which costs one more
 /// start-up. Call first thing in `main`.
 pub fn passive_openmp_wait() {
-    if std::env::var_os(WAIT_POLICY_ENV).is_some() {
+    if std::env::var_os(WAIT_POLICY_ENV).is_some() || one_thread_requested() {
         return;
     }
     std::env::set_var(WAIT_POLICY_ENV, "passive");
@@ -50,6 +50,17 @@ pub fn passive_openmp_wait() {
     let err = std::process::Command::new(&exe).arg0(arg0).args(args).exec();
     // Only returns on failure (e.g. the binary was replaced on disk): run on, spinning.
     tracing::debug!("could not re-execute with {WAIT_POLICY_ENV}=passive: {err}");
+}
+
+/// Whether this process runs torch on one thread (`--threads 1`, or `OMP_NUM_THREADS=1`): no
+/// OpenMP team is then left idle between regions, so spinning costs nothing and the re-execution
+/// (a second load of libtorch, about 0.2 CPU s, most of a Cornell5 GAP run's start-up) is skipped.
+fn one_thread_requested() -> bool {
+    if std::env::var("OMP_NUM_THREADS").is_ok_and(|v| v.trim() == "1") {
+        return true;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().any(|a| a == "--threads=1") || args.windows(2).any(|w| w[0] == "--threads" && w[1] == "1")
 }
 
 /// The wait policy this process's OpenMP runs with.

@@ -114,6 +114,9 @@ pub struct RecipeArgs {
     /// PGC per-feature randomiser: onebit, laplace, piecewise (raw: omit --epsilon).
     #[arg(long)]
     pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
+    /// Accountant the noise is calibrated to: rdp (default) or pld (tight; the claim is the PLD epsilon).
+    #[arg(long)]
+    pub accountant: Option<crate::privacy::accountant::Accountant>,
 }
 
 impl RecipeArgs {
@@ -137,7 +140,7 @@ impl RecipeArgs {
              mlp_layers => mlp_layers, aggregation => aggregation, epsilon_x => epsilon_x,
              epsilon_y => epsilon_y, kx => kx, ky => ky, training => training, backbone => backbone,
              features => features, sampled => sampled, clusters => clusters, alpha => alpha,
-             kl_direction => kl_direction, mechanism => mechanism);
+             kl_direction => kl_direction, mechanism => mechanism, accountant => accountant);
         r.group_size = self.group_size.or(r.group_size);
         r.mp_layers = self.mp_layers;
         r.inference_budget = self.inference_budget;

@@ -35,8 +35,13 @@ pub fn set_pld(on: bool) {
 impl Expression {
     /// Calibrates sigma to (target, delta) and returns sigma with the budget it spends.
     pub fn calibrate(&self, target: f64, delta: f64) -> Result<(f64, Budget)> {
+        self.calibrate_by(acc::Accountant::Rdp, target, delta)
+    }
+    /// [`Expression::calibrate`] by a chosen accountant. Under PLD the budget always carries the
+    /// PLD epsilon (even with `--no-pld`): it is the claim.
+    pub fn calibrate_by(&self, accountant: acc::Accountant, target: f64, delta: f64) -> Result<(f64, Budget)> {
         let key = format!(
-            "{:?}|{target}|{delta}|{:?}|{}",
+            "{:?}|{target}|{delta}|{:?}|{}|{accountant:?}",
             (self.event)(1.0),
             self.unit,
             PLD.load(std::sync::atomic::Ordering::Relaxed)
@@ -44,8 +49,14 @@ impl Expression {
         if let Some(hit) = DONE.with(|d| d.borrow().iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone())) {
             return Ok(hit);
         }
-        let sigma = acc::calibrate(target, delta, |s| (self.event)(s))?;
-        let out = (sigma, self.budget(sigma, Some(target), delta)?);
+        let sigma = acc::calibrate_by(accountant, target, delta, |s| (self.event)(s))?;
+        let budget = match accountant {
+            acc::Accountant::Rdp => self.budget(sigma, Some(target), delta)?,
+            acc::Accountant::Pld => {
+                acc::budget(&(self.event)(sigma), self.unit, Some(target), delta, vec![("sigma".into(), sigma)])?
+            }
+        };
+        let out = (sigma, budget);
         DONE.with(|d| d.borrow_mut().push((key, out.clone())));
         Ok(out)
     }

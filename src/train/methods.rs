@@ -47,7 +47,8 @@ fn calibrate(r: &Recipe, data: &Dataset, expr: Expression) -> Result<Privacy> {
         Some(eps) => {
             let t = std::time::Instant::now();
             let delta = delta_for(r, data);
-            let (sigma, budget) = expr.calibrate(eps, delta).map_err(|e| accountant_failure(r, delta, e))?;
+            let (sigma, budget) =
+                expr.calibrate_by(r.accountant, eps, delta).map_err(|e| accountant_failure(r, delta, e))?;
             tracing::info!("calibrated sigma {sigma:.4} and budget in {:.2} s", t.elapsed().as_secs_f64());
             Ok(Privacy { sigma, budget })
         }

@@ -213,6 +213,10 @@ pub struct Recipe {
     pub kl_direction: crate::models::rgnn::KlDirection,
     /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
     pub mechanism: crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind,
+    /// The accountant the noise is calibrated to (rdp or pld); written only when not rdp, so
+    /// that existing recipes serialise as before.
+    #[serde(skip_serializing_if = "crate::privacy::accountant::Accountant::is_rdp")]
+    pub accountant: crate::privacy::accountant::Accountant,
 }
 
 impl Default for Recipe {
@@ -257,6 +261,7 @@ impl Default for Recipe {
             group_size: None,
             kl_direction: crate::models::rgnn::KlDirection::TargetPredicted,
             mechanism: Default::default(),
+            accountant: Default::default(),
         }
     }
 }
@@ -416,6 +421,26 @@ impl Recipe {
             && self.mechanism == crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind::Raw
         {
             return Err(Error::invalid("mechanism", "raw randomises nothing: omit --epsilon for the RAW row"));
+        }
+        if !self.accountant.is_rdp() {
+            // Only the methods whose noise `train::methods` calibrates from one event can follow
+            // another accountant; elsewhere the knob would be ignored. (At eps = inf these methods
+            // add no noise: an audit grid that includes inf keeps the knob for its finite cells.)
+            let calibrated = matches!(
+                self.method,
+                Method::DpMlp | Method::GapEdp | Method::GapNdp | Method::ProgapEdp | Method::ProgapNdp
+            );
+            if !calibrated {
+                return Err(Error::invalid(
+                    "accountant",
+                    format!(
+                        "{} calibrates no noise to a target epsilon: accountant = \"{}\" applies to \
+                         dp-mlp, gap-edp, gap-ndp, progap-edp and progap-ndp",
+                        self.method.name(),
+                        self.accountant.name()
+                    ),
+                ));
+            }
         }
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
             if !(e > 0.0) {

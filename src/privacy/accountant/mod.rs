@@ -23,7 +23,7 @@ pub mod rdp;
 pub mod special;
 
 pub use budget::{budget, default_delta, Budget, BudgetComponent, PrivacyUnit};
-pub use calibrate::{calibrate, calibrate_with};
+pub use calibrate::{calibrate, calibrate_by, calibrate_with, Accountant};
 pub use event::Event;
 pub use methods::SgdSchedule;
 pub use pld::{pld_delta, pld_epsilon, pld_epsilons};

@@ -1,0 +1,370 @@
+//! The compute floor of a `bench methods` cell: the kernels the cell's training must run (the
+//! dense layers' forward and backward, the sparse first layer, the aggregation SpMMs, DP-SGD's
+//! per-sample gradients), at the cell's shapes and counts, timed alone as bare libtorch calls:
+//! no training loop, optimiser, caches, checks or bookkeeping. A cell's in-process time over
+//! this floor is what the framework around the kernels costs.
+//!
+//! Left out (so the floor stays a lower bound): Adam's updates (a few parameter-sized ops),
+//! batch/group norm, dropout, the loss, and accuracy read-outs.
+use crate::data::Dataset;
+use crate::models::aggregation::aggregation_operator;
+use crate::train::{Method, Recipe};
+use tch::{Kind, Tensor};
+
+/// CPU seconds of this thread (the floor is timed on a loaded machine, where wall time lies).
+pub fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into the struct we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// User + system CPU seconds of this process's finished children.
+pub fn children_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// The shapes every plan draws on, with the real sparse operands (features restricted to the
+/// train rows, the aggregation operator) so that SpMMs see the data's sparsity pattern.
+pub struct Shapes {
+    n: i64,
+    n_train: i64,
+    n_val: i64,
+    features: i64,
+    classes: i64,
+    /// Features of the train rows, CSR [n_train, F], and its transpose.
+    x_train: Tensor,
+    x_train_t: Tensor,
+    /// Features of all rows, CSR [n, F], and its transpose.
+    x_all: Tensor,
+    x_all_t: Tensor,
+    /// Features of the validation rows, CSR [n_val, F].
+    x_val: Tensor,
+    /// A^T, CSR [n, n].
+    adj: Tensor,
+}
+
+impl Shapes {
+    pub fn of(data: &Dataset) -> crate::Result<Self> {
+        let split = data.split()?;
+        let x = data.features.to_tensor().to_kind(Kind::Float);
+        let train = crate::data::Split::index_tensor(&split.train);
+        let xt = x.index_select(0, &train);
+        let xv = x.index_select(0, &crate::data::Split::index_tensor(&split.val));
+        Ok(Shapes {
+            n: data.num_nodes() as i64,
+            n_train: split.train.len() as i64,
+            n_val: split.val.len() as i64,
+            features: data.num_features() as i64,
+            classes: data.num_classes as i64,
+            x_train_t: xt.tr().contiguous().to_sparse_csr(None::<i64>),
+            x_train: xt.to_sparse_csr(None::<i64>),
+            x_all_t: x.tr().contiguous().to_sparse_csr(None::<i64>),
+            x_all: x.to_sparse_csr(None::<i64>),
+            x_val: xv.to_sparse_csr(None::<i64>),
+            adj: aggregation_operator(&data.graph),
+        })
+    }
+}
+
+/// One kernel sequence of a plan, run `count` times by the cell.
+enum Work {
+    /// A stack of dense layers (widths[0] -> widths[1] -> ...) over `rows` rows, SELU after each
+    /// but the last; forward only or forward + backward. `sparse_input`: the first layer reads the
+    /// sparse features (train rows when training, all rows otherwise).
+    Mlp { rows: i64, widths: Vec<i64>, sparse_input: bool, backward: bool },
+    /// DP-SGD step of a dense stack over a batch: forward, backward and per-sample weight
+    /// gradients with their norms (what clipping needs).
+    PerSample { batch: i64, widths: Vec<i64> },
+    /// `A^T X` with X of this width.
+    Spmm { width: i64 },
+}
+
+struct Item {
+    what: &'static str,
+    count: usize,
+    work: Work,
+}
+
+/// The floor of one cell, split by phase.
+pub struct Floor {
+    pub seconds: f64,
+    pub parts: Vec<(&'static str, f64)>,
+}
+
+fn selu_grad(g: &Tensor, y: &Tensor) -> Tensor {
+    // SELU's derivative from its output, as autograd's elu_backward computes it.
+    Tensor::elu_backward(g, 1.6732632423543772, 1.0507009873554805, 1.0, true, y)
+}
+
+impl Work {
+    fn run(&self, s: &Shapes) {
+        tch::no_grad(|| match self {
+            Work::Mlp { rows, widths, sparse_input, backward } => {
+                let ws: Vec<Tensor> = widths.windows(2).map(|w| pooled(&[w[1], w[0]])).collect();
+                let bs: Vec<Tensor> = widths[1..].iter().map(|&o| pooled(&[o])).collect();
+                let dense_in = (!*sparse_input).then(|| pooled(&[*rows, widths[0]]));
+                // The sparse features of the rows the stack reads: the train rows or all rows.
+                let (sparse_x, sparse_x_t) = match *rows {
+                    r if r == s.n_train => (&s.x_train, &s.x_train_t),
+                    r if r == s.n_val => (&s.x_val, &s.x_all_t),
+                    _ => (&s.x_all, &s.x_all_t),
+                };
+                let mut acts = Vec::with_capacity(ws.len() + 1);
+                let last = ws.len() - 1;
+                for (i, (w, b)) in ws.iter().zip(&bs).enumerate() {
+                    let z = match (i, &dense_in) {
+                        (0, None) => sparse_x.mm(&w.tr()) + b,
+                        (0, Some(x)) => x.linear(w, Some(b)),
+                        _ => acts.last().map(|x: &Tensor| x.linear(w, Some(b))).unwrap(),
+                    };
+                    acts.push(if i < last { z.selu() } else { z });
+                }
+                if !*backward {
+                    return;
+                }
+                let mut g = pooled(&[*rows, *widths.last().unwrap()]);
+                for i in (0..ws.len()).rev() {
+                    if i < last {
+                        g = selu_grad(&g, &acts[i]);
+                    }
+                    let _gb = g.sum_dim_intlist([0i64].as_slice(), false, Kind::Float);
+                    if i == 0 {
+                        let _gw = match &dense_in {
+                            None => sparse_x_t.mm(&g),
+                            Some(x) => g.tr().mm(x),
+                        };
+                    } else {
+                        let _gw = g.tr().mm(&acts[i - 1]);
+                        g = g.mm(&ws[i]);
+                    }
+                }
+            }
+            Work::PerSample { batch, widths } => {
+                let ws: Vec<Tensor> = widths.windows(2).map(|w| pooled(&[w[1], w[0]])).collect();
+                let mut acts = vec![pooled(&[*batch, widths[0]])];
+                let last = ws.len() - 1;
+                for (i, w) in ws.iter().enumerate() {
+                    let z = acts[i].matmul(&w.tr());
+                    acts.push(if i < last { z.selu() } else { z });
+                }
+                let mut g = pooled(&[*batch, *widths.last().unwrap()]);
+                let mut sq = Tensor::zeros([*batch], FLOAT);
+                for i in (0..ws.len()).rev() {
+                    if i < last {
+                        g = selu_grad(&g, &acts[i + 1]);
+                    }
+                    // Per-sample weight gradients [B, out, in], their squared norms, the clipped sum.
+                    let per = g.unsqueeze(2) * acts[i].unsqueeze(1);
+                    sq += per.square().sum_dim_intlist([1i64, 2].as_slice(), false, Kind::Float);
+                    let _sum = per.sum_dim_intlist([0i64].as_slice(), false, Kind::Float);
+                    if i > 0 {
+                        g = g.mm(&ws[i]);
+                    }
+                }
+            }
+            Work::Spmm { width } => {
+                let _ = s.adj.mm(&pooled(&[s.n, *width]));
+            }
+        })
+    }
+}
+
+const FLOAT: (Kind, tch::Device) = (Kind::Float, tch::Device::Cpu);
+
+thread_local! {
+    /// Operands by shape, drawn once (in the warm-up run) so that timed runs do not draw them.
+    static POOL: std::cell::RefCell<Vec<(Vec<i64>, Tensor)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A random N(0, 0.01) tensor of `shape`, the same one on every call.
+fn pooled(shape: &[i64]) -> Tensor {
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if let Some((_, t)) = p.iter().find(|(s, _)| s == shape) {
+            return t.shallow_clone();
+        }
+        let t = Tensor::randn(shape, FLOAT) * 0.1;
+        p.push((shape.to_vec(), t.shallow_clone()));
+        t
+    })
+}
+
+/// Times `count` runs of `work` from a sample of at most 10 runs (after one warm-up).
+fn timed(work: &Work, count: usize, s: &Shapes) -> f64 {
+    if count == 0 {
+        return 0.0;
+    }
+    work.run(s);
+    let k = count.min(10);
+    let t = thread_cpu_seconds();
+    for _ in 0..k {
+        work.run(s);
+    }
+    (thread_cpu_seconds() - t) / k as f64 * count as f64
+}
+
+/// The items of one training phase: `epochs` epochs of a dense stack (full batch, or DP-SGD
+/// batches of `batch` with `steps` steps per epoch) plus a validation forward per epoch.
+fn phase(
+    items: &mut Vec<Item>,
+    s: &Shapes,
+    what: &'static str,
+    epochs: usize,
+    dp: Option<(i64, usize)>,
+    widths: Vec<i64>,
+    sparse_input: bool,
+) {
+    match dp {
+        None => items.push(Item {
+            what,
+            count: epochs,
+            work: Work::Mlp { rows: s.n_train, widths: widths.clone(), sparse_input, backward: true },
+        }),
+        Some((batch, steps)) => {
+            items.push(Item { what, count: epochs * steps, work: Work::PerSample { batch, widths: widths.clone() } })
+        }
+    }
+    // Validation reads the sparse features where training does (DP-SGD trains on dense rows, its
+    // validation does not need to).
+    let sparse_val = sparse_input || (dp.is_some() && widths[0] == s.features);
+    items.push(Item {
+        what,
+        count: epochs,
+        work: Work::Mlp { rows: s.n_val, widths, sparse_input: sparse_val, backward: false },
+    });
+}
+
+/// The floor of `recipe` on `s`; None for methods without a plan here (SAGE-EDP at a finite
+/// epsilon trains on a randomised graph of unknown size; DP-GNN; the others not in the table).
+pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
+    let (h, f, c) = (recipe.hidden as i64, s.features, s.classes);
+    let epochs = recipe.epochs();
+    let dp = (recipe.method.is_node_level() && recipe.epsilon.is_some()).then(|| {
+        let b = recipe.batch_size().unwrap_or(256).min(s.n_train as usize).max(1);
+        (b as i64, crate::privacy::dpsgd::steps_per_epoch(s.n_train as usize, b))
+    });
+    let mut items = Vec::new();
+    let mlp_widths = |first: i64, layers: usize, out: i64| {
+        let mut w = vec![first];
+        w.extend(std::iter::repeat_n(h, layers.saturating_sub(1)));
+        w.push(out);
+        w
+    };
+    match recipe.method {
+        Method::Mlp | Method::DpMlp => {
+            phase(&mut items, s, "MLP", epochs, dp, mlp_widths(f, recipe.mlp_layers, c), dp.is_none());
+        }
+        Method::GapEdp | Method::GapInf | Method::GapNdp => {
+            let hops = recipe.hops();
+            // Encoder layers then its head (the norm between them is left out).
+            let mut enc = mlp_widths(f, recipe.encoder_layers, h);
+            enc.push(c);
+            phase(&mut items, s, "encoder", epochs, dp, enc, dp.is_none());
+            items.push(Item {
+                what: "embed + PMA",
+                count: 1,
+                work: Work::Mlp {
+                    rows: s.n,
+                    widths: mlp_widths(f, recipe.encoder_layers, h),
+                    sparse_input: true,
+                    backward: false,
+                },
+            });
+            items.push(Item { what: "embed + PMA", count: hops, work: Work::Spmm { width: h } });
+            // Per-hop base MLPs, then the head on the concatenation: (hops + 1) bases of width h
+            // are one stack of (hops + 1) h -> (hops + 1) h in cost; the head reads (hops + 1) h.
+            for _ in 0..=hops {
+                phase(&mut items, s, "classifier", epochs, dp, mlp_widths(h, recipe.base_layers(), h), false);
+            }
+            phase(&mut items, s, "classifier", epochs, dp, vec![h * (hops as i64 + 1), c], false);
+        }
+        Method::ProgapEdp | Method::ProgapInf | Method::ProgapNdp => {
+            let depth = recipe.depth();
+            for stage in 0..=depth {
+                if stage > 0 {
+                    let first = if stage == 1 { f } else { h };
+                    items.push(Item {
+                        what: "stage embeddings + NAP",
+                        count: 1,
+                        work: Work::Mlp {
+                            rows: s.n,
+                            widths: mlp_widths(first, recipe.base_layers(), h),
+                            sparse_input: stage == 1,
+                            backward: false,
+                        },
+                    });
+                    items.push(Item { what: "stage embeddings + NAP", count: 1, work: Work::Spmm { width: h } });
+                }
+                let trained = if recipe.layerwise { stage..=stage } else { 0..=stage };
+                for k in trained {
+                    let first = if k == 0 { f } else { h };
+                    let sparse = k == 0 && dp.is_none();
+                    phase(
+                        &mut items,
+                        s,
+                        "stage training",
+                        epochs,
+                        dp,
+                        mlp_widths(first, recipe.base_layers(), h),
+                        sparse,
+                    );
+                }
+                phase(
+                    &mut items,
+                    s,
+                    "stage training",
+                    epochs,
+                    dp,
+                    mlp_widths(h * (stage as i64 + 1), recipe.head_layers, c),
+                    false,
+                );
+            }
+        }
+        Method::Sage | Method::SageEdp if recipe.epsilon.is_none() => {
+            let layers = recipe.mp_layers.unwrap_or(2);
+            // Full-graph epochs: forward + backward over all rows, and a validation forward.
+            let mut per_epoch = |backward: bool| {
+                items.push(Item {
+                    what: "SAGE epochs",
+                    count: epochs,
+                    work: Work::Mlp { rows: s.n, widths: vec![f, h], sparse_input: true, backward },
+                });
+                for _ in 0..layers {
+                    // neighbour and root projections, and the aggregation (its transpose backward).
+                    items.push(Item {
+                        what: "SAGE epochs",
+                        count: epochs,
+                        work: Work::Mlp { rows: s.n, widths: vec![h, 2 * h], sparse_input: false, backward },
+                    });
+                    items.push(Item {
+                        what: "SAGE epochs",
+                        count: epochs * if backward { 2 } else { 1 },
+                        work: Work::Spmm { width: h },
+                    });
+                }
+                items.push(Item {
+                    what: "SAGE epochs",
+                    count: epochs,
+                    work: Work::Mlp { rows: s.n, widths: vec![h * layers as i64, h, c], sparse_input: false, backward },
+                });
+            };
+            per_epoch(true);
+            per_epoch(false);
+        }
+        _ => return None,
+    }
+    let mut parts: Vec<(&'static str, f64)> = Vec::new();
+    for it in &items {
+        let t = timed(&it.work, it.count, s);
+        match parts.iter_mut().find(|(w, _)| *w == it.what) {
+            Some((_, acc)) => *acc += t,
+            None => parts.push((it.what, t)),
+        }
+    }
+    Some(Floor { seconds: parts.iter().map(|(_, t)| t).sum(), parts })
+}
