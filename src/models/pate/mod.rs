@@ -20,9 +20,11 @@
 //! (`privacy::accountant::pate`). Edges of private nodes to public ones are dropped too, so a
 //! public node's features and neighbourhood never depend on a private node.
 //!
-//! Deployment: posteriors for every node come from the student on the *inference graph*, the
-//! full node set with the public edges only (private nodes isolated): a private node's answer
-//! then depends on its own features and the DP student only, never on private edges.
+//! Deployment: posteriors for every node come from the student with every node isolated (its
+//! own features only). Keeping the public edges would isolate exactly the private nodes and so
+//! publish who is private: an MIA on Cora (eps 8, a chance-level student) read membership off
+//! that (AUC 80.8). Without edges a node's answer depends on its own features and the DP
+//! student only, never on private edges or on the split.
 pub mod aggregator;
 pub mod student;
 
@@ -199,11 +201,6 @@ pub fn teacher_of(v: usize, teachers: usize, seed: u64) -> usize {
     (z % teachers as u64) as usize
 }
 
-/// The graph on all nodes that keeps only edges whose endpoints are both in `keep`.
-pub fn edges_within(graph: &Graph, keep: &[bool]) -> Result<Graph> {
-    Graph::from_edges(graph.num_nodes(), graph.edges().filter(|&(u, v)| keep[u] && keep[v]))
-}
-
 /// What the labelling did, for the budget breakdown and the report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabellingReport {
@@ -321,7 +318,7 @@ pub fn train(data: &Dataset, c: &PateConfig, seed: u64) -> Result<(FullBatchMode
         )
     );
 
-    // Student on the public graph, then released on the inference graph.
+    // Student on the public graph, then released answering every node from its own features.
     let mut labels = vec![None; public.num_nodes()];
     for (&q, a) in queries.iter().zip(&answers) {
         labels[q] = *a;
@@ -329,8 +326,7 @@ pub fn train(data: &Dataset, c: &PateConfig, seed: u64) -> Result<(FullBatchMode
     let x_pub = public.features.to_tensor().to_kind(Kind::Float).to_device(crate::device::current());
     let trained =
         student::train(&c.student, &public.graph, &x_pub, &labels, data.num_classes as i64, seed.wrapping_add(7919))?;
-    let public_mask: Vec<bool> = private.iter().map(|p| !p).collect();
-    let inference = edges_within(&data.graph, &public_mask)?;
+    let inference = Graph::from_edges(n, std::iter::empty())?;
     let features = data.features.to_tensor().to_kind(Kind::Float).to_device(crate::device::current());
     let model = released(trained.student.vs, trained.student.net, features, inference);
     let y = data.label_tensor();
@@ -339,7 +335,7 @@ pub fn train(data: &Dataset, c: &PateConfig, seed: u64) -> Result<(FullBatchMode
     Ok((model, accuracy, budget, report))
 }
 
-/// The released student: answers every node from the inference graph.
+/// The released student: answers every node of `graph` (edgeless at release; see the module doc).
 fn released(vs: nn::VarStore, net: Network, features: Tensor, graph: Graph) -> FullBatchModel {
     let tensors = net.tensors(&graph);
     let posteriors_cache = tch::no_grad(|| net.forward_t(&features, &tensors, false).softmax(-1, Kind::Float));
@@ -353,7 +349,7 @@ pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<Traine
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// Rebuilds a saved student (weights, features, inference graph; see `train::checkpoint`).
+/// Rebuilds a saved student (weights, features, its edgeless graph; see `train::checkpoint`).
 pub fn load_checkpoint(
     meta: &crate::train::checkpoint::Meta,
     cache: &crate::train::checkpoint::Cache,
