@@ -117,6 +117,30 @@ pub struct RecipeArgs {
     /// Accountant the noise is calibrated to: rdp (default) or pld (tight; the claim is the PLD epsilon).
     #[arg(long)]
     pub accountant: Option<crate::privacy::accountant::Accountant>,
+    /// graph-pate: teachers, each on a disjoint hashed part of the private nodes (default 10).
+    #[arg(long)]
+    pub teachers: Option<usize>,
+    /// graph-pate: public nodes queried (default: every validation node).
+    #[arg(long)]
+    pub queries: Option<usize>,
+    /// graph-pate: consensus threshold T as a share of the teachers, in (0, 1] (default 0.6).
+    #[arg(long, allow_negative_numbers = true)]
+    pub vote_threshold: Option<f64>,
+    /// graph-pate: sigma1 / sigma2 of Confident-GNMax (default 2; sigma2 from --epsilon).
+    #[arg(long, allow_negative_numbers = true)]
+    pub check_noise_ratio: Option<f64>,
+    /// graph-pate student: plain, coteach, coteach-plus (PATE+) or cleanse (PATE++).
+    #[arg(long)]
+    pub student: Option<crate::models::pate::StudentKind>,
+    /// graph-pate co-teaching: estimated label-noise rate beta (default 0.2).
+    #[arg(long, allow_negative_numbers = true)]
+    pub noise_rate: Option<f64>,
+    /// graph-pate cleanse: share tau of labelled nodes removed (default 0.4).
+    #[arg(long, allow_negative_numbers = true)]
+    pub removal_ratio: Option<f64>,
+    /// graph-pate cleanse: count-table decay alpha (default 0.9).
+    #[arg(long, allow_negative_numbers = true)]
+    pub count_decay: Option<f64>,
 }
 
 impl RecipeArgs {
@@ -144,6 +168,10 @@ impl RecipeArgs {
         r.group_size = self.group_size.or(r.group_size);
         r.mp_layers = self.mp_layers;
         r.inference_budget = self.inference_budget;
+        (r.teachers, r.queries, r.vote_threshold, r.check_noise_ratio) =
+            (self.teachers, self.queries, self.vote_threshold, self.check_noise_ratio);
+        (r.student, r.noise_rate, r.removal_ratio, r.count_decay) =
+            (self.student, self.noise_rate, self.removal_ratio, self.count_decay);
         Ok(r)
     }
 }

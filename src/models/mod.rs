@@ -21,6 +21,7 @@ pub mod gcn;
 pub mod kprop;
 pub mod lpgnn;
 pub mod mlp;
+pub mod pate;
 pub mod pgc;
 pub mod ppr;
 pub mod progap;

@@ -61,11 +61,13 @@ impl SageConv {
         // The aggregation is linear, so project first when that shrinks the rows it moves.
         let (in_dim, out_dim) = (self.neigh.ws.size()[1], self.neigh.ws.size()[0]);
         let neigh = if out_dim < in_dim {
-            let mut h = adj.propagate(&x.matmul(&self.neigh.ws.tr()));
-            if let Some(b) = &self.neigh.bs {
-                h += b;
+            let h = adj.propagate(&x.matmul(&self.neigh.ws.tr()));
+            // Not `h += b`: under a recording `SparseMatrix` the product is a leaf that requires
+            // grad, and an in-place add on it is refused by autograd.
+            match &self.neigh.bs {
+                Some(b) => h + b,
+                None => h,
             }
-            h
         } else {
             adj.propagate(x).apply(&self.neigh)
         };

@@ -97,6 +97,11 @@ pub fn check_method(method: Method) -> Result<()> {
             "method",
             "pgc is local DP per feature: no sensitivity-calibrated release to replay; use the mechanism audit",
         )),
+        Method::GraphPate => Err(Error::invalid(
+            "method",
+            "graph-pate releases noisy vote counts whose sensitivity (1 and sqrt 2) holds by the disjoint \
+             partition, not by a clip a replay can measure; its accounting is checked by golden tests",
+        )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
         }

@@ -61,6 +61,10 @@ pub enum Method {
     /// PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per
     /// feature; the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row.
     Pgc,
+    /// Graph PATE (thesis ch.3 adapted, spec 5.7): GNN teachers on disjoint node partitions,
+    /// Confident-GNMax labelling of public nodes, a GNN student (--student plain|coteach|
+    /// coteach-plus|cleanse = PATE, co-teaching, PATE+, PATE++); node-level DP.
+    GraphPate,
 }
 
 impl Method {
@@ -85,6 +89,7 @@ impl Method {
             Method::Lpgnn => "lpgnn",
             Method::Rgnn => "rgnn",
             Method::Pgc => "pgc",
+            Method::GraphPate => "graph-pate",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -98,7 +103,7 @@ impl Method {
             Method::GapInf | Method::ProgapInf => PrivacyUnit::None,
             Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
             Method::SageEdp => PrivacyUnit::Edge,
-            Method::Dpgnn | Method::DpgnnRowclip => PrivacyUnit::Node,
+            Method::Dpgnn | Method::DpgnnRowclip | Method::GraphPate => PrivacyUnit::Node,
             Method::Lpgnn | Method::Rgnn | Method::Pgc => PrivacyUnit::Local,
         }
     }
@@ -121,6 +126,7 @@ impl Method {
                 | Method::Dpgnn
                 | Method::DpgnnRowclip
                 | Method::Pgc
+                | Method::GraphPate
         )
     }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
@@ -217,6 +223,15 @@ pub struct Recipe {
     /// that existing recipes serialise as before.
     #[serde(skip_serializing_if = "crate::privacy::accountant::Accountant::is_rdp")]
     pub accountant: crate::privacy::accountant::Accountant,
+    /// Graph PATE knobs (None = the method's default; refused by every other method).
+    pub teachers: Option<usize>,
+    pub queries: Option<usize>,
+    pub vote_threshold: Option<f64>,
+    pub check_noise_ratio: Option<f64>,
+    pub student: Option<crate::models::pate::StudentKind>,
+    pub noise_rate: Option<f64>,
+    pub removal_ratio: Option<f64>,
+    pub count_decay: Option<f64>,
 }
 
 impl Default for Recipe {
@@ -262,6 +277,14 @@ impl Default for Recipe {
             kl_direction: crate::models::rgnn::KlDirection::TargetPredicted,
             mechanism: Default::default(),
             accountant: Default::default(),
+            teachers: None,
+            queries: None,
+            vote_threshold: None,
+            check_noise_ratio: None,
+            student: None,
+            noise_rate: None,
+            removal_ratio: None,
+            count_decay: None,
         }
     }
 }
@@ -300,7 +323,7 @@ impl Recipe {
         self.epochs.unwrap_or(match self.method {
             Method::ProgapNdp => 5,
             Method::Lpgnn | Method::Pgc => 500,
-            Method::Rgnn => 100,
+            Method::Rgnn | Method::GraphPate => 100,
             m if m.is_node_level() => 10,
             _ => 100,
         })
@@ -442,6 +465,7 @@ impl Recipe {
                 ));
             }
         }
+        crate::models::pate::check_recipe(self)?;
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
             if !(e > 0.0) {
                 return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));

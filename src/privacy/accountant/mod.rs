@@ -18,6 +18,7 @@ pub mod dpar;
 pub mod event;
 pub mod ldp;
 pub mod methods;
+pub mod pate;
 pub mod pld;
 pub mod rdp;
 pub mod special;

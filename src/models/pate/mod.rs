@@ -1,0 +1,371 @@
+//! `graph-pate`: PATE for node classification under node-level DP (Zhang thesis ch.3 adapted as
+//! spec 5.7 decides; Papernot et al. 2018).
+//!
+//! Layout of one run on a dataset with a train/val/test split:
+//! - private nodes = the train nodes. Each goes to one of n_t teachers by a keyed hash of its id
+//!   (not by a graph partitioner: with a graph-grown partition such as `data::partition`,
+//!   removing one node reshuffles the parts of others, and one unit would reach many teachers).
+//!   Every edge between two teachers' parts, and every edge to a public node, is dropped; teacher
+//!   t is a GNN trained on the subgraph induced by its part.
+//! - public nodes = all the others, with only the edges among them (the public graph). The
+//!   validation nodes are the query pool (the first `queries` of a seeded shuffle, default all);
+//!   the test nodes are what the student is scored on. Public labels are never read in training.
+//! - teachers vote on the queries (inference on the public graph); Confident-GNMax labels them.
+//! - the student (`student::StudentKind`) trains on the public graph and is the released model.
+//!
+//! The unit. Node-level DP removes a node with its features, label and edges. After the cross
+//! edges are dropped, a private node's edges touch its own part only: it changes one teacher's
+//! training graph and nothing else, so each teacher-vote histogram moves by one vote (L2
+//! sqrt 2) and its top count by 1, which is the PATE sensitivity the accountant uses
+//! (`privacy::accountant::pate`). Edges of private nodes to public ones are dropped too, so a
+//! public node's features and neighbourhood never depend on a private node.
+//!
+//! Deployment: posteriors for every node come from the student with every node isolated (its
+//! own features only). Keeping the public edges would isolate exactly the private nodes and so
+//! publish who is private: an MIA on Cora (eps 8, a chance-level student) read membership off
+//! that (AUC 80.8). Without edges a node's answer depends on its own features and the DP
+//! student only, never on private edges or on the split.
+pub mod aggregator;
+pub mod student;
+
+pub use student::StudentKind;
+
+use crate::data::{Dataset, Graph, Split};
+use crate::error::{Error, Result};
+use crate::models::backbone::{self, BaselineSpec, FitConfig, FullBatchModel, GnnKind, Network, TwoLayerGnn};
+use crate::privacy::accountant::{pate as acc, Budget, PrivacyUnit};
+use crate::train::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
+use aggregator::{vote_counts, ConfidentGnmax};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use student::StudentConfig;
+use tch::{nn, Kind, Tensor};
+
+/// Graph PATE's defaults (spec 5.4 where it carries over: beta 0.2, alpha 0.9, tau 0.4 (SVHN)).
+pub const DEFAULT_TEACHERS: usize = 10;
+/// T as a share of the teachers (Papernot et al.'s MNIST run: T = 200 of 250 teachers = 0.8).
+pub const DEFAULT_VOTE_THRESHOLD: f64 = 0.6;
+/// sigma1 / sigma2 (Papernot et al.'s MNIST run: 150 / 40).
+pub const DEFAULT_CHECK_NOISE_RATIO: f64 = 2.0;
+pub const DEFAULT_NOISE_RATE: f64 = 0.2;
+pub const DEFAULT_REMOVAL_RATIO: f64 = 0.4;
+pub const DEFAULT_COUNT_DECAY: f64 = 0.9;
+
+/// One run's settings, read from a recipe.
+#[derive(Debug, Clone)]
+pub struct PateConfig {
+    pub epsilon: Option<f64>,
+    pub delta: Option<f64>,
+    pub teachers: usize,
+    pub queries: Option<usize>,
+    pub vote_threshold: f64,
+    pub check_noise_ratio: f64,
+    pub teacher_fit: FitConfig,
+    pub student: StudentConfig,
+}
+
+/// The recipe fields graph-pate reads.
+pub fn config(r: &Recipe) -> PateConfig {
+    PateConfig {
+        epsilon: r.epsilon,
+        delta: r.delta,
+        teachers: r.teachers.unwrap_or(DEFAULT_TEACHERS),
+        queries: r.queries,
+        vote_threshold: r.vote_threshold.unwrap_or(DEFAULT_VOTE_THRESHOLD),
+        check_noise_ratio: r.check_noise_ratio.unwrap_or(DEFAULT_CHECK_NOISE_RATIO),
+        teacher_fit: FitConfig { epochs: r.epochs(), learning_rate: r.lr, weight_decay: r.weight_decay },
+        student: StudentConfig {
+            kind: r.student.unwrap_or_default(),
+            backbone: r.backbone,
+            hidden: r.hidden as i64,
+            dropout: r.dropout,
+            learning_rate: r.lr,
+            weight_decay: r.weight_decay,
+            epochs: r.epochs(),
+            noise_rate: r.noise_rate.unwrap_or(DEFAULT_NOISE_RATE),
+            removal_ratio: r.removal_ratio.unwrap_or(DEFAULT_REMOVAL_RATIO),
+            count_decay: r.count_decay.unwrap_or(DEFAULT_COUNT_DECAY),
+        },
+    }
+}
+
+/// Recipe checks: graph-pate's knobs are in range, other methods do not set them, and graph-pate
+/// refuses the knobs it does not use (each named).
+pub fn check_recipe(r: &Recipe) -> Result<()> {
+    let pate_knobs = [
+        ("teachers", r.teachers.is_some()),
+        ("queries", r.queries.is_some()),
+        ("vote_threshold", r.vote_threshold.is_some()),
+        ("check_noise_ratio", r.check_noise_ratio.is_some()),
+        ("student", r.student.is_some()),
+        ("noise_rate", r.noise_rate.is_some()),
+        ("removal_ratio", r.removal_ratio.is_some()),
+        ("count_decay", r.count_decay.is_some()),
+    ];
+    if r.method != Method::GraphPate {
+        if let Some((name, _)) = pate_knobs.iter().find(|(_, set)| *set) {
+            return Err(Error::invalid(
+                *name,
+                format!("is a graph-pate knob; method {} does not use it", r.method.name()),
+            ));
+        }
+        return Ok(());
+    }
+    let c = config(r);
+    crate::ensure!(
+        c.teachers >= 2,
+        Error::invalid("teachers", format!("PATE needs at least 2 teachers to vote, got {}", c.teachers))
+    );
+    crate::ensure!(c.queries != Some(0), Error::invalid("queries", "the public query set is empty (0 queries)"));
+    crate::ensure!(
+        c.vote_threshold > 0.0 && c.vote_threshold <= 1.0,
+        Error::invalid("vote_threshold", format!("a share of the teachers in (0, 1], got {}", c.vote_threshold))
+    );
+    crate::ensure!(
+        c.check_noise_ratio > 0.0 && c.check_noise_ratio.is_finite(),
+        Error::invalid("check_noise_ratio", format!("sigma1 / sigma2 must be > 0, got {}", c.check_noise_ratio))
+    );
+    let s = &c.student;
+    crate::ensure!(
+        (0.0..1.0).contains(&s.noise_rate),
+        Error::invalid("noise_rate", format!("beta must be in [0, 1), got {}", s.noise_rate))
+    );
+    crate::ensure!(
+        (0.0..1.0).contains(&s.removal_ratio),
+        Error::invalid("removal_ratio", format!("tau must be in [0, 1), got {}", s.removal_ratio))
+    );
+    crate::ensure!(
+        s.count_decay > 0.0 && s.count_decay <= 1.0,
+        Error::invalid("count_decay", format!("alpha must be in (0, 1], got {}", s.count_decay))
+    );
+    let kind = s.kind;
+    let co = kind != StudentKind::Plain;
+    let used_by = [
+        ("noise_rate", r.noise_rate.is_some() && !co, "the co-teaching students"),
+        ("removal_ratio", r.removal_ratio.is_some() && kind != StudentKind::Cleanse, "student cleanse"),
+        ("count_decay", r.count_decay.is_some() && kind != StudentKind::Cleanse, "student cleanse"),
+        ("check_noise_ratio", r.check_noise_ratio.is_some() && r.epsilon.is_none(), "a private run (--epsilon)"),
+    ];
+    if let Some((name, _, who)) = used_by.iter().find(|(_, bad, _)| *bad) {
+        return Err(Error::invalid(*name, format!("only {who} use(s) it")));
+    }
+    let d = Recipe::new(Method::GraphPate, None);
+    let unused = [
+        ("hops", r.hops.is_some()),
+        ("depth", r.depth.is_some()),
+        ("mp_layers", r.mp_layers.is_some()),
+        ("inference_budget", r.inference_budget.is_some()),
+        ("batch_size", r.batch_size.is_some()),
+        ("base_layers", r.base_layers.is_some()),
+        ("batch_norm", r.batch_norm.is_some()),
+        ("norm_groups", r.norm_groups.is_some()),
+        ("group_size", r.group_size.is_some()),
+        ("max_degree", r.max_degree != d.max_degree),
+        ("max_grad_norm", r.max_grad_norm != d.max_grad_norm),
+        ("mlp_layers", r.mlp_layers != d.mlp_layers),
+        ("encoder_layers", r.encoder_layers != d.encoder_layers),
+        ("head_layers", r.head_layers != d.head_layers),
+        ("layerwise", r.layerwise != d.layerwise),
+        ("epsilon_x", r.epsilon_x != d.epsilon_x),
+        ("epsilon_y", r.epsilon_y != d.epsilon_y),
+        ("kx", r.kx != d.kx),
+        ("ky", r.ky != d.ky),
+        ("sampled", r.sampled != d.sampled),
+        ("clusters", r.clusters != d.clusters),
+        ("alpha", r.alpha != d.alpha),
+        ("features", r.features != d.features),
+        ("training", r.training != d.training),
+        ("mechanism", r.mechanism != d.mechanism),
+        ("aggregation", r.aggregation != d.aggregation),
+        ("activation", r.activation != d.activation),
+        ("optimizer", r.optimizer != d.optimizer),
+    ];
+    if let Some((name, _)) = unused.iter().find(|(_, set)| *set) {
+        return Err(Error::invalid(*name, "graph-pate does not use it"));
+    }
+    crate::ensure!(
+        r.backbone != GnnKind::Gat,
+        Error::invalid("backbone", "graph-pate's teachers and student are gcn or sage")
+    );
+    Ok(())
+}
+
+/// The teacher of private node `v`: a keyed hash of its id (splitmix64), so that one node's
+/// presence never moves another node between teachers.
+pub fn teacher_of(v: usize, teachers: usize, seed: u64) -> usize {
+    let mut z = seed ^ (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z % teachers as u64) as usize
+}
+
+/// What the labelling did, for the budget breakdown and the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabellingReport {
+    pub queries: usize,
+    pub answered: usize,
+    /// Share of answered queries whose label is the true one (measured, never used in training).
+    pub label_accuracy: f64,
+    pub sigma1: f64,
+    pub sigma2: f64,
+    pub threshold: f64,
+}
+
+/// Trains graph-pate on `data` (with a split), deterministically given `seed`.
+pub fn train(data: &Dataset, c: &PateConfig, seed: u64) -> Result<(FullBatchModel, Accuracy, Budget, LabellingReport)> {
+    let split = data.split()?;
+    let n = data.num_nodes();
+    let mut private = vec![false; n];
+    split.train.iter().for_each(|&v| private[v] = true);
+    // Teachers: hashed parts of the private nodes, each on its induced subgraph.
+    let mut parts: Vec<Vec<usize>> = vec![vec![]; c.teachers];
+    for &v in &split.train {
+        parts[teacher_of(v, c.teachers, seed)].push(v);
+    }
+    if let Some(t) = parts.iter().position(Vec::is_empty) {
+        return Err(Error::invalid(
+            "teachers",
+            format!(
+                "teacher {t} of {} got no private node ({} train nodes): use fewer teachers",
+                c.teachers,
+                split.train.len()
+            ),
+        ));
+    }
+    let public_nodes: Vec<usize> = (0..n).filter(|&v| !private[v]).collect();
+    let public = crate::data::transforms::induced_subgraph(data, &public_nodes)?;
+    let pub_split = public.split()?.clone();
+    let mut pool = pub_split.val.clone();
+    crate::ensure!(!pool.is_empty(), Error::invalid("queries", "the public query set (validation nodes) is empty"));
+    pool.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0x9a7e));
+    let m = match c.queries {
+        Some(k) if k > pool.len() => {
+            return Err(Error::invalid("queries", format!("{k} queries asked, the public pool has {}", pool.len())))
+        }
+        Some(k) => k,
+        None => pool.len(),
+    };
+    let mut queries = pool[..m].to_vec();
+    queries.sort_unstable();
+
+    let spec =
+        BaselineSpec::TwoLayer { kind: c.student.backbone, hidden: c.student.hidden, dropout: c.student.dropout };
+    let mut predictions = Vec::with_capacity(c.teachers);
+    for (t, part) in parts.iter().enumerate() {
+        let mut sub = crate::data::transforms::induced_subgraph(data, part)?;
+        sub.split = Some(Split { train: (0..part.len()).collect(), val: vec![], test: vec![] });
+        let (teacher, _) = backbone::train_baseline(&sub, &spec, &c.teacher_fit, seed.wrapping_add(1 + t as u64))?;
+        let post = teacher.posteriors_on(&public)?;
+        let pred = Vec::<i64>::try_from(post.argmax(-1, false).to_device(tch::Device::Cpu))?;
+        predictions.push(queries.iter().map(|&q| pred[q] as usize).collect::<Vec<_>>());
+    }
+    let counts = vote_counts(&predictions, data.num_classes);
+
+    // Noise and budget: sigma2 calibrated to (epsilon, delta) on the sound event, sigma1 = ratio sigma2.
+    let threshold = c.vote_threshold * c.teachers as f64;
+    let delta = c.delta.unwrap_or_else(|| crate::privacy::accountant::default_delta(n));
+    let (sigma1, sigma2, mut budget) = match c.epsilon {
+        Some(eps) => {
+            let (ratio, mq) = (c.check_noise_ratio, m as u64);
+            let expr = crate::train::accounting::Expression {
+                unit: PrivacyUnit::Node,
+                event: Box::new(move |s| acc::confident_gnmax_event(mq, ratio * s, s)),
+            };
+            let (s2, b) = expr.calibrate(eps, delta)?;
+            (ratio * s2, s2, b)
+        }
+        None => (0.0, 0.0, Budget::non_private()),
+    };
+    let agg = ConfidentGnmax { threshold, sigma1, sigma2 };
+    let answers = agg.label(&counts, seed ^ 0x6e6d);
+    let answered = answers.iter().filter(|a| a.is_some()).count();
+    let correct = queries.iter().zip(&answers).filter(|(&q, a)| **a == Some(public.labels[q])).count();
+    let report = LabellingReport {
+        queries: m,
+        answered,
+        label_accuracy: if answered == 0 { 0.0 } else { correct as f64 / answered as f64 },
+        sigma1,
+        sigma2,
+        threshold,
+    };
+    tracing::info!("graph-pate: {answered} of {m} queries answered, {:.1}% correct", 100.0 * report.label_accuracy);
+    if c.epsilon.is_some() {
+        let (paper, _) = acc::thesis_epsilon(m as u64, answered as u64, sigma1, sigma2, delta)?;
+        let flags: Vec<bool> = answers.iter().map(Option::is_some).collect();
+        let (dd, _) = acc::data_dependent_epsilon(&counts, &flags, threshold, sigma1, sigma2, delta)?;
+        budget.noise = vec![
+            ("sigma1".into(), sigma1),
+            ("sigma2".into(), sigma2),
+            ("threshold".into(), threshold),
+            ("teachers".into(), c.teachers as f64),
+            ("queries".into(), m as f64),
+            ("answered".into(), answered as f64),
+            ("label_accuracy_measured".into(), report.label_accuracy),
+            ("paper_epsilon".into(), paper),
+            ("data_dependent_epsilon_not_dp".into(), dd),
+        ];
+    }
+    crate::ensure!(
+        answered > 0,
+        Error::invalid(
+            "vote_threshold",
+            format!(
+                "no query passed the consensus check (T = {threshold} votes of {}, sigma1 = {sigma1:.2})",
+                c.teachers
+            )
+        )
+    );
+
+    // Student on the public graph, then released answering every node from its own features.
+    let mut labels = vec![None; public.num_nodes()];
+    for (&q, a) in queries.iter().zip(&answers) {
+        labels[q] = *a;
+    }
+    let x_pub = public.features.to_tensor().to_kind(Kind::Float).to_device(crate::device::current());
+    let trained =
+        student::train(&c.student, &public.graph, &x_pub, &labels, data.num_classes as i64, seed.wrapping_add(7919))?;
+    let inference = Graph::from_edges(n, std::iter::empty())?;
+    let features = data.features.to_tensor().to_kind(Kind::Float).to_device(crate::device::current());
+    let model = released(trained.student.vs, trained.student.net, features, inference);
+    let y = data.label_tensor();
+    let acc_of = |idx: &[usize]| backbone::accuracy_on(&model.posteriors_cache, &y, &Split::index_tensor(idx));
+    let accuracy = Accuracy { train: acc_of(&split.train), val: acc_of(&split.val), test: acc_of(&split.test) };
+    Ok((model, accuracy, budget, report))
+}
+
+/// The released student: answers every node of `graph` (edgeless at release; see the module doc).
+fn released(vs: nn::VarStore, net: Network, features: Tensor, graph: Graph) -> FullBatchModel {
+    let tensors = net.tensors(&graph);
+    let posteriors_cache = tch::no_grad(|| net.forward_t(&features, &tensors, false).softmax(-1, Kind::Float));
+    FullBatchModel { vs, net, features, tensors, graph, posteriors_cache }
+}
+
+/// The `train` arm of `--method graph-pate`.
+pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    let start = std::time::Instant::now();
+    let (model, accuracy, budget, _) = train(data, &config(recipe), seed)?;
+    Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// Rebuilds a saved student (weights, features, its edgeless graph; see `train::checkpoint`).
+pub fn load_checkpoint(
+    meta: &crate::train::checkpoint::Meta,
+    cache: &crate::train::checkpoint::Cache,
+    load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
+) -> Result<Box<dyn TrainedModel>> {
+    let s = config(&meta.recipe).student;
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let net = Network::TwoLayer(TwoLayerGnn::new(
+        &vs.root(),
+        s.backbone,
+        meta.num_features,
+        s.hidden,
+        meta.num_classes,
+        s.dropout,
+    ));
+    load(&mut vs)?;
+    let (features, graph) = (cache.get("features")?, cache.graph()?);
+    Ok(Box::new(released(vs, net, features, graph)))
+}

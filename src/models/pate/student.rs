@@ -1,0 +1,231 @@
+//! The student: a GNN on the public graph trained on the teachers' noisy labels (spec 5.3, 5.7).
+//! The semi-supervised GAN of the image setting is left out (spec 5.7: image-specific); the
+//! unlabelled public nodes still take part as graph context of every forward pass.
+//!
+//! - `plain`: cross-entropy on the labelled nodes (the original PATE student without the GAN).
+//! - `coteach`: two peers; each picks the R(e) fraction of the batch with its smallest losses and
+//!   the *other* peer learns from that pick (Han et al. 2018; "PATE with co-teaching").
+//! - `coteach-plus`: PATE+ (Alg. 1): the same, restricted to the nodes the peers disagree on
+//!   (co-teaching+, Yu et al. 2019).
+//! - `cleanse`: PATE++ (Alg. 3): PATE+ while counting, per epoch, the labelled nodes on which the
+//!   peers disagree and both differ from the label; the table decays, T <- alpha T + c_e (spec 5.3
+//!   decision: the text's decay, not Alg. 3's line 16); the tau fraction with the highest counts
+//!   becomes unlabelled and PATE+ is retrained from scratch.
+//!
+//! Keep ratio (Han et al. 2018, thesis l.560): R(e) = 1 - beta min(e/15, 1), beta the estimated
+//! noise rate. Mini-batches of 100 labelled nodes (thesis l.547). Privacy: post-processing.
+use crate::data::Graph;
+use crate::error::Result;
+use crate::models::backbone::{GnnKind, GraphTensors, Network, TwoLayerGnn};
+use crate::models::sparse::{self, Product};
+use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tch::{nn, Kind, Tensor};
+
+/// How the student learns from the noisy labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+#[value(rename_all = "kebab-case")]
+pub enum StudentKind {
+    /// Cross-entropy on the labelled nodes (original PATE student, no GAN).
+    #[default]
+    Plain,
+    /// Two peers, small-loss cross-update (PATE with co-teaching).
+    Coteach,
+    /// Co-teaching on the peers' disagreements (PATE+).
+    CoteachPlus,
+    /// PATE+ with count-table cleansing, then PATE+ again (PATE++).
+    Cleanse,
+}
+
+/// Labelled nodes per mini-batch (thesis l.547).
+pub const BATCH: usize = 100;
+/// Epochs over which the keep ratio falls to 1 - beta (Han et al. 2018's T_k, spec 5.3).
+pub const RAMP_EPOCHS: f64 = 15.0;
+
+/// The student's hyper-parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StudentConfig {
+    pub kind: StudentKind,
+    pub backbone: GnnKind,
+    pub hidden: i64,
+    pub dropout: f64,
+    pub learning_rate: f64,
+    pub weight_decay: f64,
+    pub epochs: usize,
+    /// beta, the estimated label-noise rate.
+    pub noise_rate: f64,
+    /// tau, the share of labelled nodes PATE++ moves to the unlabelled set.
+    pub removal_ratio: f64,
+    /// alpha, the count table's decay.
+    pub count_decay: f64,
+}
+
+/// One network with its optimiser.
+pub struct Peer {
+    pub vs: nn::VarStore,
+    pub net: Network,
+    opt: Optimizer,
+    params: Vec<Tensor>,
+}
+
+impl Peer {
+    pub fn new(cfg: &StudentConfig, features: i64, classes: i64) -> Self {
+        let vs = nn::VarStore::new(crate::device::current());
+        let net =
+            Network::TwoLayer(TwoLayerGnn::new(&vs.root(), cfg.backbone, features, cfg.hidden, classes, cfg.dropout));
+        let params = vs.trainable_variables();
+        let opt = Optimizer::new(OptimizerKind::Adam, cfg.learning_rate, cfg.weight_decay);
+        Peer { vs, net, opt, params }
+    }
+    fn logits(&self, x: &Tensor, g: &GraphTensors) -> Tensor {
+        tch::no_grad(|| self.net.forward_t(x, g, false))
+    }
+    /// One Adam step on the cross-entropy of `nodes` with `labels` (full-graph forward).
+    fn step(&mut self, x: &Tensor, g: &GraphTensors, nodes: &[usize], labels: &Tensor) {
+        if nodes.is_empty() {
+            return;
+        }
+        let idx = index(nodes);
+        let recorders: Vec<_> = g.matrices().collect();
+        recorders.iter().for_each(|m| m.record());
+        let logits = self.net.forward_t(x, g, true);
+        let products: Vec<Product> = recorders.iter().flat_map(|m| m.take_products()).collect();
+        let loss = crate::models::cross_entropy(&logits.index_select(0, &idx), &labels.index_select(0, &idx));
+        let grads = sparse::backward(&loss, &self.params, products);
+        let grads: Vec<(usize, Tensor)> = grads.into_iter().enumerate().filter_map(|(i, g)| Some((i, g?))).collect();
+        self.opt.step(&self.params, &grads);
+    }
+}
+
+fn index(nodes: &[usize]) -> Tensor {
+    Tensor::from_slice(&nodes.iter().map(|&v| v as i64).collect::<Vec<_>>()).to_device(crate::device::current())
+}
+
+/// Per-node cross-entropy of `nodes` and the predicted classes of all nodes.
+fn losses(logits: &Tensor, labels: &Tensor, nodes: &[usize]) -> Vec<f64> {
+    let idx = index(nodes);
+    let lp = logits.index_select(0, &idx).log_softmax(-1, Kind::Float);
+    let nll = -lp.gather(1, &labels.index_select(0, &idx).unsqueeze(1), false).squeeze_dim(1);
+    Vec::<f64>::try_from(nll.to_kind(Kind::Double).to_device(tch::Device::Cpu)).expect("losses")
+}
+
+fn predictions(logits: &Tensor) -> Vec<i64> {
+    Vec::<i64>::try_from(logits.argmax(-1, false).to_device(tch::Device::Cpu)).expect("predictions")
+}
+
+/// The `keep` fraction of `nodes` with the smallest `loss` (indexed like `nodes`).
+fn small_loss(nodes: &[usize], loss: &[f64], keep: f64) -> Vec<usize> {
+    let k = (keep * nodes.len() as f64).round() as usize;
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by(|&a, &b| loss[a].total_cmp(&loss[b]));
+    order.into_iter().take(k).map(|i| nodes[i]).collect()
+}
+
+/// What a student run returns: the released network (peer 1) and, for PATE++, the nodes removed.
+pub struct Trained {
+    pub student: Peer,
+    pub removed: Vec<usize>,
+}
+
+/// Trains the student on the public graph `graph` with features `x` [n, d]; `labels[v]` is the
+/// teachers' label of public node v (None = unlabelled).
+pub fn train(
+    cfg: &StudentConfig,
+    graph: &Graph,
+    x: &Tensor,
+    labels: &[Option<usize>],
+    classes: i64,
+    seed: u64,
+) -> Result<Trained> {
+    let labelled: Vec<usize> = (0..labels.len()).filter(|&v| labels[v].is_some()).collect();
+    let y = Tensor::from_slice(&labels.iter().map(|l| l.map_or(0, |c| c as i64)).collect::<Vec<_>>())
+        .to_device(crate::device::current());
+    let g = GraphTensors::for_kind(graph, cfg.backbone);
+    let d = x.size()[1];
+    match cfg.kind {
+        StudentKind::Plain => {
+            tch::manual_seed(seed as i64);
+            let mut p = Peer::new(cfg, d, classes);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            for _ in 0..cfg.epochs {
+                for batch in batches(&labelled, &mut rng) {
+                    p.step(x, &g, &batch, &y);
+                }
+            }
+            Ok(Trained { student: p, removed: vec![] })
+        }
+        StudentKind::Coteach | StudentKind::CoteachPlus => {
+            let plus = cfg.kind == StudentKind::CoteachPlus;
+            let (p1, _, _) = coteach(cfg, x, &g, &y, &labelled, classes, plus, seed);
+            Ok(Trained { student: p1, removed: vec![] })
+        }
+        StudentKind::Cleanse => {
+            let (_, _, counts) = coteach(cfg, x, &g, &y, &labelled, classes, true, seed);
+            let mut order: Vec<usize> = (0..labelled.len()).collect();
+            order.sort_by(|&a, &b| counts[b].total_cmp(&counts[a]).then(a.cmp(&b)));
+            let remove = (cfg.removal_ratio * labelled.len() as f64).round() as usize;
+            let mut removed: Vec<usize> = order[..remove].iter().map(|&i| labelled[i]).collect();
+            removed.sort_unstable();
+            let kept: Vec<usize> = labelled.iter().copied().filter(|v| removed.binary_search(v).is_err()).collect();
+            let (p1, _, _) = coteach(cfg, x, &g, &y, &kept, classes, true, seed ^ 0x5eed);
+            Ok(Trained { student: p1, removed })
+        }
+    }
+}
+
+fn batches(nodes: &[usize], rng: &mut ChaCha8Rng) -> Vec<Vec<usize>> {
+    let mut v = nodes.to_vec();
+    v.shuffle(rng);
+    v.chunks(BATCH).map(<[usize]>::to_vec).collect()
+}
+
+/// Co-teaching (or co-teaching+ with `plus`) of two peers for `cfg.epochs`; returns the peers
+/// and the decayed count table over `labelled` (Alg. 3 step 1).
+#[allow(clippy::too_many_arguments)]
+fn coteach(
+    cfg: &StudentConfig,
+    x: &Tensor,
+    g: &GraphTensors,
+    y: &Tensor,
+    labelled: &[usize],
+    classes: i64,
+    plus: bool,
+    seed: u64,
+) -> (Peer, Peer, Vec<f64>) {
+    tch::manual_seed(seed as i64);
+    let d = x.size()[1];
+    let (mut p1, mut p2) = (Peer::new(cfg, d, classes), Peer::new(cfg, d, classes));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let position: std::collections::HashMap<usize, usize> = labelled.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let yv = Vec::<i64>::try_from(y.to_device(tch::Device::Cpu)).expect("labels");
+    let mut table = vec![0.0; labelled.len()];
+    for e in 0..cfg.epochs {
+        let keep = 1.0 - cfg.noise_rate * (e as f64 / RAMP_EPOCHS).min(1.0);
+        let mut flagged = vec![0.0; labelled.len()];
+        for batch in batches(labelled, &mut rng) {
+            let (l1, l2) = (p1.logits(x, g), p2.logits(x, g));
+            let (c1, c2) = (predictions(&l1), predictions(&l2));
+            let disagree: Vec<usize> = batch.iter().copied().filter(|&v| c1[v] != c2[v]).collect();
+            for &v in &disagree {
+                if c1[v] != yv[v] && c2[v] != yv[v] {
+                    flagged[position[&v]] = 1.0;
+                }
+            }
+            let pool = if plus { disagree } else { batch };
+            if pool.is_empty() {
+                continue;
+            }
+            let pick1 = small_loss(&pool, &losses(&l1, y, &pool), keep);
+            let pick2 = small_loss(&pool, &losses(&l2, y, &pool), keep);
+            p1.step(x, g, &pick2, y);
+            p2.step(x, g, &pick1, y);
+        }
+        for (t, f) in table.iter_mut().zip(flagged) {
+            *t = cfg.count_decay * *t + f;
+        }
+    }
+    (p1, p2, table)
+}
