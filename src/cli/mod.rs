@@ -10,6 +10,7 @@ pub mod audit;
 pub mod bench;
 pub mod bench_jobs;
 pub mod bench_methods;
+pub mod bench_scale;
 pub mod check;
 pub mod doctor;
 pub mod mechanism;
