@@ -108,9 +108,36 @@ impl BlackBox for ModelBlackBox {
 /// "Train a fresh model with the target's recipe on this graph and split": the recipe is the
 /// target's, with delta pinned to the target's so that shadows carry the same noise calibration
 /// rule rather than one derived from the (smaller) shadow graph.
+///
+/// Shadows that train on the same graph (LiRA's, which differ only in their split) share its
+/// dataset: the CSR, the feature copy and the validation do not depend on a shadow's data, and
+/// were rebuilt for each of them. The last graph's dataset is kept and reused while the next
+/// graph has the same nodes, edges, labels and feature storage.
 pub struct RecipeOracle {
     pub recipe: Recipe,
     pub name: String,
+    share: bool,
+    last: std::cell::RefCell<Option<SharedGraph>>,
+}
+
+/// The dataset built for one attack graph, with what identifies that graph. Holding a shallow
+/// clone of the features keeps their storage alive, so an equal data pointer is the same storage.
+struct SharedGraph {
+    edges: Vec<(usize, usize)>,
+    labels: Vec<usize>,
+    features: Tensor,
+    data: Dataset,
+}
+
+impl SharedGraph {
+    fn matches(&self, g: &AttackGraph) -> bool {
+        self.data.num_nodes() == g.num_nodes
+            && self.features.data_ptr() == g.features.data_ptr()
+            && self.features.size() == g.features.size()
+            && self.features.stride() == g.features.stride()
+            && self.edges == g.edges
+            && self.labels == g.labels
+    }
 }
 
 impl RecipeOracle {
@@ -119,16 +146,55 @@ impl RecipeOracle {
         if recipe.delta.is_none() && target_budget.delta > 0.0 {
             recipe.delta = Some(target_budget.delta);
         }
-        RecipeOracle { recipe, name: name.to_string() }
+        RecipeOracle { recipe, name: name.to_string(), share: true, last: Default::default() }
+    }
+
+    /// The same oracle rebuilding every shadow's dataset (what it did before sharing; `bench audit
+    /// --before` measures the difference).
+    pub fn unshared(mut self) -> Self {
+        self.share = false;
+        self
     }
 }
 
 impl ShadowOracle for RecipeOracle {
     fn train(&self, graph: &AttackGraph, split: &NodeSplit, seed: u64) -> attacks::Result<Box<dyn BlackBox>> {
-        let ds = dataset_from(graph, split, &self.name).map_err(|e| attacks::Error::Target(e.to_string()))?;
-        let run = train::train(&self.recipe, &ds, seed).map_err(|e| attacks::Error::Target(e.to_string()))?;
+        let target = |e: Error| attacks::Error::Target(e.to_string());
+        let mut last = self.last.borrow_mut();
+        if self.share && last.as_ref().is_some_and(|l| l.matches(graph)) {
+            let shared = last.as_mut().expect("matched");
+            check_split(graph.num_nodes, split).map_err(target)?;
+            shared.data.split =
+                Some(Split { train: split.train.clone(), val: split.val.clone(), test: split.test.clone() });
+        } else {
+            *last = None;
+            let data = dataset_from(graph, split, &self.name).map_err(target)?;
+            *last = Some(SharedGraph {
+                edges: graph.edges.clone(),
+                labels: graph.labels.clone(),
+                features: graph.features.shallow_clone(),
+                data,
+            });
+        }
+        let shared = last.as_ref().expect("set above");
+        let run = train::train(&self.recipe, &shared.data, seed).map_err(target)?;
+        if !self.share {
+            *last = None;
+        }
         Ok(Box::new(ModelBlackBox::new(run.model.as_ref())))
     }
+}
+
+/// The split part of `Dataset::validate`: indices in range, none in two parts or twice.
+fn check_split(n: usize, s: &NodeSplit) -> Result<()> {
+    let mut seen = vec![false; n];
+    for &i in s.train.iter().chain(&s.val).chain(&s.test) {
+        crate::ensure!(
+            i < n && !std::mem::replace(&mut seen[i], true),
+            Error::invalid("split", format!("index {i} is out of range for {n} nodes or repeated"))
+        );
+    }
+    Ok(())
 }
 
 /// Carves a sensitive attribute out of one-hot feature blocks named `{prefix}=...` in

@@ -8,6 +8,7 @@ pub mod account;
 pub mod attack;
 pub mod audit;
 pub mod bench;
+pub mod bench_audit;
 pub mod bench_jobs;
 pub mod bench_methods;
 pub mod bench_scale;
