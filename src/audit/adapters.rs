@@ -36,7 +36,7 @@ pub fn node_split(s: &Split) -> NodeSplit {
 
 /// A dataset for training on an attack's graph (shadow graph, canary graph), edges both ways.
 pub fn dataset_from(g: &AttackGraph, split: &NodeSplit, name: &str) -> Result<Dataset> {
-    let graph = Graph::from_edges(g.num_nodes, g.edges.iter().flat_map(|&(u, v)| [(u, v), (v, u)]))?;
+    let graph = symmetric_graph(g.num_nodes, &g.edges)?;
     let (rows, cols) = (g.num_nodes, g.num_features());
     let data = Vec::<f32>::try_from(&g.features.to_kind(Kind::Float).contiguous().view([-1]))?;
     let ds = Dataset {
@@ -51,6 +51,34 @@ pub fn dataset_from(g: &AttackGraph, split: &NodeSplit, name: &str) -> Result<Da
     };
     ds.validate(name)?;
     Ok(ds)
+}
+
+/// The symmetric CSR of undirected edges, written in place by counting (a list of both
+/// directions, sorted, held 32 bytes per edge beside the graph: the canary audit's peak at scale).
+/// Rows are sorted here; duplicates, which an `AttackGraph` never has, are collapsed by
+/// `Graph::from_in_csr`.
+fn symmetric_graph(n: usize, edges: &[(usize, usize)]) -> Result<Graph> {
+    let mut indptr = vec![0usize; n + 1];
+    for &(u, v) in edges {
+        crate::ensure!(u < n && v < n, Error::invalid("edge", format!("({u}, {v}) is out of range for {n} nodes")));
+        indptr[u + 1] += 1;
+        indptr[v + 1] += 1;
+    }
+    for i in 0..n {
+        indptr[i + 1] += indptr[i];
+    }
+    let mut indices = vec![0usize; indptr[n]];
+    let mut next = indptr[..n].to_vec();
+    for &(u, v) in edges {
+        indices[next[v]] = u;
+        next[v] += 1;
+        indices[next[u]] = v;
+        next[u] += 1;
+    }
+    for v in 0..n {
+        indices[indptr[v]..indptr[v + 1]].sort_unstable();
+    }
+    Graph::from_in_csr(n, indptr, indices)
 }
 
 /// What a trained model claims, in the attacks' terms, from its budget alone (an MLP claims edge
@@ -255,6 +283,14 @@ mod tests {
         assert_eq!(ds.features.cols(), 2);
         assert_eq!(ds.features.to_dense(), vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0]);
         assert!(matches!(carve_attribute(&tiny(), "age"), Err(Error::InvalidParam { .. })));
+    }
+
+    #[test]
+    fn symmetric_graph_equals_the_graph_of_both_directions() {
+        let edges = vec![(0, 3), (1, 2), (0, 1), (2, 4), (3, 4), (1, 4), (0, 3)];
+        let both = Graph::from_edges(6, edges.iter().flat_map(|&(u, v)| [(u, v), (v, u)])).unwrap();
+        assert_eq!(symmetric_graph(6, &edges).unwrap(), both);
+        assert!(symmetric_graph(3, &[(0, 5)]).is_err());
     }
 
     #[test]
