@@ -36,7 +36,7 @@ pub fn node_split(s: &Split) -> NodeSplit {
 
 /// A dataset for training on an attack's graph (shadow graph, canary graph), edges both ways.
 pub fn dataset_from(g: &AttackGraph, split: &NodeSplit, name: &str) -> Result<Dataset> {
-    let graph = Graph::from_edges(g.num_nodes, g.edges.iter().flat_map(|&(u, v)| [(u, v), (v, u)]))?;
+    let graph = symmetric_graph(g.num_nodes, &g.edges)?;
     let (rows, cols) = (g.num_nodes, g.num_features());
     let data = Vec::<f32>::try_from(&g.features.to_kind(Kind::Float).contiguous().view([-1]))?;
     let ds = Dataset {
@@ -51,6 +51,34 @@ pub fn dataset_from(g: &AttackGraph, split: &NodeSplit, name: &str) -> Result<Da
     };
     ds.validate(name)?;
     Ok(ds)
+}
+
+/// The symmetric CSR of undirected edges, written in place by counting (a list of both
+/// directions, sorted, held 32 bytes per edge beside the graph: the canary audit's peak at scale).
+/// Rows are sorted here; duplicates, which an `AttackGraph` never has, are collapsed by
+/// `Graph::from_in_csr`.
+fn symmetric_graph(n: usize, edges: &[(usize, usize)]) -> Result<Graph> {
+    let mut indptr = vec![0usize; n + 1];
+    for &(u, v) in edges {
+        crate::ensure!(u < n && v < n, Error::invalid("edge", format!("({u}, {v}) is out of range for {n} nodes")));
+        indptr[u + 1] += 1;
+        indptr[v + 1] += 1;
+    }
+    for i in 0..n {
+        indptr[i + 1] += indptr[i];
+    }
+    let mut indices = vec![0usize; indptr[n]];
+    let mut next = indptr[..n].to_vec();
+    for &(u, v) in edges {
+        indices[next[v]] = u;
+        next[v] += 1;
+        indices[next[u]] = v;
+        next[u] += 1;
+    }
+    for v in 0..n {
+        indices[indptr[v]..indptr[v + 1]].sort_unstable();
+    }
+    Graph::from_in_csr(n, indptr, indices)
 }
 
 /// What a trained model claims, in the attacks' terms, from its budget alone (an MLP claims edge
@@ -108,9 +136,36 @@ impl BlackBox for ModelBlackBox {
 /// "Train a fresh model with the target's recipe on this graph and split": the recipe is the
 /// target's, with delta pinned to the target's so that shadows carry the same noise calibration
 /// rule rather than one derived from the (smaller) shadow graph.
+///
+/// Shadows that train on the same graph (LiRA's, which differ only in their split) share its
+/// dataset: the CSR, the feature copy and the validation do not depend on a shadow's data, and
+/// were rebuilt for each of them. The last graph's dataset is kept and reused while the next
+/// graph has the same nodes, edges, labels and feature storage.
 pub struct RecipeOracle {
     pub recipe: Recipe,
     pub name: String,
+    share: bool,
+    last: std::cell::RefCell<Option<SharedGraph>>,
+}
+
+/// The dataset built for one attack graph, with what identifies that graph. Holding a shallow
+/// clone of the features keeps their storage alive, so an equal data pointer is the same storage.
+struct SharedGraph {
+    edges: Vec<(usize, usize)>,
+    labels: Vec<usize>,
+    features: Tensor,
+    data: Dataset,
+}
+
+impl SharedGraph {
+    fn matches(&self, g: &AttackGraph) -> bool {
+        self.data.num_nodes() == g.num_nodes
+            && self.features.data_ptr() == g.features.data_ptr()
+            && self.features.size() == g.features.size()
+            && self.features.stride() == g.features.stride()
+            && self.edges == g.edges
+            && self.labels == g.labels
+    }
 }
 
 impl RecipeOracle {
@@ -119,16 +174,55 @@ impl RecipeOracle {
         if recipe.delta.is_none() && target_budget.delta > 0.0 {
             recipe.delta = Some(target_budget.delta);
         }
-        RecipeOracle { recipe, name: name.to_string() }
+        RecipeOracle { recipe, name: name.to_string(), share: true, last: Default::default() }
+    }
+
+    /// The same oracle rebuilding every shadow's dataset (what it did before sharing; `bench audit
+    /// --before` measures the difference).
+    pub fn unshared(mut self) -> Self {
+        self.share = false;
+        self
     }
 }
 
 impl ShadowOracle for RecipeOracle {
     fn train(&self, graph: &AttackGraph, split: &NodeSplit, seed: u64) -> attacks::Result<Box<dyn BlackBox>> {
-        let ds = dataset_from(graph, split, &self.name).map_err(|e| attacks::Error::Target(e.to_string()))?;
-        let run = train::train(&self.recipe, &ds, seed).map_err(|e| attacks::Error::Target(e.to_string()))?;
+        let target = |e: Error| attacks::Error::Target(e.to_string());
+        let mut last = self.last.borrow_mut();
+        if self.share && last.as_ref().is_some_and(|l| l.matches(graph)) {
+            let shared = last.as_mut().expect("matched");
+            check_split(graph.num_nodes, split).map_err(target)?;
+            shared.data.split =
+                Some(Split { train: split.train.clone(), val: split.val.clone(), test: split.test.clone() });
+        } else {
+            *last = None;
+            let data = dataset_from(graph, split, &self.name).map_err(target)?;
+            *last = Some(SharedGraph {
+                edges: graph.edges.clone(),
+                labels: graph.labels.clone(),
+                features: graph.features.shallow_clone(),
+                data,
+            });
+        }
+        let shared = last.as_ref().expect("set above");
+        let run = train::train(&self.recipe, &shared.data, seed).map_err(target)?;
+        if !self.share {
+            *last = None;
+        }
         Ok(Box::new(ModelBlackBox::new(run.model.as_ref())))
     }
+}
+
+/// The split part of `Dataset::validate`: indices in range, none in two parts or twice.
+fn check_split(n: usize, s: &NodeSplit) -> Result<()> {
+    let mut seen = vec![false; n];
+    for &i in s.train.iter().chain(&s.val).chain(&s.test) {
+        crate::ensure!(
+            i < n && !std::mem::replace(&mut seen[i], true),
+            Error::invalid("split", format!("index {i} is out of range for {n} nodes or repeated"))
+        );
+    }
+    Ok(())
 }
 
 /// Carves a sensitive attribute out of one-hot feature blocks named `{prefix}=...` in
@@ -189,6 +283,14 @@ mod tests {
         assert_eq!(ds.features.cols(), 2);
         assert_eq!(ds.features.to_dense(), vec![1.0, 0.0, 0.0, 1.0, 1.0, 0.0]);
         assert!(matches!(carve_attribute(&tiny(), "age"), Err(Error::InvalidParam { .. })));
+    }
+
+    #[test]
+    fn symmetric_graph_equals_the_graph_of_both_directions() {
+        let edges = vec![(0, 3), (1, 2), (0, 1), (2, 4), (3, 4), (1, 4), (0, 3)];
+        let both = Graph::from_edges(6, edges.iter().flat_map(|&(u, v)| [(u, v), (v, u)])).unwrap();
+        assert_eq!(symmetric_graph(6, &edges).unwrap(), both);
+        assert!(symmetric_graph(3, &[(0, 5)]).is_err());
     }
 
     #[test]

@@ -21,6 +21,10 @@ pub enum BenchCommand {
     Methods(super::bench_methods::BenchMethodsArgs),
     /// Audit throughput of a 20-cell audit at --jobs 1 against --jobs N (one machine).
     Jobs(super::bench_jobs::BenchJobsArgs),
+    /// Wall time and peak RSS of GAP-EDP, ProGAP-EDP and the canary-edge audit against the edges of a CSBM.
+    Scale(super::bench_scale::BenchScaleArgs),
+    /// Audit throughput: LiRA with 64 shadows and the canary-edge audit with 40 repeats on cora, per-model cost.
+    Audit(super::bench_audit::BenchAuditArgs),
 }
 
 #[derive(Debug, Args)]
@@ -35,6 +39,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchCommand::Accountant(a) => accountant(a.runs.max(1)),
         BenchCommand::Methods(a) => super::bench_methods::run(a),
         BenchCommand::Jobs(a) => super::bench_jobs::run(a),
+        BenchCommand::Scale(a) => super::bench_scale::run(a),
+        BenchCommand::Audit(a) => super::bench_audit::run(a),
     }
 }
 

@@ -82,20 +82,36 @@ impl Csbm {
         self.ensure_fits()
     }
 
-    /// Refuses sizes this machine cannot hold, before anything is allocated: the feature matrix
-    /// (nodes x features f32, drawn through f64 class means), the edge list and graph (16 bytes per
-    /// directed edge, then 8 in the CSR), labels and class members. The knob named is the larger term's.
-    fn ensure_fits(&self) -> Result<()> {
+    /// Peak bytes [`Csbm::generate`] needs, computed before anything is allocated: the feature
+    /// matrix (nodes x features f32) and class means (f64); the CSR (8 bytes per directed edge,
+    /// 8 per node for the row pointers and 8 more for the fill cursors); labels and class members
+    /// (8 + 8 per node); and the index sample of the largest block. There is no edge list: the
+    /// edges are written straight into the CSR.
+    pub fn memory_estimate(&self) -> f64 {
         let (n, f, c) = (self.nodes as f64, self.features as f64, self.classes as f64);
         let features = n * f * 4.0 + c * f * 8.0;
-        // The edge list reserves 1.1 x the expected directed edges (16 bytes each); the CSR adds 8.
-        let edges = n * self.mean_degree * (1.1 * 16.0 + 8.0);
-        let nodes = n * 8.0 * 4.0;
-        let field = if features >= edges + nodes { "csbm.features" } else { "csbm.nodes" };
+        let edges = n * self.mean_degree / 2.0;
+        let graph = 2.0 * edges * 8.0 + n * 16.0;
+        let nodes = n * 16.0;
+        let s = (n / c).ceil();
+        let (within, across) = (s * (s - 1.0) / 2.0, s * s);
+        let pairs_in = c * within;
+        let pairs_out = (n * (n - 1.0) / 2.0 - pairs_in).max(1.0);
+        let sampler = sampler_bytes(within, self.homophily * edges * within / pairs_in.max(1.0))
+            .max(sampler_bytes(across, (1.0 - self.homophily) * edges * across / pairs_out));
+        features + graph + nodes + sampler
+    }
+
+    /// Refuses sizes this machine cannot hold, before anything is allocated
+    /// ([`Csbm::memory_estimate`]). The knob named is the larger term's.
+    fn ensure_fits(&self) -> Result<()> {
+        let (n, f) = (self.nodes as f64, self.features as f64);
+        let features = n * f * 4.0;
+        let field = if features >= self.memory_estimate() - features { "csbm.features" } else { "csbm.nodes" };
         super::memory::ensure_fits(
             field,
             &format!("a synthetic graph of {} nodes with {} features", self.nodes, self.features),
-            features + edges + nodes,
+            self.memory_estimate(),
         )
     }
 
@@ -142,32 +158,32 @@ impl Csbm {
             ));
         }
 
-        let mut edge_list: Vec<(usize, usize)> = Vec::with_capacity((edges * 2.2) as usize);
-        for a in 0..c {
-            for b in a..c {
-                let (pairs, p) = if a == b {
-                    (sizes[a] * sizes[a].saturating_sub(1) / 2, p_in)
-                } else {
-                    (sizes[a] * sizes[b], p_out)
-                };
-                if pairs == 0 || p <= 0.0 {
-                    continue;
-                }
-                let k = Binomial::new(pairs, p).map_err(|e| Error::invalid("csbm", e))?.sample(&mut rng);
-                for t in index::sample(&mut rng, pairs as usize, k as usize).into_iter() {
-                    let (i, j) = if a == b {
-                        let (i, j) = triangle_pair(t as u64);
-                        (members[a][i], members[a][j])
-                    } else {
-                        let nb = sizes[b] as usize;
-                        (members[a][t / nb], members[b][t % nb])
-                    };
-                    edge_list.push((i, j));
-                    edge_list.push((j, i));
-                }
-            }
+        // Two passes over the same draws (a cloned generator replays them): the first counts each
+        // node's degree, the second writes the CSR in place. No edge list is ever held beside the
+        // graph, and the draws, hence the graph, are those of a single pass.
+        let blocks = Blocks { members: &members, sizes: &sizes, p_in, p_out };
+        let mut indptr = vec![0usize; n + 1];
+        blocks.for_each_edge(&mut rng.clone(), |i, j| {
+            indptr[i + 1] += 1;
+            indptr[j + 1] += 1;
+        })?;
+        for v in 0..n {
+            indptr[v + 1] += indptr[v];
         }
-        let graph = Graph::from_edges(n, edge_list)?;
+        let mut indices = vec![0usize; indptr[n]];
+        let mut next = indptr[..n].to_vec();
+        blocks.for_each_edge(&mut rng, |i, j| {
+            indices[next[j]] = i;
+            next[j] += 1;
+            indices[next[i]] = j;
+            next[i] += 1;
+        })?;
+        drop(next);
+        // Pairs are distinct and never loops, so sorted rows are a valid CSR as they stand.
+        for v in 0..n {
+            indices[indptr[v]..indptr[v + 1]].sort_unstable();
+        }
+        let graph = Graph::from_in_csr(n, indptr, indices)?;
 
         let f = self.features;
         let means = orthonormal_rows(c, f, &mut rng);
@@ -220,6 +236,60 @@ impl Csbm {
         }
         self.validate()?;
         Ok(self)
+    }
+}
+
+/// Bytes `rand::seq::index::sample` (rand 0.8) holds to draw `amount` of `length` indices: a
+/// shuffled array of all `length` u32 indices when the sample is dense (amount > length / 36.7,
+/// or length / 270 below 500,000), else a hash set beside the index vector (about 32 bytes per
+/// drawn index). Taken 10% above the expected amount.
+fn sampler_bytes(length: f64, amount: f64) -> f64 {
+    let amount = 1.1 * amount;
+    let dense = if length < 500_000.0 { 270.0 } else { 330.0 / 9.0 };
+    if length <= u32::MAX as f64 && length < dense * amount {
+        4.0 * length + 4.0 * amount
+    } else {
+        32.0 * amount
+    }
+}
+
+/// The stochastic block model's blocks: class members and the within/across edge probabilities.
+struct Blocks<'a> {
+    members: &'a [Vec<usize>],
+    sizes: &'a [u64],
+    p_in: f64,
+    p_out: f64,
+}
+
+impl Blocks<'_> {
+    /// Draws every block's edge count from its binomial and that many distinct pairs, handing each
+    /// undirected edge (i, j) to `edge` once. The same generator state gives the same edges.
+    fn for_each_edge(&self, rng: &mut ChaCha8Rng, mut edge: impl FnMut(usize, usize)) -> Result<()> {
+        let (members, sizes, c) = (self.members, self.sizes, self.members.len());
+        for a in 0..c {
+            for b in a..c {
+                let (pairs, p) = if a == b {
+                    (sizes[a] * sizes[a].saturating_sub(1) / 2, self.p_in)
+                } else {
+                    (sizes[a] * sizes[b], self.p_out)
+                };
+                if pairs == 0 || p <= 0.0 {
+                    continue;
+                }
+                let k = Binomial::new(pairs, p).map_err(|e| Error::invalid("csbm", e))?.sample(rng);
+                for t in index::sample(rng, pairs as usize, k as usize).into_iter() {
+                    let (i, j) = if a == b {
+                        let (i, j) = triangle_pair(t as u64);
+                        (members[a][i], members[a][j])
+                    } else {
+                        let nb = sizes[b] as usize;
+                        (members[a][t / nb], members[b][t % nb])
+                    };
+                    edge(i, j);
+                }
+            }
+        }
+        Ok(())
     }
 }
 

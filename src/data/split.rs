@@ -46,8 +46,14 @@ impl SplitRatios {
 /// `round(ratio * N)` nodes each (PyG's RandomNodeSplit as GAP uses it). When the ratios sum to 1
 /// the training set takes all remaining nodes, so no node is lost to rounding.
 pub fn random_split(ds: &Dataset, ratios: SplitRatios, seed: u64) -> Result<Dataset> {
+    let mut out = ds.clone();
+    out.split = Some(random_split_of(ds.num_nodes(), ratios, seed)?);
+    Ok(out)
+}
+
+/// The split [`random_split`] gives `n` nodes, without copying a dataset.
+pub fn random_split_of(n: usize, ratios: SplitRatios, seed: u64) -> Result<Split> {
     ratios.validate()?;
-    let n = ds.num_nodes();
     let mut perm: Vec<usize> = (0..n).collect();
     perm.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
     let n_val = ((ratios.val * n as f64).round() as usize).min(n);
@@ -63,14 +69,11 @@ pub fn random_split(ds: &Dataset, ratios: SplitRatios, seed: u64) -> Result<Data
         v.sort_unstable();
         v
     };
-    let split = Split {
+    Ok(Split {
         val: sorted(&perm[..n_val]),
         test: sorted(&perm[n_val..n_val + n_test]),
         train: sorted(&perm[n_val + n_test..n_val + n_test + n_train]),
-    };
-    let mut out = ds.clone();
-    out.split = Some(split);
-    Ok(out)
+    })
 }
 
 /// Per-class split: in every class, a seeded shuffle gives `train_per_class` nodes to training,

@@ -8,8 +8,16 @@ use crate::models::row_normalize;
 use tch::Tensor;
 
 /// The sparse aggregation operator `A^T` (row v sums v's in-neighbours), in CSR for fast spmm.
+/// The graph is already this CSR (rows sorted, no duplicates), so its arrays go to libtorch as
+/// they are: building a COO and converting it held three more copies of the edges and sorted
+/// them (about 40 bytes per edge at the peak, 3.7 GB on a Reddit-sized graph).
 pub fn aggregation_operator(g: &Graph) -> Tensor {
-    g.aggregation_tensor().to_sparse_csr(None::<i64>)
+    let n = g.num_nodes() as i64;
+    let cpu = (tch::Kind::Float, tch::Device::Cpu);
+    let crow = Tensor::from_slice(&g.indptr().iter().map(|&p| p as i64).collect::<Vec<_>>());
+    let col = Tensor::from_slice(&g.indices().iter().map(|&u| u as i64).collect::<Vec<_>>());
+    let values = Tensor::ones([g.num_directed_edges() as i64], cpu);
+    Tensor::sparse_csr_tensor_crow_col_value_size(&crow, &col, &values, [n, n], cpu).to_device(crate::device::current())
 }
 
 /// `A^T x` plus N(0, std^2) on every entry (no noise when std = 0).
@@ -73,6 +81,17 @@ mod tests {
     fn ring(n: usize) -> Graph {
         let e: Vec<(usize, usize)> = (0..n).flat_map(|i| [(i, (i + 1) % n), ((i + 1) % n, i)]).collect();
         Graph::from_edges(n, e).unwrap()
+    }
+
+    #[test]
+    fn operator_is_the_csr_of_the_coo_tensor() {
+        let g = Graph::from_edges(5, [(0, 1), (1, 0), (2, 1), (4, 1), (3, 3), (1, 4)]).unwrap();
+        let a = aggregation_operator(&g);
+        let b = g.aggregation_tensor().to_sparse_csr(None::<i64>);
+        assert!(a.crow_indices().equal(&b.crow_indices()) && a.col_indices().equal(&b.col_indices()));
+        assert!(a.values().equal(&b.values()) && a.size() == b.size());
+        let x = Tensor::randn([5, 3], (Kind::Float, tch::Device::Cpu));
+        assert!(a.mm(&x).equal(&b.mm(&x)));
     }
 
     #[test]
