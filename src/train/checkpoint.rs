@@ -246,6 +246,7 @@ fn loader(method: Method) -> Option<Loader> {
         Method::Lpgnn => Some(crate::models::lpgnn::load_checkpoint),
         Method::Pgc => Some(crate::models::pgc::load_checkpoint),
         Method::Rgnn => Some(crate::models::rgnn::load_checkpoint),
+        m if m.is_dpar() => Some(crate::models::dpar_method::load_checkpoint),
         _ => None,
     }
 }
