@@ -82,7 +82,9 @@ pub fn degree_attack(target: &Target, params: &DegreeInferenceParams, seed: u64)
         positive: format!("a training node of degree above the median {median}"),
         negative: format!("a training node of degree at most {median}"),
         statement: format!(
-            "The adversary holds the embeddings the model computed for its {} training nodes and the true degree of              some of them ({}-fold cross-validation), and regresses the others' degree in the training graph              (ridge regression); RMSE against the mean predictor's.",
+            "The adversary holds the embeddings the model computed for its {} training nodes and the true degree of \
+             some of them ({}-fold cross-validation), and regresses the others' degree in the training graph \
+             (ridge regression); RMSE against the mean predictor's.",
             nodes.len(),
             params.folds
         ),

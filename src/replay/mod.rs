@@ -97,6 +97,10 @@ pub fn check_method(method: Method) -> Result<()> {
             "method",
             "pgc is local DP per feature: no sensitivity-calibrated release to replay; use the mechanism audit",
         )),
+        m if m.is_dpar() => Err(Error::invalid(
+            "method",
+            format!("{} has no sensitivity replay yet (its DP-APPR rows and capped DP-SGD are not replayed)", m.name()),
+        )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
         }
