@@ -240,3 +240,148 @@ fn thesis_accounting_beside_the_sound_budget() {
     );
     assert!(dpar_epsilon(ApprRelease::None, m, &sound_sgd, 0.5, 0.09).is_err());
 }
+
+#[test]
+fn spec_goldens_for_the_dpar_budgets() {
+    // Spec §3.4: the thesis's GM noise for eps_pr = 1 / 4 / 8 (M = 70, delta_pr = 1e-3) spends, at
+    // the sound sensitivity sqrt(2) C1, at most 0.21 / 0.76 / 1.50 by the zCDP bound.
+    let (m, delta) = (70u64, 1e-3);
+    for (eps_pr, zcdp_golden) in [(1.0, 0.2049683), (4.0, 0.7628427), (8.0, 1.5010591)] {
+        let sigma = thesis_gm_sigma(eps_pr, delta, m, 0.01).unwrap();
+        let s = sigma / (2f64.sqrt() * 0.01);
+        let rho = m as f64 / (2.0 * s * s);
+        assert!((rho + 2.0 * (rho * (1.0f64 / delta).ln()).sqrt() - zcdp_golden).abs() < 1e-6);
+        let rdp = rdp_epsilon(&gm_event(sigma, 0.01, m), delta).unwrap().epsilon;
+        assert!(rdp <= zcdp_golden && rdp > 0.5 * zcdp_golden, "eps_pr {eps_pr}: {rdp}");
+    }
+    // The event a run records gives the same number as the hand composition (RDP sum, then q').
+    let sgd = dpsgd_sound_event(70, 4, 60, 20.0, 400);
+    for (appr, q) in [
+        (ApprRelease::Gaussian { sigma: 0.1, c1: 0.01 }, 0.09),
+        (ApprRelease::Exponential { eps: 0.01, k: 4, eps2: Some(0.02) }, 0.5),
+        (ApprRelease::None, 1.0),
+    ] {
+        let by_hand = dpar_epsilon(appr, 70, &sgd, 2e-3, q).unwrap();
+        let event = dpar_event(appr_event(appr, 70), sgd.clone(), q);
+        let recorded = rdp_epsilon(&event, 2e-3).unwrap().epsilon;
+        assert!((by_hand - recorded).abs() < 1e-9 * by_hand.max(1.0), "{appr:?}: {by_hand} vs {recorded}");
+    }
+    // Node subsampling outermost only; delta must stay below q'.
+    let e = dpar_event(None, sgd.clone(), 0.09);
+    assert!(rdp_epsilon(&e, 0.1).is_err());
+    let twice = gnnaudit::privacy::accountant::Event::NodeSubsampled { rate: 0.5, event: Box::new(e) };
+    assert!(twice.validate().is_err());
+}
+
+fn gnnaudit_cmd(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().expect("run gnnaudit")
+}
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+/// The thesis set-up shrunk (q' = 0.09, M = 30 rows, 5 epochs) on cora-ml.
+const SMALL: &[&str] = &[
+    "--dataset",
+    "cora-ml",
+    "--delta",
+    "2e-3",
+    "--q-prime",
+    "0.09",
+    "--m-rows",
+    "30",
+    "--epochs",
+    "5",
+    "--threads",
+    "1",
+];
+
+#[test]
+fn account_and_train_give_the_same_epsilon() {
+    for (method, appr_flag) in [("dpar-gm", "sigma_pr"), ("dpar-em0", "em_epsilon_per_pick")] {
+        let mut args = vec!["train", "--method", method, "--epsilon", "6", "--json", "--no-pld"];
+        args.extend_from_slice(SMALL);
+        let run = json_of(&gnnaudit_cmd(&args));
+        let b = &run["budget"];
+        let noise = |k: &str| -> String {
+            let v = b["noise"].as_array().unwrap().iter().find(|p| p[0] == k).unwrap_or_else(|| panic!("{k}"))[1]
+                .as_f64()
+                .unwrap();
+            format!("{v:e}")
+        };
+        let trained = b["epsilon_rdp"].as_f64().unwrap();
+        assert!((trained - 6.0).abs() < 1e-3, "calibrated to the target: {trained}");
+        let rows = noise("rows");
+        let batch = format!("{}", (rows.parse::<f64>().unwrap() as u64).min(60));
+        let (sigma, appr, steps) = (noise("sigma_sgd"), noise(appr_flag), noise("steps"));
+        let mut acc = vec!["account", "epsilon", "--json", "--delta", "2e-3", "--q-prime", "0.09", "--degree", "4"];
+        let steps_int = format!("{}", steps.parse::<f64>().unwrap() as u64);
+        let rows_int = format!("{}", rows.parse::<f64>().unwrap() as u64);
+        acc.extend(["--sigma", &sigma, "--num-nodes", &rows_int, "--batch-size", &batch, "--steps", &steps_int]);
+        if method == "dpar-gm" {
+            acc.extend(["--method", "dpar-gm", "--sigma-pr", &appr]);
+        } else {
+            acc.extend(["--method", "dpar-em", "--em-epsilon", &appr]);
+        }
+        let accounted = json_of(&gnnaudit_cmd(&acc))["budget"]["epsilon_rdp"].as_f64().unwrap();
+        assert!((accounted - trained).abs() < 1e-6 * trained, "{method}: account {accounted} vs train {trained}");
+        // The thesis's own total for the same noise is far below the sound one (spec §3.6).
+        let paper =
+            b["noise"].as_array().unwrap().iter().find(|p| p[0] == "paper_epsilon").unwrap()[1].as_f64().unwrap();
+        assert!(paper < trained, "{method}: paper {paper} vs sound {trained}");
+    }
+}
+
+#[test]
+fn bad_dpar_input_exits_2_naming_the_field() {
+    for (extra, field) in [
+        (vec!["--method", "dpar-gm", "--epsilon", "0"], "epsilon"),
+        (vec!["--method", "dpar-gm", "--epsilon", "-1"], "epsilon"),
+        (vec!["--method", "dpar-em0", "--epsilon", "1", "--top-k", "0"], "top_k"),
+        (vec!["--method", "dpar-gm", "--epsilon", "1", "--alpha-ppr", "1.5"], "alpha_ppr"),
+        (vec!["--method", "dpar-gm", "--epsilon", "1", "--alpha-ppr", "0"], "alpha_ppr"),
+        (vec!["--method", "dpar-gm", "--epsilon", "1", "--c2", "0.01"], "c2"),
+        (vec!["--method", "dpar-features", "--epsilon", "1", "--ref-cap", "3"], "ref_cap"),
+        (vec!["--method", "dpar-dpsgd", "--epsilon", "1", "--epsilon-pr-fraction", "0.5"], "epsilon_pr_fraction"),
+        (vec!["--method", "dpar-gm", "--epsilon", "1", "--q-prime", "1.5"], "q_prime"),
+        (vec!["--method", "gap-edp", "--epsilon", "1", "--top-k", "4"], "top_k"),
+        (vec!["--method", "dpar-inf", "--epsilon", "1"], "epsilon"),
+    ] {
+        let mut args = vec!["train", "--dataset", "cora-ml"];
+        args.extend(extra.iter());
+        let out = gnnaudit_cmd(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(field), "{extra:?} should name {field}: {err}");
+    }
+}
+
+#[test]
+fn vanilla_dpar_learns_and_leaks_degrees_through_a_checkpoint() {
+    let dir = std::env::temp_dir().join(format!("gnnaudit-dpar-{}", std::process::id()));
+    let base = ["--dataset", "cora-ml", "--m-rows", "400", "--epochs", "30", "--threads", "1"];
+    let mut args = vec!["train", "--method", "dpar-inf", "--json", "--lr", "0.01", "--save", dir.to_str().unwrap()];
+    args.extend_from_slice(&base);
+    let run = json_of(&gnnaudit_cmd(&args));
+    let acc = run["test_accuracy"]["mean"].as_f64().unwrap();
+    // 7 classes, the largest ~30%: PPRGo on 400 labelled rows, inferred on the disjoint test graph.
+    assert!(acc > 0.6, "dpar-inf test accuracy {acc}");
+    let attack = json_of(&gnnaudit_cmd(&[
+        "attack",
+        "--attack",
+        "degree-inference",
+        "--target",
+        dir.to_str().unwrap(),
+        "--dataset",
+        "cora-ml",
+        "--json",
+    ]));
+    let d = &attack["runs"][0]["details"];
+    let ratio = d["rmse_ratio"].as_f64().unwrap();
+    assert_eq!(d["nodes"].as_u64(), Some(400));
+    assert!(ratio < 0.95, "the non-private rows' outputs should reveal degrees: {d}");
+    assert_eq!(attack["game_detail"]["unit"], "practical");
+    let _ = std::fs::remove_dir_all(&dir);
+}

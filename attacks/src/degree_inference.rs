@@ -5,7 +5,104 @@
 //! Game Practical: it measures leakage, it bounds no epsilon. Regressor: ridge regression with an
 //! intercept, k-fold cross-validation over the nodes (the thesis does not name its regressor;
 //! the spec's 2-layer MLP variant is not built here).
+//!
+//! As an attack (`degree-inference`): the target hands its training-node embeddings (DPAR: z_v =
+//! sum_u Pi_vu f(X_u) over its private rows); the ground truth is each node's degree in the
+//! training graph (the training split's induced subgraph, train-test edges deleted as DPAR does).
+//! The ROC is that of the held-out predicted degree separating nodes above the median degree
+//! from the rest, so the common summary has a meaning too.
 use crate::error::{Error, Result};
+use crate::result::{Outcome, Target};
+use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+/// Regression settings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DegreeInferenceParams {
+    /// Cross-validation folds.
+    pub folds: usize,
+    /// Ridge penalty on the weights.
+    pub lambda: f64,
+}
+
+impl Default for DegreeInferenceParams {
+    fn default() -> Self {
+        DegreeInferenceParams { folds: 5, lambda: 1e-3 }
+    }
+}
+
+/// The `degree-inference` attack (game Practical): RMSE of the regression against the mean
+/// predictor's, in the details; scores = held-out predicted degrees.
+pub fn degree_attack(target: &Target, params: &DegreeInferenceParams, seed: u64) -> Result<Outcome> {
+    let (nodes, emb) = target.black_box.training_embeddings()?.ok_or_else(|| {
+        Error::Unsupported("the target releases no training-node embeddings (the dpar-* methods do)".into())
+    })?;
+    let g = target.graph;
+    let mut in_train = vec![false; g.num_nodes];
+    for &v in &target.split.train {
+        in_train[v] = true;
+    }
+    let mut deg = vec![0f64; g.num_nodes];
+    for &(u, v) in &g.edges {
+        if in_train[u] && in_train[v] {
+            deg[u] += 1.0;
+            deg[v] += 1.0;
+        }
+    }
+    if emb.dim() != 2 || emb.size()[0] as usize != nodes.len() || nodes.iter().any(|&v| v >= g.num_nodes) {
+        return Err(Error::invalid("embeddings", format!("{:?} for {} nodes", emb.size(), nodes.len())));
+    }
+    let dim = emb.size()[1] as usize;
+    let flat = Vec::<f32>::try_from(&emb.to_kind(tch::Kind::Float).flatten(0, -1))
+        .map_err(|e| Error::invalid("embeddings", e))?;
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+    let x: Vec<f64> = order.iter().flat_map(|&i| flat[i * dim..(i + 1) * dim].iter().map(|&v| v as f64)).collect();
+    let y: Vec<f64> = order.iter().map(|&i| deg[nodes[i]]).collect();
+    let (pred, r) = cross_validated(&x, dim, &y, params.folds, params.lambda)?;
+    let mut sorted = y.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let (mut pos, mut neg) = (vec![], vec![]);
+    for (p, d) in pred.iter().zip(&y) {
+        if *d > median {
+            pos.push(*p)
+        } else {
+            neg.push(*p)
+        }
+    }
+    if pos.is_empty() || neg.is_empty() {
+        return Err(Error::invalid("degrees", format!("every embedded node has degree {median}: nothing to infer")));
+    }
+    let game = Game {
+        unit: GameUnit::Practical,
+        positive: format!("a training node of degree above the median {median}"),
+        negative: format!("a training node of degree at most {median}"),
+        statement: format!(
+            "The adversary holds the embeddings the model computed for its {} training nodes and the true degree of \
+             some of them ({}-fold cross-validation), and regresses the others' degree in the training graph \
+             (ridge regression); RMSE against the mean predictor's.",
+            nodes.len(),
+            params.folds
+        ),
+    };
+    let know = AdversaryKnowledge {
+        white_box: false,
+        black_box: true,
+        notes: vec!["training-node embeddings released; degrees of the other folds' nodes known".into()],
+        ..Default::default()
+    };
+    let mut out = Outcome::new(pos, neg, None, game, know);
+    out.details.insert("rmse".into(), r.rmse.into());
+    out.details.insert("mean_predictor_rmse".into(), r.mean_rmse.into());
+    out.details.insert("rmse_ratio".into(), r.ratio().into());
+    out.details.insert("nodes".into(), nodes.len().into());
+    out.details.insert("mean_degree".into(), (y.iter().sum::<f64>() / y.len() as f64).into());
+    Ok(out)
+}
 
 /// Cross-validated RMSEs of the degree regression.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -46,6 +143,28 @@ pub fn degree_inference(
     if embeddings.iter().chain(degrees).any(|v| !v.is_finite()) {
         return Err(Error::invalid("embeddings", "non-finite embedding or degree"));
     }
+    Ok(cross_validated(embeddings, dim, degrees, folds, lambda)?.1)
+}
+
+/// Held-out predictions of every node and the two RMSEs (see [`degree_inference`]).
+fn cross_validated(
+    embeddings: &[f64],
+    dim: usize,
+    degrees: &[f64],
+    folds: usize,
+    lambda: f64,
+) -> Result<(Vec<f64>, DegreeInference)> {
+    let n = degrees.len();
+    if folds < 2 || folds > n {
+        return Err(Error::invalid("folds", format!("need 2 <= folds <= {n} nodes, got {folds}")));
+    }
+    if !(lambda >= 0.0 && lambda.is_finite()) {
+        return Err(Error::invalid("lambda", format!("must be >= 0 and finite, got {lambda}")));
+    }
+    if embeddings.iter().chain(degrees).any(|v| !v.is_finite()) {
+        return Err(Error::invalid("embeddings", "non-finite embedding or degree"));
+    }
+    let mut preds = vec![0.0; n];
     let (mut sse, mut sse_mean) = (0.0, 0.0);
     for f in 0..folds {
         let held = |i: usize| i * folds / n == f;
@@ -55,11 +174,12 @@ pub fn degree_inference(
         for i in (0..n).filter(|&i| held(i)) {
             let x = &embeddings[i * dim..(i + 1) * dim];
             let pred = w[dim] + x.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>();
+            preds[i] = pred;
             sse += (pred - degrees[i]).powi(2);
             sse_mean += (mean - degrees[i]).powi(2);
         }
     }
-    Ok(DegreeInference { rmse: (sse / n as f64).sqrt(), mean_rmse: (sse_mean / n as f64).sqrt() })
+    Ok((preds, DegreeInference { rmse: (sse / n as f64).sqrt(), mean_rmse: (sse_mean / n as f64).sqrt() }))
 }
 
 /// Weights (dim) and intercept (last) of ridge regression on the rows `idx`, by the normal

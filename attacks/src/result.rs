@@ -65,6 +65,7 @@ pub enum AttackKind {
     Inversion,
     GraphReconstruction,
     Attribute,
+    DegreeInference,
 }
 
 impl AttackKind {
@@ -81,9 +82,10 @@ impl AttackKind {
             AttackKind::Inversion => "inversion",
             AttackKind::GraphReconstruction => "graph-reconstruction",
             AttackKind::Attribute => "attribute",
+            AttackKind::DegreeInference => "degree-inference",
         }
     }
-    pub const ALL: [AttackKind; 11] = [
+    pub const ALL: [AttackKind; 12] = [
         AttackKind::Mia,
         AttackKind::MiaMetric,
         AttackKind::Lira,
@@ -95,6 +97,7 @@ impl AttackKind {
         AttackKind::Inversion,
         AttackKind::GraphReconstruction,
         AttackKind::Attribute,
+        AttackKind::DegreeInference,
     ];
     pub fn parse(s: &str) -> Option<AttackKind> {
         AttackKind::ALL.into_iter().find(|k| k.name() == s)
@@ -114,6 +117,8 @@ pub struct AttackParams {
     pub inversion: InversionParams,
     pub reconstruction: ReconstructionParams,
     pub attribute: AttributeParams,
+    #[serde(default)]
+    pub degree: crate::degree_inference::DegreeInferenceParams,
     /// Confidence level of the bound behind eps_lb (default 0.95).
     pub confidence: Option<f64>,
     /// The bound behind eps_lb (default clopper-pearson; see `stats`).
@@ -256,6 +261,7 @@ pub fn run_attack(
             }
             crate::attribute::attribute_inference(target, &p, seed)?
         }
+        AttackKind::DegreeInference => crate::degree_inference::degree_attack(target, &params.degree, seed)?,
     };
     AttackResult::from_outcome(kind, out, target.claim, spec, seed)
 }

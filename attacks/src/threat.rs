@@ -14,6 +14,11 @@ pub trait BlackBox {
     fn embeddings(&self, _nodes: &[usize]) -> Result<Option<Tensor>> {
         Ok(None)
     }
+    /// The embeddings the deployment computed for the nodes it trained on: (node ids, [n, h]),
+    /// where it has them (DPAR's private-row outputs); the degree-inference attack reads them.
+    fn training_embeddings(&self) -> Result<Option<(Vec<usize>, Tensor)>> {
+        Ok(None)
+    }
 }
 
 /// White-box access: parameters and a differentiable forward pass.

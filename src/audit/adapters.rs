@@ -102,6 +102,7 @@ pub fn claim_of(budget: &Budget) -> Claim {
 pub struct ModelBlackBox {
     posteriors: Tensor,
     embeddings: Option<Tensor>,
+    training_embeddings: Option<(Vec<usize>, Tensor)>,
     classes: usize,
 }
 
@@ -109,7 +110,8 @@ impl ModelBlackBox {
     pub fn new(model: &dyn TrainedModel) -> Self {
         let posteriors = tch::no_grad(|| model.posteriors()).to_kind(Kind::Float);
         let classes = posteriors.size()[1] as usize;
-        ModelBlackBox { posteriors, embeddings: tch::no_grad(|| model.embeddings()), classes }
+        let training_embeddings = model.training_embeddings();
+        ModelBlackBox { posteriors, embeddings: tch::no_grad(|| model.embeddings()), training_embeddings, classes }
     }
 }
 
@@ -130,6 +132,9 @@ impl BlackBox for ModelBlackBox {
     }
     fn embeddings(&self, nodes: &[usize]) -> attacks::Result<Option<Tensor>> {
         self.embeddings.as_ref().map(|e| rows_of(e, nodes)).transpose()
+    }
+    fn training_embeddings(&self) -> attacks::Result<Option<(Vec<usize>, Tensor)>> {
+        Ok(self.training_embeddings.as_ref().map(|(ids, e)| (ids.clone(), e.shallow_clone())))
     }
 }
 

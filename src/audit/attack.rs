@@ -92,6 +92,7 @@ pub fn attack_inputs(
         AttackKind::Inversion => p.inversion = overlay(&p.inversion, &own).map_err(err)?,
         AttackKind::GraphReconstruction => p.reconstruction = overlay(&p.reconstruction, &own).map_err(err)?,
         AttackKind::Attribute => p.attribute = overlay(&p.attribute, &own).map_err(err)?,
+        AttackKind::DegreeInference => p.degree = overlay(&p.degree, &own).map_err(err)?,
     }
     Ok((k, know, p))
 }

@@ -262,6 +262,7 @@ pub const KNOWN_ATTACKS: &[&str] = &[
     "inversion",
     "graph-reconstruction",
     "attribute",
+    "degree-inference",
     "mechanism",
     // Not an attack of the attacks crate: the grey-box replay of `crate::replay::audit`.
     "sensitivity",

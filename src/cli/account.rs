@@ -31,6 +31,13 @@ pub enum Method {
     DpSgd,
     Lpgnn,
     EdgeRand,
+    /// DPAR-GM: --sigma-pr (Gaussian std on rows clipped to --c1), --sigma (DP-SGD), --num-nodes
+    /// = rows M, --degree = referenced-row cap, --batch-size, --steps, --q-prime.
+    DparGm,
+    /// DPAR-EM (v0; v1 with --em-epsilon2): --em-epsilon per Gumbel pick, --top-k, rest as dpar-gm.
+    DparEm,
+    /// DPAR's Features baseline: Poisson DP-SGD at rate --batch-size / --num-nodes, --q-prime.
+    DparFeatures,
 }
 
 #[derive(Debug, Args)]
@@ -73,6 +80,24 @@ pub struct MethodArgs {
     /// EdgeRand: epsilon of the randomized response on the adjacency.
     #[arg(long)]
     pub ldp_epsilon: Option<f64>,
+    /// DPAR: Gaussian std of the DP-APPR rows (dpar-gm).
+    #[arg(long)]
+    pub sigma_pr: Option<f64>,
+    /// DPAR-GM: L2 clip C1 of a row.
+    #[arg(long, default_value_t = 0.01)]
+    pub c1: f64,
+    /// DPAR-EM: epsilon of one Gumbel pick.
+    #[arg(long)]
+    pub em_epsilon: Option<f64>,
+    /// DPAR-EM v1: epsilon of a row's Laplace values.
+    #[arg(long)]
+    pub em_epsilon2: Option<f64>,
+    /// DPAR-EM: picks per row (top-K).
+    #[arg(long, default_value_t = 4)]
+    pub top_k: u64,
+    /// DPAR: node subsampling rate q'.
+    #[arg(long, default_value_t = 1.0)]
+    pub q_prime: f64,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -139,7 +164,15 @@ impl MethodArgs {
         if matches!(m, Method::GapNdp | Method::ProgapNdp | Method::Dpgnn) {
             ensure!(self.degree >= 1, Error::invalid("--degree", "must be at least 1"));
         }
-        if m == Method::Dpgnn {
+        if matches!(m, Method::DparGm | Method::DparEm | Method::DparFeatures) {
+            ensure!(self.steps >= 1 && self.steps <= MAX_COUNT, Error::invalid("--steps", "must be at least 1"));
+            ensure!(
+                self.q_prime > 0.0 && self.q_prime <= 1.0,
+                Error::invalid("--q-prime", format!("must be in (0, 1], got {}", self.q_prime))
+            );
+            ensure!(self.top_k >= 1, Error::invalid("--top-k", "must be at least 1"));
+        }
+        if matches!(m, Method::Dpgnn | Method::DparGm | Method::DparEm | Method::DparFeatures) {
             ensure!(
                 self.batch_size >= 1 && self.batch_size <= self.num_nodes,
                 Error::invalid("--batch-size", format!("must be in [1, --num-nodes = {}]", self.num_nodes))
@@ -194,7 +227,33 @@ impl MethodArgs {
             Method::EdgeRand => methods::edge_rand(
                 self.ldp_epsilon.ok_or_else(|| Error::invalid("--ldp-epsilon", "EdgeRand needs --ldp-epsilon"))?,
             ),
+            Method::DparGm | Method::DparEm | Method::DparFeatures => self.dpar_event(sigma)?,
         })
+    }
+
+    /// DPAR's sound event, built by the same function `train` records its budget with.
+    fn dpar_event(&self, sigma: f64) -> Result<Event> {
+        use crate::models::dpar_method::{sound_event, SgdShape, Variant};
+        use crate::privacy::accountant::dpar::ApprRelease;
+        let positive = |flag: &str, v: Option<f64>| -> Result<f64> {
+            let v = v.ok_or_else(|| Error::invalid(flag, format!("required for {}", self.method.name())))?;
+            ensure!(v.is_finite() && v > 0.0, Error::invalid(flag, format!("must be > 0 and finite, got {v}")));
+            Ok(v)
+        };
+        let (variant, appr) = match self.method {
+            Method::DparGm => {
+                ensure!(self.c1.is_finite() && self.c1 > 0.0, Error::invalid("--c1", "must be > 0 and finite"));
+                (Variant::Gm, ApprRelease::Gaussian { sigma: positive("--sigma-pr", self.sigma_pr)?, c1: self.c1 })
+            }
+            Method::DparEm => {
+                let eps2 = self.em_epsilon2.map(|e| positive("--em-epsilon2", Some(e))).transpose()?;
+                let v = if eps2.is_some() { Variant::Em1 } else { Variant::Em0 };
+                (v, ApprRelease::Exponential { eps: positive("--em-epsilon", self.em_epsilon)?, k: self.top_k, eps2 })
+            }
+            _ => (Variant::Features, ApprRelease::None),
+        };
+        let shape = SgdShape { rows: self.num_nodes, cap: self.degree, batch: self.batch_size, steps: self.steps };
+        Ok(sound_event(variant, appr, shape, sigma, self.q_prime))
     }
 }
 

@@ -30,7 +30,8 @@ pub struct AttackArgs {
     pub min_class_count: usize,
     /// mia | mia-metric | lira | link-stealing | canary-edge | canary-node | canary-ldp |
     /// canary-aggregation (white box: GAP/ProGAP's released aggregations) | inversion |
-    /// graph-reconstruction | attribute
+    /// graph-reconstruction | attribute | degree-inference (dpar-* targets: training-node degree
+    /// regression, RMSE vs the mean predictor)
     #[arg(long, value_parser = parse_attack)]
     pub attack: AttackKind,
     /// LiRA shadow models.

@@ -141,6 +141,36 @@ pub struct RecipeArgs {
     /// graph-pate cleanse: count-table decay alpha (default 0.9).
     #[arg(long, allow_negative_numbers = true)]
     pub count_decay: Option<f64>,
+    /// DPAR (dpar-*): PPR teleport alpha [0.25].
+    #[arg(long, allow_negative_numbers = true)]
+    pub alpha_ppr: Option<f64>,
+    /// DPAR: top-K entries per APPR row [4].
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    /// DPAR: training rows M [every kept training node; thesis Cora-ML 70].
+    #[arg(long)]
+    pub m_rows: Option<usize>,
+    /// DPAR-GM: L2 clip C1 of an APPR row [0.01].
+    #[arg(long, allow_negative_numbers = true)]
+    pub c1: Option<f64>,
+    /// DPAR-EM: clip C2 of each APPR entry [0.001].
+    #[arg(long, allow_negative_numbers = true)]
+    pub c2: Option<f64>,
+    /// DPAR: L1 column clip tau [1].
+    #[arg(long, allow_negative_numbers = true)]
+    pub tau: Option<f64>,
+    /// DPAR: referenced-row cap D_Pi, the rows any node may appear in [4].
+    #[arg(long)]
+    pub ref_cap: Option<usize>,
+    /// DPAR: node subsampling rate q' [1; thesis Cora-ML 0.09].
+    #[arg(long, allow_negative_numbers = true)]
+    pub q_prime: Option<f64>,
+    /// DPAR-GM/EM: share of the epsilon spent on DP-APPR [0.5].
+    #[arg(long, allow_negative_numbers = true)]
+    pub epsilon_pr_fraction: Option<f64>,
+    /// DPAR-GM/EM: DP-APPR noise by the accountant (tight) or the thesis's closed forms [tight].
+    #[arg(long)]
+    pub calibration: Option<crate::models::dpar_method::DparCalibration>,
 }
 
 impl RecipeArgs {
@@ -172,6 +202,10 @@ impl RecipeArgs {
             (self.teachers, self.queries, self.vote_threshold, self.check_noise_ratio);
         (r.student, r.noise_rate, r.removal_ratio, r.count_decay) =
             (self.student, self.noise_rate, self.removal_ratio, self.count_decay);
+        (r.alpha_ppr, r.top_k, r.m_rows, r.c1, r.c2, r.tau) =
+            (self.alpha_ppr, self.top_k, self.m_rows, self.c1, self.c2, self.tau);
+        (r.ref_cap, r.q_prime, r.epsilon_pr_fraction, r.calibration) =
+            (self.ref_cap, self.q_prime, self.epsilon_pr_fraction, self.calibration);
         Ok(r)
     }
 }

@@ -11,9 +11,11 @@
 //! | LPGNN | [`lpgnn`], [`kprop`] | local (multi-bit features, RR labels) |
 //! | RGNN | [`rgnn`] | local (GRR-FS features, GRR labels; reconstruction + LLP) |
 //! | PGC (thesis ch.2) | [`pgc`] | local, eps per feature (one-bit PGC, Laplace, Piecewise) |
+//! | DPAR (Zhang thesis ch.5) | [`dpar_method`], [`dpar`], [`ppr`] | node (DP-APPR rows + DP-SGD, node subsampling q') |
 pub mod aggregation;
 pub mod backbone;
 pub mod dpar;
+pub mod dpar_method;
 pub mod dpgnn;
 pub mod gap;
 pub mod gat;

@@ -102,6 +102,10 @@ pub fn check_method(method: Method) -> Result<()> {
             "graph-pate releases noisy vote counts whose sensitivity (1 and sqrt 2) holds by the disjoint \
              partition, not by a clip a replay can measure; its accounting is checked by golden tests",
         )),
+        m if m.is_dpar() => Err(Error::invalid(
+            "method",
+            format!("{} has no sensitivity replay yet (its DP-APPR rows and capped DP-SGD are not replayed)", m.name()),
+        )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
         }

@@ -247,6 +247,7 @@ fn loader(method: Method) -> Option<Loader> {
         Method::Pgc => Some(crate::models::pgc::load_checkpoint),
         Method::Rgnn => Some(crate::models::rgnn::load_checkpoint),
         Method::GraphPate => Some(crate::models::pate::load_checkpoint),
+        m if m.is_dpar() => Some(crate::models::dpar_method::load_checkpoint),
         _ => None,
     }
 }

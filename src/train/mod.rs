@@ -41,6 +41,11 @@ pub trait TrainedModel {
     fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
         None
     }
+    /// The embeddings the model computed for the nodes it trained on (dataset ids, [n, h]), where
+    /// they differ from `embeddings` (DPAR: z_v = sum_u Pi_vu f(X_u) over its private rows).
+    fn training_embeddings(&self) -> Option<(Vec<usize>, Tensor)> {
+        None
+    }
     /// Gives a model loaded from a checkpoint its training graph (`data`, with the training
     /// `seed` for a node-level degree bound), which its white-box `forward_features` needs.
     fn attach_graph(&mut self, data: &Dataset, seed: u64) -> Result<()> {
@@ -89,6 +94,8 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         Method::Rgnn => crate::models::rgnn::train_recipe(recipe, data, seed)?,
         Method::Pgc => crate::models::pgc::train_recipe(recipe, data, seed)?,
         Method::GraphPate => crate::models::pate::train_recipe(recipe, data, seed)?,
+        m if m.is_dpar() => crate::models::dpar_method::train_recipe(recipe, data, seed)?,
+        m => unreachable!("{} has no train arm", m.name()),
     };
     run.seconds = start.elapsed().as_secs_f64();
     Ok(run)

@@ -65,6 +65,25 @@ pub enum Method {
     /// Confident-GNMax labelling of public nodes, a GNN student (--student plain|coteach|
     /// coteach-plus|cleanse = PATE, co-teaching, PATE+, PATE++); node-level DP.
     GraphPate,
+    /// DPAR (Zhang thesis ch.5): node-level DP by Gaussian DP-APPR rows (Alg. 7) + DP-SGD with
+    /// the referenced-row cap; --epsilon is the node-level total (see models::dpar_method).
+    DparGm,
+    /// DPAR with Gumbel top-K DP-APPR rows of weight 1/K (Alg. 8 option 1).
+    #[value(name = "dpar-em0")]
+    #[serde(rename = "dpar-em0")]
+    DparEm0,
+    /// DPAR with Gumbel top-K DP-APPR rows carrying Laplace-noised values (Alg. 8 option 2).
+    #[value(name = "dpar-em1")]
+    #[serde(rename = "dpar-em1")]
+    DparEm1,
+    /// DPAR baseline DPSGD: non-private APPR rows, DP-SGD at step sensitivity 2BC.
+    DparDpsgd,
+    /// DPAR baseline Features: Pi = I, node-level DP-SGD on the features (Poisson batches).
+    DparFeatures,
+    /// DPAR baseline Random: K random columns per row, DP-SGD with the referenced-row cap.
+    DparRandom,
+    /// DPAR Vanilla (PPRGo): APPR rows and plain training, no privacy.
+    DparInf,
 }
 
 impl Method {
@@ -90,6 +109,13 @@ impl Method {
             Method::Rgnn => "rgnn",
             Method::Pgc => "pgc",
             Method::GraphPate => "graph-pate",
+            Method::DparGm => "dpar-gm",
+            Method::DparEm0 => "dpar-em0",
+            Method::DparEm1 => "dpar-em1",
+            Method::DparDpsgd => "dpar-dpsgd",
+            Method::DparFeatures => "dpar-features",
+            Method::DparRandom => "dpar-random",
+            Method::DparInf => "dpar-inf",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -105,6 +131,13 @@ impl Method {
             Method::SageEdp => PrivacyUnit::Edge,
             Method::Dpgnn | Method::DpgnnRowclip | Method::GraphPate => PrivacyUnit::Node,
             Method::Lpgnn | Method::Rgnn | Method::Pgc => PrivacyUnit::Local,
+            Method::DparInf => PrivacyUnit::None,
+            Method::DparGm
+            | Method::DparEm0
+            | Method::DparEm1
+            | Method::DparDpsgd
+            | Method::DparFeatures
+            | Method::DparRandom => PrivacyUnit::Node,
         }
     }
     /// Trained with DP-Adam (node level).
@@ -127,6 +160,19 @@ impl Method {
                 | Method::DpgnnRowclip
                 | Method::Pgc
                 | Method::GraphPate
+        ) || (self.is_dpar() && self != Method::DparInf)
+    }
+    /// The DPAR family (models::dpar_method).
+    pub fn is_dpar(self) -> bool {
+        matches!(
+            self,
+            Method::DparGm
+                | Method::DparEm0
+                | Method::DparEm1
+                | Method::DparDpsgd
+                | Method::DparFeatures
+                | Method::DparRandom
+                | Method::DparInf
         )
     }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
@@ -232,6 +278,37 @@ pub struct Recipe {
     pub noise_rate: Option<f64>,
     pub removal_ratio: Option<f64>,
     pub count_decay: Option<f64>,
+    /// DPAR knobs (models::dpar_method; None = its default, refused by other methods).
+    /// PPR teleport alpha (0.25).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha_ppr: Option<f64>,
+    /// Top-K entries per APPR row (4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<usize>,
+    /// Training rows M (every kept training node).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub m_rows: Option<usize>,
+    /// GM's L2 row clip C1 (0.01).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c1: Option<f64>,
+    /// EM's entry clip C2 (0.001).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c2: Option<f64>,
+    /// L1 column clip tau (1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tau: Option<f64>,
+    /// Referenced-row cap D_Pi (4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ref_cap: Option<usize>,
+    /// Node subsampling rate q' (1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub q_prime: Option<f64>,
+    /// Share of the (unamplified) epsilon spent on DP-APPR (0.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epsilon_pr_fraction: Option<f64>,
+    /// DP-APPR noise from the accountant (tight) or the thesis's closed forms (thesis).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::models::dpar_method::DparCalibration>,
 }
 
 impl Default for Recipe {
@@ -285,6 +362,16 @@ impl Default for Recipe {
             noise_rate: None,
             removal_ratio: None,
             count_decay: None,
+            alpha_ppr: None,
+            top_k: None,
+            m_rows: None,
+            c1: None,
+            c2: None,
+            tau: None,
+            ref_cap: None,
+            q_prime: None,
+            epsilon_pr_fraction: None,
+            calibration: None,
         }
     }
 }
@@ -310,6 +397,10 @@ impl Recipe {
         if method == Method::Pgc {
             // Table 2.2, Cora row; hidden 32 (section 2.6.4).
             (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.5);
+        }
+        if method.is_dpar() {
+            // Thesis l.1241: 2-layer net, hidden 32, lr 0.005, batch 60, 200 epochs (PPRGo: ReLU).
+            (r.hidden, r.lr, r.activation, r.batch_size, r.epochs) = (32, 0.005, Activation::Relu, Some(60), Some(200));
         }
         r
     }
@@ -466,6 +557,7 @@ impl Recipe {
             }
         }
         crate::models::pate::check_recipe(self)?;
+        crate::models::dpar_method::check_knobs(self)?;
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
             if !(e > 0.0) {
                 return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));

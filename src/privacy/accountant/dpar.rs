@@ -171,3 +171,32 @@ pub fn thesis_dpar_epsilon(eps_pr: f64, paper_sgd: &Event, delta_sgd: f64, q_pri
     let eps_sgd = super::rdp::rdp_epsilon(paper_sgd, delta_sgd)?.epsilon;
     Ok(q_prime * (eps_pr + eps_sgd))
 }
+
+/// The sound event of EM's M rows (see [`em_rho`]): zCDP, labelled for the budget breakdown.
+pub fn em_event(eps: f64, k: u64, m: u64, eps2: Option<f64>) -> Event {
+    Event::Zcdp { rho: em_rho(eps, k, m, eps2) }.labelled("DP-APPR (EM)")
+}
+
+/// The sound event of a DP-APPR release (None when the rows cost nothing).
+pub fn appr_event(appr: ApprRelease, m: u64) -> Option<Event> {
+    match appr {
+        ApprRelease::Gaussian { sigma, c1 } => Some(gm_event(sigma, c1, m)),
+        ApprRelease::Exponential { eps, k, eps2 } => Some(em_event(eps, k, m, eps2)),
+        ApprRelease::None => None,
+    }
+}
+
+/// DPAR's whole mechanism as one event: DP-APPR then DP-SGD (adaptive composition), the pair run
+/// on a Poisson(q') sample of the nodes (no wrapper at q' = 1). [`dpar_epsilon`] computes the
+/// same number by hand; this form is what a budget records so that an audit can recompute it.
+pub fn dpar_event(appr: Option<Event>, sgd: Event, q_prime: f64) -> Event {
+    let inner = match appr {
+        Some(a) => Event::Composed(vec![a, sgd]),
+        None => sgd,
+    };
+    if q_prime < 1.0 {
+        Event::NodeSubsampled { rate: q_prime, event: Box::new(inner) }
+    } else {
+        inner
+    }
+}

@@ -48,6 +48,15 @@ pub enum Event {
     Dpgnn { num_nodes: u64, max_degree: u64, batch_size: u64, noise_multiplier: f64, steps: u64 },
     /// A named part of a method's budget (shown in the budget breakdown).
     Labelled { label: String, event: Box<Event> },
+    /// A rho-zCDP mechanism (Bun & Steinke 2016): RDP rho * alpha at every order. DPAR's Gumbel
+    /// top-K picks (a 2 eps-bounded-range mechanism is eps^2/2-zCDP, Cesar & Rogers 2021).
+    Zcdp { rho: f64 },
+    /// `event` run on a Poisson sample of the units (each kept with probability `rate`), e.g.
+    /// DPAR's node subsampling q'. Amplification is applied to the final (eps, delta) of `event`
+    /// at delta / rate: (ln(1 + rate (e^eps - 1)), delta) (Balle, Barthe & Gaboardi 2018), so it
+    /// is only allowed outermost (labels aside); inside RDP sums it counts as `event` itself
+    /// (subsampling never increases a Renyi divergence).
+    NodeSubsampled { rate: f64, event: Box<Event> },
 }
 
 impl Event {
@@ -127,6 +136,45 @@ impl Event {
                 sigma_ok(*noise_multiplier)
             }
             Event::Labelled { event, .. } => event.validate(),
+            Event::Zcdp { rho } => {
+                ensure!(
+                    rho.is_finite() && *rho > 0.0,
+                    Error::invalid("rho", format!("must be > 0 and finite, got {rho}"))
+                );
+                Ok(())
+            }
+            Event::NodeSubsampled { rate, event } => {
+                ensure!(
+                    *rate > 0.0 && *rate <= 1.0,
+                    Error::invalid("q_prime", format!("node sampling rate must be in (0, 1], got {rate}"))
+                );
+                ensure!(
+                    !event.has_node_subsampling(),
+                    Error::invalid("q_prime", "node subsampling may wrap a whole mechanism only once")
+                );
+                event.validate()
+            }
+        }
+    }
+
+    /// Whether a `NodeSubsampled` occurs anywhere in the event.
+    pub fn has_node_subsampling(&self) -> bool {
+        match self {
+            Event::NodeSubsampled { .. } => true,
+            Event::SelfComposed { event, .. }
+            | Event::ScaledSensitivity { event, .. }
+            | Event::Labelled { event, .. } => event.has_node_subsampling(),
+            Event::Composed(events) => events.iter().any(Event::has_node_subsampling),
+            _ => false,
+        }
+    }
+
+    /// The outermost node subsampling (labels skipped): (rate, inner event).
+    pub fn outer_node_subsampling(&self) -> Option<(f64, &Event)> {
+        match self {
+            Event::NodeSubsampled { rate, event } => Some((*rate, event)),
+            Event::Labelled { event, .. } => event.outer_node_subsampling(),
+            _ => None,
         }
     }
 
@@ -137,7 +185,7 @@ impl Event {
             | Event::ScaledSensitivity { event, .. }
             | Event::Labelled { event, .. } => event.is_gaussian_family(),
             Event::Composed(events) => events.iter().all(Event::is_gaussian_family),
-            Event::PureDp { .. } | Event::Dpgnn { .. } => false,
+            Event::PureDp { .. } | Event::Dpgnn { .. } | Event::Zcdp { .. } | Event::NodeSubsampled { .. } => false,
         }
     }
 
@@ -162,7 +210,10 @@ impl Event {
                 Event::Composed(events) => Event::Composed(events.iter().map(|e| go(e, scale)).collect()),
                 Event::ScaledSensitivity { sensitivity, event } => go(event, scale * sensitivity),
                 Event::Labelled { event, .. } => go(event, scale),
-                Event::PureDp { .. } | Event::Dpgnn { .. } => e.clone(),
+                Event::PureDp { .. } | Event::Dpgnn { .. } | Event::Zcdp { .. } => e.clone(),
+                Event::NodeSubsampled { rate, event } => {
+                    Event::NodeSubsampled { rate: *rate, event: Box::new(go(event, scale)) }
+                }
             }
         }
         go(self, 1.0)
@@ -175,6 +226,7 @@ impl Event {
             Event::SelfComposed { event, count } => event.pure_epsilon() * (*count as f64),
             Event::Composed(events) => events.iter().map(Event::pure_epsilon).sum(),
             Event::ScaledSensitivity { event, .. } | Event::Labelled { event, .. } => event.pure_epsilon(),
+            Event::NodeSubsampled { rate, event } => (rate * event.pure_epsilon().exp_m1()).ln_1p(),
             _ => 0.0,
         }
     }
@@ -202,6 +254,11 @@ impl Event {
             }
         }
         let mut out = vec![];
+        if let Some((rate, inner)) = self.outer_node_subsampling() {
+            // Each part alone, subsampled as the whole is.
+            go(inner, 1, 1.0, &mut out);
+            return out.into_iter().map(|(l, e)| (l, Event::NodeSubsampled { rate, event: Box::new(e) })).collect();
+        }
         go(self, 1, 1.0, &mut out);
         out
     }
@@ -235,6 +292,8 @@ impl fmt::Display for Event {
                 "DP-GNN(N={num_nodes}, K={max_degree}, m={batch_size}, noise_scale={noise_multiplier:.4}) x {steps}"
             ),
             Event::Labelled { label, event } => write!(f, "{label}: {event}"),
+            Event::Zcdp { rho } => write!(f, "zCDP(rho={rho:.4e})"),
+            Event::NodeSubsampled { rate, event } => write!(f, "node-subsampled(q'={rate}) {{{event}}}"),
         }
     }
 }

@@ -158,7 +158,10 @@ fn supported(e: &Event) -> bool {
             supported(event)
         }
         Event::Composed(events) => events.iter().all(supported),
-        Event::WithoutReplacementGaussian { .. } | Event::Dpgnn { .. } => false,
+        Event::WithoutReplacementGaussian { .. }
+        | Event::Dpgnn { .. }
+        | Event::Zcdp { .. }
+        | Event::NodeSubsampled { .. } => false,
     }
 }
 
@@ -213,7 +216,10 @@ impl Plan {
             Event::SelfComposed { event, count: c } => self.walk(event, count * c),
             Event::Composed(events) => events.iter().for_each(|x| self.walk(x, count)),
             Event::ScaledSensitivity { event, .. } | Event::Labelled { event, .. } => self.walk(event, count),
-            Event::WithoutReplacementGaussian { .. } | Event::Dpgnn { .. } => unreachable!("checked by supported()"),
+            Event::WithoutReplacementGaussian { .. }
+            | Event::Dpgnn { .. }
+            | Event::Zcdp { .. }
+            | Event::NodeSubsampled { .. } => unreachable!("checked by supported()"),
         }
     }
 

@@ -223,9 +223,10 @@ fn accumulate(e: &Event, orders: &[f64], weight: f64, out: &mut [f64]) {
         }
         Event::SelfComposed { event, count } => accumulate(event, orders, weight * *count as f64, out),
         Event::Composed(events) => events.iter().for_each(|x| accumulate(x, orders, weight, out)),
-        Event::ScaledSensitivity { event, .. } | Event::Labelled { event, .. } => {
-            accumulate(event, orders, weight, out)
-        }
+        Event::ScaledSensitivity { event, .. }
+        | Event::Labelled { event, .. }
+        | Event::NodeSubsampled { event, .. } => accumulate(event, orders, weight, out),
+        Event::Zcdp { rho } => add(&|a| rho * a),
         Event::PureDp { .. } => {}
     }
 }
@@ -247,7 +248,10 @@ fn rdp_at(e: &Event, a: f64, weight: f64, acc: f64) -> f64 {
         }
         Event::SelfComposed { event, count } => rdp_at(event, a, weight * *count as f64, acc),
         Event::Composed(events) => events.iter().fold(acc, |acc, x| rdp_at(x, a, weight, acc)),
-        Event::ScaledSensitivity { event, .. } | Event::Labelled { event, .. } => rdp_at(event, a, weight, acc),
+        Event::ScaledSensitivity { event, .. }
+        | Event::Labelled { event, .. }
+        | Event::NodeSubsampled { event, .. } => rdp_at(event, a, weight, acc),
+        Event::Zcdp { rho } => acc + weight * rho * a,
         Event::PureDp { .. } => acc,
     }
 }
@@ -258,11 +262,16 @@ fn rdp_at(e: &Event, a: f64, weight: f64, acc: f64) -> f64 {
 /// [`minimize_pruned`] may skip orders. The without-replacement *bound* is not known convex.
 fn has_convex_cgf(e: &Event) -> bool {
     match e {
-        Event::Gaussian { .. } | Event::PoissonGaussian { .. } | Event::Dpgnn { .. } | Event::PureDp { .. } => true,
+        Event::Gaussian { .. }
+        | Event::PoissonGaussian { .. }
+        | Event::Dpgnn { .. }
+        | Event::PureDp { .. }
+        | Event::Zcdp { .. } => true,
         Event::WithoutReplacementGaussian { .. } => false,
-        Event::SelfComposed { event, .. } | Event::ScaledSensitivity { event, .. } | Event::Labelled { event, .. } => {
-            has_convex_cgf(event)
-        }
+        Event::SelfComposed { event, .. }
+        | Event::ScaledSensitivity { event, .. }
+        | Event::Labelled { event, .. }
+        | Event::NodeSubsampled { event, .. } => has_convex_cgf(event),
         Event::Composed(events) => events.iter().all(has_convex_cgf),
     }
 }
@@ -437,6 +446,16 @@ pub fn rdp_epsilon_with_orders(
 ) -> Result<RdpEpsilon> {
     event.validate()?;
     check_delta(delta)?;
+    if let Some((rate, inner)) = event.outer_node_subsampling() {
+        // The inner mechanism at delta / rate, then amplification of its (eps, delta) by Poisson
+        // sampling of the units (Balle, Barthe & Gaboardi 2018, Thm 8).
+        ensure!(
+            delta < rate,
+            Error::invalid("delta", format!("must be below the node sampling rate q' = {rate}, got {delta}"))
+        );
+        let e = rdp_epsilon_with_orders(inner, delta / rate, orders, conversion)?;
+        return Ok(RdpEpsilon { epsilon: (rate * e.epsilon.exp_m1()).ln_1p(), order: e.order });
+    }
     ensure!(!orders.is_empty(), Error::invalid("orders", "the order grid is empty"));
     ensure!(orders.iter().all(|&a| a > 1.0 && !a.is_nan()), Error::invalid("orders", "every RDP order must be > 1"));
     let pure = event.pure_epsilon();
