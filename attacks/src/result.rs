@@ -61,6 +61,8 @@ pub enum AttackKind {
     CanaryEdge,
     CanaryNode,
     CanaryLdp,
+    CanaryLdpFeatures,
+    CanaryLdpFeature,
     CanaryAggregation,
     Inversion,
     GraphReconstruction,
@@ -77,13 +79,15 @@ impl AttackKind {
             AttackKind::CanaryEdge => "canary-edge",
             AttackKind::CanaryNode => "canary-node",
             AttackKind::CanaryLdp => "canary-ldp",
+            AttackKind::CanaryLdpFeatures => "canary-ldp-features",
+            AttackKind::CanaryLdpFeature => "canary-ldp-feature",
             AttackKind::CanaryAggregation => "canary-aggregation",
             AttackKind::Inversion => "inversion",
             AttackKind::GraphReconstruction => "graph-reconstruction",
             AttackKind::Attribute => "attribute",
         }
     }
-    pub const ALL: [AttackKind; 11] = [
+    pub const ALL: [AttackKind; 13] = [
         AttackKind::Mia,
         AttackKind::MiaMetric,
         AttackKind::Lira,
@@ -91,6 +95,8 @@ impl AttackKind {
         AttackKind::CanaryEdge,
         AttackKind::CanaryNode,
         AttackKind::CanaryLdp,
+        AttackKind::CanaryLdpFeatures,
+        AttackKind::CanaryLdpFeature,
         AttackKind::CanaryAggregation,
         AttackKind::Inversion,
         AttackKind::GraphReconstruction,
@@ -242,6 +248,10 @@ pub fn run_attack(
         AttackKind::CanaryEdge => crate::canary::canary_edge_audit(target, &params.canary, seed)?,
         AttackKind::CanaryNode => crate::record_canary::node_canary_audit(target, &params.canary, seed)?,
         AttackKind::CanaryLdp => crate::record_canary::ldp_canary_audit(target, &params.canary, seed)?,
+        AttackKind::CanaryLdpFeatures => {
+            crate::feature_canary::ldp_features_canary_audit(target, &params.canary, seed)?
+        }
+        AttackKind::CanaryLdpFeature => crate::feature_canary::ldp_feature_canary_audit(target, &params.canary, seed)?,
         AttackKind::CanaryAggregation => {
             crate::aggregation_canary::aggregation_canary_audit(target, &params.aggregation, seed)?
         }
