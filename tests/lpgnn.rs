@@ -163,3 +163,22 @@ fn lpgnn_label_kprop_recovers_labels_beyond_randomized_response() {
     assert!((r.noisy_accuracy - keep).abs() < 0.04, "raw y' accuracy {}", r.noisy_accuracy);
     assert!(r.kprop_accuracy > r.noisy_accuracy + 0.1, "{r:?}");
 }
+
+/// The LPGNN configs (Tables 3.2-3.4 with the 1B/LP/AG/OHD rows, Fig. 3.4, Fig. 3.5, Facebook)
+/// load (every key a recipe field, every feature mode known) and plan their cells.
+#[test]
+fn lpgnn_configs_are_valid() {
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    for (name, cells_per_seed) in [
+        ("lpgnn-paper", 4 * 4 + 3 + 3 + 3 * 3),
+        ("lpgnn-fig34", 72),
+        ("lpgnn-fig35", 30),
+        ("lpgnn-facebook", 4 * 4 + 3 + 3 + 3 * 3),
+    ] {
+        let path = std::path::Path::new(&root).join(format!("configs/{name}.toml"));
+        let c = gnnaudit::audit::AuditConfig::load(&path, Some(&data_dir())).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(c.name, name);
+        let cells = gnnaudit::audit::cell::plan(&c);
+        assert_eq!(cells.len(), cells_per_seed * c.repeats as usize, "{name}");
+    }
+}

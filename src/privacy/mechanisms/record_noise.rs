@@ -117,9 +117,11 @@ impl RecordMechanism {
         let outside = (x.lt(self.low).logical_or(&x.gt(self.high))).sum(Kind::Int64).int64_value(&[]) as usize;
         let x = x.clamp(self.low, self.high);
         let noise = match self.noise {
-            // Lap(b) = b (E1 - E2) with E ~ Exp(1) = -ln U, U in (0, 1].
+            // Lap(b) = b (E1 - E2) with E ~ Exp(1) = -ln(1 - U): torch's U lies in [0, 1), so
+            // 1 - U lies in (0, 1] and the log stays finite (ln U would be -inf at U = 0, which
+            // millions of draws hit).
             RecordNoise::Laplace => {
-                let e = |t: Tensor| -(t.clamp_min(f64::MIN_POSITIVE as f32 as f64)).log();
+                let e = |u: Tensor| -(u.neg() + 1.0).log();
                 (e(x.rand_like()) - e(x.rand_like())) * self.scale
             }
             RecordNoise::AnalyticGaussian { .. } => x.randn_like() * self.scale,
@@ -158,6 +160,10 @@ mod tests {
         let x = Tensor::from_slice(&[2.0f32, -1.0, 0.5]).view([1, 3]);
         let m = RecordMechanism::new(RecordNoise::Laplace, 1.0, 3, 0.0, 1.0).unwrap();
         assert_eq!(m.perturb(&x).unwrap().1, 2);
+        // Millions of draws (Cora's 2708 x 1433) stay finite: U = 0 does not give an infinite draw.
+        let big = Tensor::zeros([2708, 1433], (Kind::Float, tch::Device::Cpu));
+        let (y, _) = RecordMechanism::new(RecordNoise::Laplace, 1.0, 1433, 0.0, 1.0).unwrap().perturb(&big).unwrap();
+        assert!(bool::try_from(y.isfinite().all()).unwrap());
         assert!(RecordMechanism::new(RecordNoise::Laplace, 0.0, 3, 0.0, 1.0).is_err());
         assert!(RecordMechanism::new(RecordNoise::AnalyticGaussian { delta: 0.0 }, 1.0, 3, 0.0, 1.0).is_err());
     }
