@@ -91,6 +91,19 @@ fn rgnn_rejects_bad_input_naming_the_field() {
     assert_eq!(field(RgnnConfig { epsilon_x: 0.0, ..Default::default() }), "epsilon_x");
     assert_eq!(field(RgnnConfig { sampled: 59, ..Default::default() }), "sampled");
     assert_eq!(field(RgnnConfig { clusters: 0, ..Default::default() }), "clusters");
+    assert_eq!(field(RgnnConfig { epsilon_x: -0.5, ..Default::default() }), "epsilon_x");
+    // GRR-FS needs categories: real-valued (here negative) features are refused naming `features`,
+    // with and without grouping (group_size 1 keeps the columns and needs them binary).
+    let real = gnnaudit::data::Csbm { nodes: 200, features: 16, ..Default::default() }.generate().unwrap();
+    let real =
+        gnnaudit::data::random_split(&real, gnnaudit::data::SplitRatios::new(0.5, 0.25, 0.25).unwrap(), 0).unwrap();
+    for g in [1, 4] {
+        let cfg = RgnnConfig { group_size: Some(g), ..Default::default() };
+        match train(&real, &cfg, 0) {
+            Err(gnnaudit::Error::InvalidParam { field, .. }) => assert_eq!(field, "features"),
+            other => panic!("group_size {g}: {:?}", other.map(|r| r.accuracy)),
+        }
+    }
 }
 
 /// Table 1, cora, eps_x = 1, eps_y = 3 (paper: RGNN 77.8 +- 2.0, GraphSAGE on X', Y' 31.5 +-

@@ -14,6 +14,7 @@
 //! | canary-edge audit | `canary` | training oracle | edge canary |
 //! | node-canary audit | `record_canary` | training oracle | node canary |
 //! | LDP-canary audit | `record_canary` | training oracle | LDP canary |
+//! | LDP feature-record / one-feature canaries | `feature_canary` | training oracle | LDP canary / LDP feature canary |
 //! | in-pipeline canary audit | `aggregation_canary` | white box (released aggregations) | edge canary |
 //! | class inversion | `inversion` | white box | practical |
 //! | graph reconstruction | `reconstruction` | white box or black box | practical |
@@ -24,6 +25,7 @@ pub mod canary;
 pub mod classifier;
 pub mod degree_inference;
 pub mod error;
+pub mod feature_canary;
 pub mod graph;
 pub mod inversion;
 pub mod link_stealing;

@@ -61,6 +61,8 @@ pub enum AttackKind {
     CanaryEdge,
     CanaryNode,
     CanaryLdp,
+    CanaryLdpFeatures,
+    CanaryLdpFeature,
     CanaryAggregation,
     Inversion,
     GraphReconstruction,
@@ -78,6 +80,8 @@ impl AttackKind {
             AttackKind::CanaryEdge => "canary-edge",
             AttackKind::CanaryNode => "canary-node",
             AttackKind::CanaryLdp => "canary-ldp",
+            AttackKind::CanaryLdpFeatures => "canary-ldp-features",
+            AttackKind::CanaryLdpFeature => "canary-ldp-feature",
             AttackKind::CanaryAggregation => "canary-aggregation",
             AttackKind::Inversion => "inversion",
             AttackKind::GraphReconstruction => "graph-reconstruction",
@@ -85,7 +89,7 @@ impl AttackKind {
             AttackKind::DegreeInference => "degree-inference",
         }
     }
-    pub const ALL: [AttackKind; 12] = [
+    pub const ALL: [AttackKind; 14] = [
         AttackKind::Mia,
         AttackKind::MiaMetric,
         AttackKind::Lira,
@@ -93,6 +97,8 @@ impl AttackKind {
         AttackKind::CanaryEdge,
         AttackKind::CanaryNode,
         AttackKind::CanaryLdp,
+        AttackKind::CanaryLdpFeatures,
+        AttackKind::CanaryLdpFeature,
         AttackKind::CanaryAggregation,
         AttackKind::Inversion,
         AttackKind::GraphReconstruction,
@@ -247,6 +253,10 @@ pub fn run_attack(
         AttackKind::CanaryEdge => crate::canary::canary_edge_audit(target, &params.canary, seed)?,
         AttackKind::CanaryNode => crate::record_canary::node_canary_audit(target, &params.canary, seed)?,
         AttackKind::CanaryLdp => crate::record_canary::ldp_canary_audit(target, &params.canary, seed)?,
+        AttackKind::CanaryLdpFeatures => {
+            crate::feature_canary::ldp_features_canary_audit(target, &params.canary, seed)?
+        }
+        AttackKind::CanaryLdpFeature => crate::feature_canary::ldp_feature_canary_audit(target, &params.canary, seed)?,
         AttackKind::CanaryAggregation => {
             crate::aggregation_canary::aggregation_canary_audit(target, &params.aggregation, seed)?
         }

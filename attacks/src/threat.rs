@@ -81,6 +81,9 @@ pub enum GameUnit {
     /// Positives and negatives are one canary record holding one of two values, randomised
     /// locally before training (local DP).
     LdpCanary,
+    /// Positives and negatives are one canary record differing in one scalar feature,
+    /// randomised locally (a per-feature LDP claim, e.g. PGC's eps per feature).
+    LdpFeatureCanary,
     /// Positives and negatives differ in more than one private unit (e.g. natural edges vs
     /// non-edges, which also differ by homophily): practical leakage, no epsilon comparison.
     Practical,
@@ -128,6 +131,7 @@ impl Claim {
                 | (GameUnit::EdgeCanary, ClaimUnit::Edge | ClaimUnit::None)
                 | (GameUnit::NodeCanary, ClaimUnit::Node | ClaimUnit::None)
                 | (GameUnit::LdpCanary, ClaimUnit::Local | ClaimUnit::None)
+                | (GameUnit::LdpFeatureCanary, ClaimUnit::Local | ClaimUnit::None)
         )
     }
 }
@@ -146,6 +150,7 @@ mod tests {
             (EdgeCanary, [true, true, false, false]),
             (NodeCanary, [true, false, true, false]),
             (LdpCanary, [true, false, false, true]),
+            (LdpFeatureCanary, [true, false, false, true]),
             (Practical, [false, false, false, false]),
         ];
         for (game, want) in table {

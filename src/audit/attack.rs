@@ -85,9 +85,11 @@ pub fn attack_inputs(
         }
         AttackKind::Lira => p.lira = overlay(&p.lira, &own).map_err(err)?,
         AttackKind::LinkStealing => p.link = overlay(&p.link, &own).map_err(err)?,
-        AttackKind::CanaryEdge | AttackKind::CanaryNode | AttackKind::CanaryLdp => {
-            p.canary = overlay(&p.canary, &own).map_err(err)?
-        }
+        AttackKind::CanaryEdge
+        | AttackKind::CanaryNode
+        | AttackKind::CanaryLdp
+        | AttackKind::CanaryLdpFeatures
+        | AttackKind::CanaryLdpFeature => p.canary = overlay(&p.canary, &own).map_err(err)?,
         AttackKind::CanaryAggregation => p.aggregation = overlay(&p.aggregation, &own).map_err(err)?,
         AttackKind::Inversion => p.inversion = overlay(&p.inversion, &own).map_err(err)?,
         AttackKind::GraphReconstruction => p.reconstruction = overlay(&p.reconstruction, &own).map_err(err)?,
@@ -190,7 +192,9 @@ pub fn run_attacks(
         let confidence = params.confidence.unwrap_or(0.95);
         params.confidence = Some(1.0 - (1.0 - confidence) / cell.runs.max(1) as f64);
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
-        let result = run_attack(kind, &target, &knowledge, &params, seed).map_err(from_attack)?;
+        // The one-feature game is compared with the per-feature claim (PGC: eps per feature).
+        let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget), ..target };
+        let result = run_attack(kind, &own, &knowledge, &params, seed).map_err(from_attack)?;
         out.push(record(a, &result));
         progress.done(Stage::Attack);
     }

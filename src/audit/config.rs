@@ -258,6 +258,8 @@ pub const KNOWN_ATTACKS: &[&str] = &[
     "canary-edge",
     "canary-node",
     "canary-ldp",
+    "canary-ldp-features",
+    "canary-ldp-feature",
     "canary-aggregation",
     "inversion",
     "graph-reconstruction",

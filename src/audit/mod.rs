@@ -29,6 +29,7 @@ pub mod claim;
 pub mod config;
 pub mod epsilon;
 pub mod execute;
+pub mod feature_claim;
 pub mod interrupt;
 pub mod lock;
 pub mod parallel;

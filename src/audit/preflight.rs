@@ -97,7 +97,11 @@ pub fn attack_params(kind: AttackKind, p: &AttackParams) -> std::result::Result<
                 return bad("shadows", format!("need an even number >= 2, got {}", p.lira.shadows));
             }
         }
-        AttackKind::CanaryEdge | AttackKind::CanaryNode | AttackKind::CanaryLdp => {
+        AttackKind::CanaryEdge
+        | AttackKind::CanaryNode
+        | AttackKind::CanaryLdp
+        | AttackKind::CanaryLdpFeatures
+        | AttackKind::CanaryLdpFeature => {
             if p.canary.canaries < 2 {
                 return bad("canaries", format!("need at least 2 canaries, got {}", p.canary.canaries));
             }

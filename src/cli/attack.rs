@@ -1,9 +1,7 @@
 //! `gnnaudit attack`: train a target (and, as the threat model allows, shadow models) with any
 //! trainable method, run one attack over several seeds, and report its success next to the
 //! claimed epsilon.
-use crate::audit::adapters::{
-    attack_graph, carve_attribute, claim_of, from_attack, node_split, ModelBlackBox, RecipeOracle,
-};
+use crate::audit::adapters::{attack_graph, carve_attribute, from_attack, node_split, ModelBlackBox, RecipeOracle};
 use crate::cli::train::RecipeArgs;
 use crate::data::{self, Split, SplitRatios};
 use crate::error::{Error, Result};
@@ -29,6 +27,7 @@ pub struct AttackArgs {
     #[arg(long, default_value_t = 1)]
     pub min_class_count: usize,
     /// mia | mia-metric | lira | link-stealing | canary-edge | canary-node | canary-ldp |
+    /// canary-ldp-features | canary-ldp-feature (pgc, rgnn: the claim is per feature) |
     /// canary-aggregation (white box: GAP/ProGAP's released aggregations) | inversion |
     /// graph-reconstruction | attribute | degree-inference (dpar-* targets: training-node degree
     /// regression, RMSE vs the mean predictor)
@@ -410,7 +409,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
         }
         let split = node_split(ds.split()?);
         let oracle = RecipeOracle::new(&recipe, &budget, &ds.name);
-        let c = claim_of(&budget);
+        let c = crate::audit::feature_claim::claim_for(a.attack, &budget);
         let white_box = match (&loaded, &trained) {
             (Some(l), _) => l.model.white_box(),
             (None, Some(run)) => run.model.white_box(),

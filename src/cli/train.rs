@@ -90,9 +90,13 @@ pub struct RecipeArgs {
     /// LPGNN backbone: gcn, gat or sage.
     #[arg(long)]
     pub backbone: Option<crate::models::backbone::GnnKind>,
-    /// LPGNN features: multibit, ones, rnd or raw.
+    /// LPGNN features: multibit, onebit, laplace, gaussian (delta 1e-10 unless --delta), ones,
+    /// ohd, rnd or raw.
     #[arg(long)]
     pub features: Option<crate::models::lpgnn::FeatureMode>,
+    /// LPGNN: multi-bit's m (default m* of Proposition 3).
+    #[arg(long)]
+    pub multibit_m: Option<usize>,
     /// DP-GNN: share of epsilon spent on the test-time aggregation release, in (0, 1).
     #[arg(long, allow_negative_numbers = true)]
     pub inference_budget: Option<f64>,
@@ -197,6 +201,7 @@ impl RecipeArgs {
              kl_direction => kl_direction, mechanism => mechanism, accountant => accountant);
         r.group_size = self.group_size.or(r.group_size);
         r.mp_layers = self.mp_layers;
+        r.multibit_m = self.multibit_m;
         r.inference_budget = self.inference_budget;
         (r.teachers, r.queries, r.vote_threshold, r.check_noise_ratio) =
             (self.teachers, self.queries, self.vote_threshold, self.check_noise_ratio);
@@ -328,8 +333,10 @@ pub fn run(a: TrainArgs) -> Result<()> {
     crate::models::size::ensure_fits(&recipe, &ds)?;
     let mut runs = Vec::new();
     let mut budget = None;
+    let mut diagnostics: Vec<Vec<(String, f64)>> = vec![];
     for (i, &seed) in seeds.iter().enumerate() {
         let run = train::train(&recipe, &ds, seed)?;
+        diagnostics.push(run.model.diagnostics());
         ensure_converged(&run, &recipe)?;
         if i == 0 {
             if let Some(dir) = &a.save {
@@ -371,6 +378,10 @@ pub fn run(a: TrainArgs) -> Result<()> {
             "cpu_seconds": cpu_seconds(),
             "budget": budget,
             "recipe": recipe,
+            "diagnostics": diagnostics
+                .iter()
+                .map(|d| d.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>())
+                .collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
@@ -400,6 +411,10 @@ pub fn run(a: TrainArgs) -> Result<()> {
             100.0 * acc.train,
             s
         );
+    }
+    for (i, d) in diagnostics.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
+        let text: Vec<String> = d.iter().map(|(k, v)| format!("{k} {v:.4}")).collect();
+        println!("  seed {} diagnostics: {}", seeds[i], text.join(", "));
     }
     println!("wall time: {seconds:.2} s ({} torch threads)", tch::get_num_threads());
     print_budget(&budget, recipe.is_private());

@@ -64,7 +64,14 @@ impl BlackBox for NotQueried {
 }
 
 fn queries_target(kind: AttackKind) -> bool {
-    !matches!(kind, AttackKind::CanaryEdge | AttackKind::CanaryNode | AttackKind::CanaryLdp)
+    !matches!(
+        kind,
+        AttackKind::CanaryEdge
+            | AttackKind::CanaryNode
+            | AttackKind::CanaryLdp
+            | AttackKind::CanaryLdpFeatures
+            | AttackKind::CanaryLdpFeature
+    )
 }
 
 fn is_membership(kind: AttackKind) -> bool {

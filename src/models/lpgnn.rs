@@ -7,9 +7,10 @@ use super::backbone::{accuracy_on, restore, snapshot, GnnKind, GraphTensors, Two
 use super::kprop::KProp;
 use crate::data::{Dataset, Split};
 use crate::error::{Error, Result};
-use crate::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
+use crate::privacy::accountant::{budget, Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::multibit::{min_max_scale, MultiBit};
 use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
+use crate::privacy::mechanisms::record_noise::{RecordMechanism, RecordNoise, AG_DELTA};
 use crate::train::{Accuracy, TrainedModel, TrainedRun};
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
@@ -53,6 +54,21 @@ pub enum FeatureMode {
     Rnd,
     /// The clean features (min-max scaled): no feature privacy.
     Raw,
+    /// Table 3.2's 1B: the multi-bit encoder with m = d (every feature at eps_x / d).
+    Onebit,
+    /// Table 3.2's LP: Laplace noise of scale d/eps_x per coordinate (eps_x-LDP).
+    Laplace,
+    /// Table 3.2's AG: analytic Gaussian, (eps_x, delta)-LDP with delta = 1e-10 by default.
+    Gaussian,
+    /// Table 3.3's OHD: one-hot of min(degree, d - 1) in d columns (public, no privacy cost).
+    Ohd,
+}
+
+impl FeatureMode {
+    /// Modes that spend eps_x on the private features.
+    pub fn is_private(self) -> bool {
+        matches!(self, FeatureMode::Multibit | FeatureMode::Onebit | FeatureMode::Laplace | FeatureMode::Gaussian)
+    }
 }
 
 impl std::str::FromStr for FeatureMode {
@@ -63,7 +79,14 @@ impl std::str::FromStr for FeatureMode {
             "ones" => Ok(FeatureMode::Ones),
             "rnd" => Ok(FeatureMode::Rnd),
             "raw" => Ok(FeatureMode::Raw),
-            _ => Err(Error::invalid("features", format!("expected multibit, ones, rnd or raw, got '{s}'"))),
+            "onebit" => Ok(FeatureMode::Onebit),
+            "laplace" => Ok(FeatureMode::Laplace),
+            "gaussian" => Ok(FeatureMode::Gaussian),
+            "ohd" => Ok(FeatureMode::Ohd),
+            _ => Err(Error::invalid(
+                "features",
+                format!("expected multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw, got '{s}'"),
+            )),
         }
     }
 }
@@ -78,6 +101,10 @@ pub struct LpgnnConfig {
     pub training: Training,
     pub backbone: GnnKind,
     pub features: FeatureMode,
+    /// Multi-bit's m (None = m* of Proposition 3); only with `features = multibit`.
+    pub multibit_m: Option<usize>,
+    /// Delta of the analytic Gaussian (`features = gaussian`; None = 1e-10 as in Table 3.2).
+    pub delta: Option<f64>,
     pub hidden: i64,
     pub dropout: f64,
     pub learning_rate: f64,
@@ -95,6 +122,8 @@ impl Default for LpgnnConfig {
             training: Training::Drop,
             backbone: GnnKind::Sage,
             features: FeatureMode::Multibit,
+            multibit_m: None,
+            delta: None,
             hidden: 16,
             dropout: 0.5,
             learning_rate: 0.01,
@@ -134,59 +163,187 @@ impl LpgnnConfig {
         if self.epochs == 0 {
             return Err(Error::invalid("epochs", "must be >= 1"));
         }
+        if let Some(m) = self.multibit_m {
+            if self.features != FeatureMode::Multibit {
+                return Err(Error::invalid(
+                    "multibit_m",
+                    format!("only features = multibit samples m coordinates (features = {:?})", self.features),
+                ));
+            }
+            if m == 0 {
+                return Err(Error::invalid("multibit_m", "must be >= 1"));
+            }
+        }
         Ok(())
+    }
+
+    /// Checks what depends on the data: m <= d.
+    pub fn validate_for(&self, num_features: usize) -> Result<()> {
+        self.validate()?;
+        if let Some(m) = self.multibit_m.filter(|&m| m > num_features) {
+            return Err(Error::invalid("multibit_m", format!("m = {m} exceeds the {num_features} features")));
+        }
+        Ok(())
+    }
+
+    /// The multi-bit m used for d features (m = d for `onebit`).
+    pub fn sampled(&self, num_features: usize) -> usize {
+        match self.features {
+            FeatureMode::Onebit => num_features.max(1),
+            _ => self.multibit_m.unwrap_or_else(|| MultiBit::optimal_m(self.epsilon_x, num_features.max(1))),
+        }
+    }
+
+    /// The additive-noise mechanism of `laplace` / `gaussian` (None for the other modes or eps_x = inf).
+    pub fn record_noise(&self, num_features: usize) -> Result<Option<RecordMechanism>> {
+        let noise = match self.features {
+            FeatureMode::Laplace => RecordNoise::Laplace,
+            FeatureMode::Gaussian => RecordNoise::AnalyticGaussian { delta: self.delta.unwrap_or(AG_DELTA) },
+            _ => return Ok(None),
+        };
+        if !self.epsilon_x.is_finite() {
+            return Ok(None);
+        }
+        RecordMechanism::new(noise, self.epsilon_x, num_features, 0.0, 1.0).map(Some)
     }
 
     /// The feature budget actually spent: 0 when the features are not used, inf when raw.
     pub fn feature_epsilon(&self) -> f64 {
         match self.features {
-            FeatureMode::Multibit => self.epsilon_x,
-            FeatureMode::Ones | FeatureMode::Rnd => 0.0,
-            FeatureMode::Raw => f64::INFINITY,
+            f if f.is_private() => self.epsilon_x,
+            FeatureMode::Ones | FeatureMode::Rnd | FeatureMode::Ohd => 0.0,
+            _ => f64::INFINITY,
         }
     }
 
-    /// The LDP budget (Corollary 2): eps_x + eps_y per node, by basic composition.
-    pub fn budget(&self, num_features: usize) -> Budget {
+    /// The LDP budget (Corollary 2): eps_x + eps_y per node, by basic composition; with the
+    /// analytic Gaussian, (eps_x + eps_y, delta) from the accountant (exact Gaussian curve by PLD).
+    pub fn budget(&self, num_features: usize) -> Result<Budget> {
         let ex = self.feature_epsilon();
         let total = ex + self.epsilon_y;
-        let mut components = vec![];
         let mut noise = vec![];
-        match self.features {
-            FeatureMode::Multibit if ex.is_finite() => {
-                let m = MultiBit::optimal_m(ex, num_features.max(1));
+        let (feature_event, feature_part) = match self.features {
+            FeatureMode::Multibit | FeatureMode::Onebit if ex.is_finite() => {
+                let m = self.sampled(num_features);
                 noise.push(("multibit_m".to_string(), m as f64));
-                components.push(BudgetComponent {
+                let what = if m == num_features { "1-bit (multi-bit with m = d)" } else { "multi-bit encoder" };
+                let part = BudgetComponent {
                     name: "features".into(),
-                    mechanism: format!("multi-bit encoder (m = {m} of {num_features}), eps_x-LDP (Theorem 1)"),
+                    mechanism: format!("{what} (m = {m} of {num_features}), eps_x-LDP (Theorem 1)"),
                     epsilon: ex,
-                });
+                };
+                (Some(Event::PureDp { epsilon: ex }.labelled("multi-bit features (eps_x)")), part)
             }
-            FeatureMode::Ones | FeatureMode::Rnd => components.push(BudgetComponent {
-                name: "features".into(),
-                mechanism: "not collected (ad-hoc features)".into(),
-                epsilon: 0.0,
-            }),
-            _ => components.push(BudgetComponent {
-                name: "features".into(),
-                mechanism: "raw features (no feature privacy)".into(),
-                epsilon: f64::INFINITY,
-            }),
+            FeatureMode::Laplace | FeatureMode::Gaussian if ex.is_finite() => {
+                let m = self.record_noise(num_features)?.expect("finite eps_x");
+                if let Some(s) = m.noise_multiplier {
+                    noise.push(("feature_noise_multiplier".to_string(), s));
+                }
+                noise.push(("feature_noise_scale".to_string(), m.scale));
+                let part = BudgetComponent { name: "features".into(), mechanism: m.describe(), epsilon: ex };
+                (Some(m.event().labelled(format!("{} features (eps_x)", self.features.name()))), part)
+            }
+            FeatureMode::Ones | FeatureMode::Rnd | FeatureMode::Ohd => (
+                None,
+                BudgetComponent {
+                    name: "features".into(),
+                    mechanism: "not collected (ad-hoc features)".into(),
+                    epsilon: 0.0,
+                },
+            ),
+            _ => (
+                None,
+                BudgetComponent {
+                    name: "features".into(),
+                    mechanism: "raw features (no feature privacy)".into(),
+                    epsilon: f64::INFINITY,
+                },
+            ),
+        };
+        let components = vec![feature_part, BudgetComponent::grr_labels(self.epsilon_y, " (eq. 3.39)")];
+        let unit = if total.is_finite() { PrivacyUnit::Local } else { PrivacyUnit::None };
+        let label_event = self
+            .epsilon_y
+            .is_finite()
+            .then(|| Event::PureDp { epsilon: self.epsilon_y }.labelled("label randomized response (eps_y)"));
+        let event = total.is_finite().then(|| Event::Composed(feature_event.into_iter().chain(label_event).collect()));
+        let delta = match self.features {
+            FeatureMode::Gaussian if ex.is_finite() => self.delta.unwrap_or(AG_DELTA),
+            _ => 0.0,
+        };
+        if let (Some(e), true) = (&event, delta > 0.0) {
+            // A Gaussian part: the accountant's (RDP and PLD) epsilon at the mechanism's delta.
+            let mut b = budget(e, unit, Some(total), delta, noise)?;
+            b.components = components;
+            return Ok(b);
         }
-        components.push(BudgetComponent::grr_labels(self.epsilon_y, " (eq. 3.39)"));
-        Budget {
-            privacy_unit: if total.is_finite() { PrivacyUnit::Local } else { PrivacyUnit::None },
+        Ok(Budget {
+            privacy_unit: unit,
             target_epsilon: total.is_finite().then_some(total),
             delta: 0.0,
             epsilon_rdp: total,
             rdp_order: None,
             epsilon_pld: None,
             pld_fallback: None,
-            event: total.is_finite().then(|| crate::privacy::accountant::methods::lpgnn(ex, self.epsilon_y)),
+            event,
             noise,
             components,
+        })
+    }
+}
+
+impl FeatureMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            FeatureMode::Multibit => "multibit",
+            FeatureMode::Ones => "ones",
+            FeatureMode::Rnd => "rnd",
+            FeatureMode::Raw => "raw",
+            FeatureMode::Onebit => "onebit",
+            FeatureMode::Laplace => "laplace",
+            FeatureMode::Gaussian => "gaussian",
+            FeatureMode::Ohd => "ohd",
         }
     }
+}
+
+/// One-hot of min(degree, d - 1) in d columns (Table 3.3's OHD with the private features'
+/// width; degrees >= d - 1 share the last column).
+pub fn one_hot_degree(graph: &crate::data::Graph, d: i64) -> Tensor {
+    let n = graph.num_nodes() as i64;
+    let deg: Vec<i64> = (0..graph.num_nodes()).map(|v| (graph.in_degree(v) as i64).min(d - 1)).collect();
+    Tensor::zeros([n, d], (Kind::Float, crate::device::current())).scatter_value(
+        1,
+        &Tensor::from_slice(&deg).view([n, 1]).to_device(crate::device::current()),
+        1.0,
+    )
+}
+
+/// The features the server receives from every node of `data` (user side of Algorithm 4 for
+/// the private modes; the ad-hoc vectors otherwise), before feature KProp.
+pub fn server_features(data: &Dataset, config: &LpgnnConfig) -> Result<Tensor> {
+    let n = data.num_nodes() as i64;
+    let d = data.num_features();
+    let opts = (Kind::Float, crate::device::current());
+    let raw = || min_max_scale(&data.features.to_tensor());
+    Ok(match config.features {
+        f if f.is_private() && !config.epsilon_x.is_finite() => raw(),
+        FeatureMode::Multibit | FeatureMode::Onebit => {
+            MultiBit::with_sampled(config.epsilon_x, d, config.sampled(d), 0.0, 1.0)?.perturb(&raw())?
+        }
+        FeatureMode::Laplace | FeatureMode::Gaussian => {
+            let m = config.record_noise(d)?.expect("finite eps_x");
+            let (y, clipped) = m.perturb(&raw())?;
+            if clipped > 0 {
+                tracing::warn!("lpgnn: {clipped} feature values outside the public range [0, 1] were clipped");
+            }
+            y
+        }
+        FeatureMode::Raw => raw(),
+        FeatureMode::Ones => Tensor::ones([n, d as i64], opts),
+        FeatureMode::Rnd => Tensor::rand([n, d as i64], opts),
+        FeatureMode::Ohd => one_hot_degree(&data.graph, d as i64),
+    })
 }
 
 /// What the server holds after collection (Algorithm 4, lines 4-15).
@@ -204,17 +361,8 @@ pub struct Collected {
 pub fn collect(data: &Dataset, config: &LpgnnConfig, kprop_x: &KProp) -> Result<Collected> {
     let split = data.split()?;
     let n = data.num_nodes() as i64;
-    let d = data.num_features() as i64;
     let opts = (Kind::Float, crate::device::current());
-    let raw = || min_max_scale(&data.features.to_tensor());
-    let x = match config.features {
-        FeatureMode::Multibit if config.epsilon_x.is_finite() => {
-            MultiBit::new(config.epsilon_x, data.num_features())?.perturb(&raw())?
-        }
-        FeatureMode::Multibit | FeatureMode::Raw => raw(),
-        FeatureMode::Ones => Tensor::ones([n, d], opts),
-        FeatureMode::Rnd => Tensor::rand([n, d], opts),
-    };
+    let x = server_features(data, config)?;
     let features = tch::no_grad(|| kprop_x.forward(&x));
     let y = data.label_tensor();
     let labelled = Split::index_tensor(&[split.train.as_slice(), split.val.as_slice()].concat());
@@ -229,6 +377,31 @@ pub fn collect(data: &Dataset, config: &LpgnnConfig, kprop_x: &KProp) -> Result<
     Ok(Collected { features, noisy_labels, noisy_onehot })
 }
 
+/// The slides' diagnostic (003 l.244-276, "effect of KProp on label accuracy"): how well the
+/// server recovers the private labels of the train + val nodes, by the argmax of label KProp with
+/// K_y steps over the noisy one-hot labels (a node whose K_y-hop neighbourhood holds no label
+/// keeps its own y'), beside the accuracy of the raw y'. What the server learns about the labels.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct LabelRecovery {
+    pub kprop_accuracy: f64,
+    pub noisy_accuracy: f64,
+}
+
+impl LabelRecovery {
+    pub fn of(data: &Dataset, collected: &Collected, ky: i64) -> Result<Self> {
+        let split = data.split()?;
+        let labelled = Split::index_tensor(&[split.train.as_slice(), split.val.as_slice()].concat());
+        let kprop = KProp::new(&data.graph, ky)?;
+        let smoothed = tch::no_grad(|| kprop.forward(&collected.noisy_onehot)).index_select(0, &labelled);
+        let own = collected.noisy_labels.index_select(0, &labelled);
+        let has_mass = smoothed.sum_dim_intlist(1, false, Kind::Float).gt(0.0);
+        let recovered = smoothed.argmax(-1, false).where_self(&has_mass, &own);
+        let y = data.label_tensor().index_select(0, &labelled);
+        let acc = |t: &Tensor| t.eq_tensor(&y).to_kind(Kind::Float).mean(Kind::Float).double_value(&[]);
+        Ok(LabelRecovery { kprop_accuracy: acc(&recovered), noisy_accuracy: acc(&own) })
+    }
+}
+
 /// A trained LPGNN: the backbone on the collected (KProp-smoothed) features.
 pub struct LpgnnModel {
     pub vs: nn::VarStore,
@@ -241,6 +414,8 @@ pub struct LpgnnModel {
     pub kprop: KProp,
     /// The training graph (saved with a checkpoint).
     pub graph: crate::data::Graph,
+    /// The label-recovery diagnostic of the training run (None after loading a checkpoint).
+    pub label_recovery: Option<LabelRecovery>,
 }
 
 impl TrainedModel for LpgnnModel {
@@ -259,6 +434,14 @@ impl TrainedModel for LpgnnModel {
     fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
         Some(self)
     }
+    fn diagnostics(&self) -> Vec<(String, f64)> {
+        self.label_recovery.map_or(vec![], |r| {
+            vec![
+                ("label_recovery_kprop".to_string(), r.kprop_accuracy),
+                ("label_recovery_noisy".to_string(), r.noisy_accuracy),
+            ]
+        })
+    }
     /// Inference on another graph: its nodes run the same multi-bit encoder (fresh randomness)
     /// and the server applies feature KProp on that graph.
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
@@ -270,16 +453,7 @@ impl TrainedModel for LpgnnModel {
             ));
         }
         let kprop = KProp::new(&data.graph, self.config.kx)?;
-        let n = data.num_nodes() as i64;
-        let x = match self.config.features {
-            FeatureMode::Multibit if self.config.epsilon_x.is_finite() => {
-                MultiBit::new(self.config.epsilon_x, data.num_features())?
-                    .perturb(&min_max_scale(&data.features.to_tensor()))?
-            }
-            FeatureMode::Multibit | FeatureMode::Raw => min_max_scale(&data.features.to_tensor()),
-            FeatureMode::Ones => Tensor::ones([n, want], (Kind::Float, crate::device::current())),
-            FeatureMode::Rnd => Tensor::rand([n, want], (Kind::Float, crate::device::current())),
-        };
+        let x = server_features(data, &self.config)?;
         let g = GraphTensors::for_kind(&data.graph, self.gnn.kind());
         Ok(tch::no_grad(|| self.gnn.forward_t(&kprop.forward(&x), &g, false).softmax(-1, Kind::Float)))
     }
@@ -292,7 +466,7 @@ fn nll_of_probs(p: &Tensor, target: &Tensor) -> Tensor {
 
 /// Trains LPGNN on `data` (which must carry a split; LPGNN's default is 50/25/25).
 pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedRun> {
-    config.validate()?;
+    config.validate_for(data.num_features())?;
     let split = data.split()?;
     if split.train.is_empty() {
         return Err(Error::invalid("split", "the training set is empty"));
@@ -320,6 +494,13 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     let has_mass = smoothed.index_select(0, &tr).sum_dim_intlist(1, false, Kind::Float).gt(0.0);
     let drop_nodes = tr.masked_select(&has_mass);
     let drop_targets = smoothed.index_select(0, &drop_nodes).argmax(-1, false);
+    let label_recovery = LabelRecovery::of(data, &collected, config.ky)?;
+    tracing::info!(
+        "LPGNN label recovery on train + val: KProp(K_y = {}) {:.3}, raw y' {:.3}",
+        config.ky,
+        label_recovery.kprop_accuracy,
+        label_recovery.noisy_accuracy
+    );
 
     let mut vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(
@@ -396,7 +577,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     let (_, accuracy, snap) = best.or(fallback).expect("at least one epoch ran");
     restore(&mut vs, &snap);
     let posteriors = tch::no_grad(|| gnn.forward_t(x, &tensors, false).softmax(-1, Kind::Float));
-    let budget = config.budget(data.num_features());
+    let budget = config.budget(data.num_features())?;
     let model = LpgnnModel {
         vs,
         gnn,
@@ -406,6 +587,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
         posteriors,
         kprop: kprop_x,
         graph: data.graph.clone(),
+        label_recovery: Some(label_recovery),
     };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
@@ -439,7 +621,7 @@ pub fn load_checkpoint(
     let tensors = GraphTensors::for_kind(&graph, config.backbone);
     let kprop = KProp::new(&graph, config.kx)?;
     let posteriors = tch::no_grad(|| gnn.forward_t(&features, &tensors, false).softmax(-1, Kind::Float));
-    Ok(Box::new(LpgnnModel { vs, gnn, tensors, features, config, posteriors, kprop, graph }))
+    Ok(Box::new(LpgnnModel { vs, gnn, tensors, features, config, posteriors, kprop, graph, label_recovery: None }))
 }
 
 /// The [`LpgnnConfig`] of a recipe (see [`train_recipe`]).
@@ -453,6 +635,8 @@ pub fn config(recipe: &crate::train::Recipe) -> LpgnnConfig {
         training: recipe.training,
         backbone: recipe.backbone,
         features: recipe.features,
+        multibit_m: recipe.multibit_m,
+        delta: recipe.delta,
         hidden: recipe.hidden as i64,
         dropout: if recipe.dropout > 0.0 { recipe.dropout } else { d.dropout },
         learning_rate: recipe.lr,

@@ -191,6 +191,9 @@ impl TrainedModel for PgcModel {
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
     }
+    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
+        Some(self)
+    }
     /// Inference on another graph: its nodes run the same mechanism (fresh randomness).
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         let want = self.gcn.first.ws.size()[1];
@@ -204,6 +207,38 @@ impl TrainedModel for PgcModel {
         let gc = first_layer_estimate(&data.graph, &y);
         let adj = gcn_normalized(&data.graph, true);
         Ok(tch::no_grad(|| self.gcn.forward_t(&gc, &adj, false).softmax(-1, Kind::Float)))
+    }
+}
+
+/// White box (see `models::white_box`): the features are what the server receives, the
+/// de-biased reports y* (the clean features at eps = inf); the forward is Algorithm 1's estimate
+/// A^ y* followed by the 2-layer GCN, with A^ = D~^-1/2 (A + I) D~^-1/2 (dense: of the relaxed
+/// adjacency). The first layer is applied as A^ (x W^T) + b, equal to (A^ x) W^T + b and cheaper.
+impl gnnaudit_attacks::WhiteBox for PgcModel {
+    fn num_classes(&self) -> usize {
+        self.posteriors.size()[1] as usize
+    }
+    fn parameters(&self) -> Vec<Tensor> {
+        self.vs.trainable_variables()
+    }
+    fn forward_features(&self, x: &Tensor) -> gnnaudit_attacks::Result<Tensor> {
+        let adj = gcn_normalized(&self.graph, true);
+        Ok(self.white_box_logits(&x.to_kind(Kind::Float), &adj).softmax(-1, Kind::Float))
+    }
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<gnnaudit_attacks::Result<Tensor>> {
+        let a = super::gcn::gcn_normalized_dense(adj);
+        Some(Ok(self.white_box_logits(&x.to_kind(Kind::Float), &a).softmax(-1, Kind::Float)))
+    }
+}
+
+impl PgcModel {
+    fn white_box_logits(&self, x: &Tensor, adj: &Tensor) -> Tensor {
+        let first = &self.gcn.first;
+        let mut h = adj.mm(&x.mm(&first.ws.tr()));
+        if let Some(b) = &first.bs {
+            h += b;
+        }
+        self.gcn.second.forward(&h.relu(), adj)
     }
 }
 

@@ -160,6 +160,8 @@ impl RgnnConfig {
                 epsilon: sound,
             });
             parts.push(grr.event());
+            // One grouped coordinate changes only its own GRR report (when sampled): eps_x-LDP.
+            noise.push(("epsilon_per_feature".into(), self.epsilon_x));
         } else {
             paper = f64::INFINITY;
             components.push(BudgetComponent {
@@ -463,11 +465,69 @@ impl TrainedModel for RgnnModel {
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
     }
+    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
+        Some(self)
+    }
     /// Inference on another graph: its users run GRR-FS afresh and the server reconstructs on it.
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         let c = collect(data, &self.config, 0x0a11)?;
         let g = GraphTensors::for_kind(&data.graph, self.gnn.kind());
         Ok(tch::no_grad(|| self.gnn.forward_t(&c.features, &g, false).softmax(-1, Kind::Float)))
+    }
+}
+
+/// White box (see `models::white_box`): the input is a raw feature matrix [N, d] (the dataset's
+/// columns, so attacks that craft raw records can use it); the forward groups it into d' blocks
+/// (sum, then min(., 1): the binarisation for non-negative counts, differentiable a.e.), treats
+/// the grouped record as the report (the GRR-FS draw is not a parameter, as GAP's noise), runs
+/// f_X (K_x mean steps with self loops, then eq. 2's affine estimate; none at eps_x = inf) and the
+/// backbone. Dense form: the mean operator and the backbone on the relaxed adjacency.
+impl gnnaudit_attacks::WhiteBox for RgnnModel {
+    fn num_classes(&self) -> usize {
+        self.posteriors.size()[1] as usize
+    }
+    fn parameters(&self) -> Vec<Tensor> {
+        self.vs.trainable_variables()
+    }
+    fn forward_features(&self, x: &Tensor) -> gnnaudit_attacks::Result<Tensor> {
+        let h = self.white_box_input(x, &mean_with_self_loops(&self.graph))?;
+        let g = GraphTensors::for_kind(&self.graph, self.config.backbone);
+        Ok(self.gnn.forward_t(&h, &g, false).softmax(-1, Kind::Float))
+    }
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<gnnaudit_attacks::Result<Tensor>> {
+        let a = super::white_box::without_self_loops(adj);
+        let n = a.size()[0];
+        let a = a + Tensor::eye(n, (Kind::Float, adj.device()));
+        let mean = &a / a.sum_dim_intlist([1i64].as_slice(), true, Kind::Float);
+        Some(self.white_box_input(x, &mean).map(|h| self.gnn.forward_dense(&h, adj).softmax(-1, Kind::Float)))
+    }
+}
+
+impl RgnnModel {
+    /// Grouping and f_X of the white-box forward, on the mean operator `mean`.
+    fn white_box_input(&self, x: &Tensor, mean: &Tensor) -> gnnaudit_attacks::Result<Tensor> {
+        let x = x.to_kind(Kind::Float);
+        let (n, d) = (x.size()[0], x.size()[1]);
+        let g =
+            self.config.group_size_for(d as usize).map_err(|e| gnnaudit_attacks::Error::Target(e.to_string()))? as i64;
+        let groups = (d + g - 1) / g;
+        let want = self.features.size()[1];
+        if groups != want {
+            return Err(gnnaudit_attacks::Error::invalid(
+                "features",
+                format!("{d} columns group into {groups} features, the model reads {want}"),
+            ));
+        }
+        let pad = groups * g - d;
+        let device = x.device();
+        let x = if pad > 0 { Tensor::cat(&[x, Tensor::zeros([n, pad], (Kind::Float, device))], 1) } else { x };
+        let grouped = x.reshape([n, groups, g]).sum_dim_intlist([2i64].as_slice(), false, Kind::Float).clamp_max(1.0);
+        Ok(if self.config.epsilon_x.is_finite() {
+            let lambda = propagate(mean, &grouped, self.config.kx);
+            estimate_frequency(&lambda, self.config.epsilon_x, self.config.sampled, groups as usize, 2)
+        } else {
+            grouped
+        })
     }
 }
 

@@ -46,6 +46,10 @@ pub trait TrainedModel {
     fn training_embeddings(&self) -> Option<(Vec<usize>, Tensor)> {
         None
     }
+    /// Named figures a method reports beside its accuracy (e.g. LPGNN's label recovery).
+    fn diagnostics(&self) -> Vec<(String, f64)> {
+        vec![]
+    }
     /// Gives a model loaded from a checkpoint its training graph (`data`, with the training
     /// `seed` for a node-level degree bound), which its white-box `forward_features` needs.
     fn attach_graph(&mut self, data: &Dataset, seed: u64) -> Result<()> {

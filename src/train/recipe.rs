@@ -251,6 +251,8 @@ pub struct Recipe {
     pub training: crate::models::lpgnn::Training,
     pub backbone: crate::models::backbone::GnnKind,
     pub features: crate::models::lpgnn::FeatureMode,
+    /// LPGNN: multi-bit's m (None = m* of Proposition 3; `features = onebit` is m = d).
+    pub multibit_m: Option<usize>,
     /// DP-GNN: share of epsilon spent on the test-time aggregation release (None = its default).
     pub inference_budget: Option<f64>,
     /// RGNN: m, the features GRR-FS samples per record.
@@ -346,6 +348,7 @@ impl Default for Recipe {
             training: crate::models::lpgnn::Training::Drop,
             backbone: crate::models::backbone::GnnKind::Sage,
             features: crate::models::lpgnn::FeatureMode::Multibit,
+            multibit_m: None,
             inference_budget: None,
             sampled: 10,
             clusters: 16,

@@ -10,4 +10,5 @@ pub mod grr_fs;
 pub mod multibit;
 pub mod pgc;
 pub mod randomized_response;
+pub mod record_noise;
 pub mod spec;
