@@ -15,6 +15,7 @@
 //! | node-canary audit | `record_canary` | training oracle | node canary |
 //! | LDP-canary audit | `record_canary` | training oracle | LDP canary |
 //! | in-pipeline canary audit | `aggregation_canary` | white box (released aggregations) | edge canary |
+//! | subclass-canary audit | `subclass_canary` | training oracle (units) | subclass canary |
 //! | class inversion | `inversion` | white box | practical |
 //! | graph reconstruction | `reconstruction` | white box or black box | practical |
 //! | attribute inference | `attribute` | black box | practical |
@@ -36,6 +37,7 @@ pub mod reconstruction;
 pub mod record_canary;
 pub mod result;
 pub mod stats;
+pub mod subclass_canary;
 pub mod threat;
 pub mod toy;
 

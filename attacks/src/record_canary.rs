@@ -45,7 +45,7 @@ struct Draw {
 
 /// Real nodes outside the training set, grouped by class: the canaries' feature sources (so no
 /// training twin with the true label competes with a mislabelled copy).
-fn sources_by_class(g: &AttackGraph, split: &NodeSplit) -> Vec<Vec<usize>> {
+pub(crate) fn sources_by_class(g: &AttackGraph, split: &NodeSplit) -> Vec<Vec<usize>> {
     let mut in_train = vec![false; g.num_nodes];
     for &v in &split.train {
         in_train[v] = true;
@@ -60,7 +60,7 @@ fn sources_by_class(g: &AttackGraph, split: &NodeSplit) -> Vec<Vec<usize>> {
 }
 
 /// Two different classes with sources, the first drawn uniformly among source nodes.
-fn two_classes(by_class: &[Vec<usize>], rng: &mut ChaCha8Rng) -> (usize, usize) {
+pub(crate) fn two_classes(by_class: &[Vec<usize>], rng: &mut ChaCha8Rng) -> (usize, usize) {
     let weights: Vec<usize> = by_class.iter().map(|c| c.len()).collect();
     let total: usize = weights.iter().sum();
     let mut pick = rng.gen_range(0..total);

@@ -62,6 +62,7 @@ pub enum AttackKind {
     CanaryNode,
     CanaryLdp,
     CanaryAggregation,
+    CanarySubclass,
     Inversion,
     GraphReconstruction,
     Attribute,
@@ -78,12 +79,13 @@ impl AttackKind {
             AttackKind::CanaryNode => "canary-node",
             AttackKind::CanaryLdp => "canary-ldp",
             AttackKind::CanaryAggregation => "canary-aggregation",
+            AttackKind::CanarySubclass => "canary-subclass",
             AttackKind::Inversion => "inversion",
             AttackKind::GraphReconstruction => "graph-reconstruction",
             AttackKind::Attribute => "attribute",
         }
     }
-    pub const ALL: [AttackKind; 11] = [
+    pub const ALL: [AttackKind; 12] = [
         AttackKind::Mia,
         AttackKind::MiaMetric,
         AttackKind::Lira,
@@ -92,6 +94,7 @@ impl AttackKind {
         AttackKind::CanaryNode,
         AttackKind::CanaryLdp,
         AttackKind::CanaryAggregation,
+        AttackKind::CanarySubclass,
         AttackKind::Inversion,
         AttackKind::GraphReconstruction,
         AttackKind::Attribute,
@@ -111,6 +114,8 @@ pub struct AttackParams {
     pub canary: CanaryParams,
     #[serde(default)]
     pub aggregation: AggregationCanaryParams,
+    #[serde(default)]
+    pub subclass_canary: crate::subclass_canary::SubclassCanaryParams,
     pub inversion: InversionParams,
     pub reconstruction: ReconstructionParams,
     pub attribute: AttributeParams,
@@ -244,6 +249,9 @@ pub fn run_attack(
         AttackKind::CanaryLdp => crate::record_canary::ldp_canary_audit(target, &params.canary, seed)?,
         AttackKind::CanaryAggregation => {
             crate::aggregation_canary::aggregation_canary_audit(target, &params.aggregation, seed)?
+        }
+        AttackKind::CanarySubclass => {
+            crate::subclass_canary::subclass_canary_audit(target, &params.subclass_canary, seed)?
         }
         AttackKind::Inversion => crate::inversion::class_inversion(target, &params.inversion, seed)?,
         AttackKind::GraphReconstruction => {

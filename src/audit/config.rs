@@ -342,6 +342,7 @@ impl AuditConfig {
             Some(PrivacyUnit::Edge) => p.edge_epsilons.clone().unwrap_or_else(|| p.epsilons.clone()),
             Some(PrivacyUnit::Node) => p.node_epsilons.clone().unwrap_or_else(|| p.epsilons.clone()),
             Some(PrivacyUnit::Local) => p.local_epsilons.clone().unwrap_or_else(|| p.epsilons.clone()),
+            Some(PrivacyUnit::Class | PrivacyUnit::Subclass) => p.epsilons.clone(),
             Some(PrivacyUnit::None) => vec![Epsilon::Infinite],
         }
     }
@@ -513,6 +514,7 @@ impl AuditConfig {
                 Some(PrivacyUnit::Edge) => p.edge_epsilons.is_none(),
                 Some(PrivacyUnit::Node) => p.node_epsilons.is_none(),
                 Some(PrivacyUnit::Local) => p.local_epsilons.is_none(),
+                Some(PrivacyUnit::Class | PrivacyUnit::Subclass) => true,
                 _ => false,
             })
             .collect();

@@ -29,7 +29,8 @@ pub struct AttackArgs {
     #[arg(long, default_value_t = 1)]
     pub min_class_count: usize,
     /// mia | mia-metric | lira | link-stealing | canary-edge | canary-node | canary-ldp |
-    /// canary-aggregation (white box: GAP/ProGAP's released aggregations) | inversion |
+    /// canary-aggregation (white box: GAP/ProGAP's released aggregations) | canary-subclass
+    /// (class/subclass-level DP) | inversion |
     /// graph-reconstruction | attribute
     #[arg(long, value_parser = parse_attack)]
     pub attack: AttackKind,
@@ -259,6 +260,7 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     if let Some(n) = a.canaries {
         p.canary.canaries = n;
         p.aggregation.canaries = n;
+        p.subclass_canary.canaries = n;
     }
     p.canary.use_embeddings = a.use_embeddings;
     p.link.use_embeddings = a.use_embeddings;

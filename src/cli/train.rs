@@ -114,6 +114,18 @@ pub struct RecipeArgs {
     /// PGC per-feature randomiser: onebit, laplace, piecewise (raw: omit --epsilon).
     #[arg(long)]
     pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
+    /// Class/subclass-DP: Poisson sampling rate q per unit (default 0.33 class, 0.2 subclass).
+    #[arg(long, allow_negative_numbers = true)]
+    pub unit_rate: Option<f64>,
+    /// Subclass-DP: k-means subclasses per class (default 10).
+    #[arg(long)]
+    pub subclasses: Option<usize>,
+    /// Class/subclass-DP neighbouring relation: unbounded (add/remove a unit) or bounded (replace).
+    #[arg(long)]
+    pub relation: Option<crate::privacy::accountant::class_dp::Relation>,
+    /// Class/subclass-DP: run although --delta >= 1/(number of units), with a loud warning.
+    #[arg(long)]
+    pub allow_large_delta: bool,
 }
 
 impl RecipeArgs {
@@ -141,6 +153,8 @@ impl RecipeArgs {
         r.group_size = self.group_size.or(r.group_size);
         r.mp_layers = self.mp_layers;
         r.inference_budget = self.inference_budget;
+        (r.unit_rate, r.allow_large_delta) = (self.unit_rate, self.allow_large_delta);
+        set!(subclasses => subclasses, relation => relation);
         Ok(r)
     }
 }

@@ -64,7 +64,10 @@ impl BlackBox for NotQueried {
 }
 
 fn queries_target(kind: AttackKind) -> bool {
-    !matches!(kind, AttackKind::CanaryEdge | AttackKind::CanaryNode | AttackKind::CanaryLdp)
+    !matches!(
+        kind,
+        AttackKind::CanaryEdge | AttackKind::CanaryNode | AttackKind::CanaryLdp | AttackKind::CanarySubclass
+    )
 }
 
 fn is_membership(kind: AttackKind) -> bool {
@@ -77,6 +80,8 @@ fn claim_unit(u: PrivacyUnit) -> ClaimUnit {
         PrivacyUnit::Edge => ClaimUnit::Edge,
         PrivacyUnit::Node => ClaimUnit::Node,
         PrivacyUnit::Local => ClaimUnit::Local,
+        PrivacyUnit::Class => ClaimUnit::Class,
+        PrivacyUnit::Subclass => ClaimUnit::Subclass,
     }
 }
 

@@ -13,6 +13,7 @@
 //! | PGC (thesis ch.2) | [`pgc`] | local, eps per feature (one-bit PGC, Laplace, Piecewise) |
 pub mod aggregation;
 pub mod backbone;
+pub mod class_dp;
 pub mod dpar;
 pub mod dpgnn;
 pub mod gap;

@@ -97,6 +97,13 @@ pub fn check_method(method: Method) -> Result<()> {
             "method",
             "pgc is local DP per feature: no sensitivity-calibrated release to replay; use the mechanism audit",
         )),
+        Method::ClassDpMlp | Method::SubclassDpMlp => Err(Error::invalid(
+            "method",
+            format!(
+                "{}: the sensitivity replay of unit-level (class/subclass) clipping is not built yet",
+                method.name()
+            ),
+        )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
         }

@@ -88,6 +88,7 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         Method::Lpgnn => crate::models::lpgnn::train_recipe(recipe, data, seed)?,
         Method::Rgnn => crate::models::rgnn::train_recipe(recipe, data, seed)?,
         Method::Pgc => crate::models::pgc::train_recipe(recipe, data, seed)?,
+        Method::ClassDpMlp | Method::SubclassDpMlp => crate::models::class_dp::train_recipe(recipe, data, seed)?,
     };
     run.seconds = start.elapsed().as_secs_f64();
     Ok(run)

@@ -61,6 +61,12 @@ pub enum Method {
     /// PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per
     /// feature; the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row.
     Pgc,
+    /// Class-level DP-SGD (Zhang thesis ch.4 Algorithm 5) on an MLP: classes Poisson-sampled at
+    /// --unit-rate, each class's mean gradient clipped, Gaussian noise; --epsilon is per class.
+    ClassDpMlp,
+    /// Subclass-level DP-SGD: Algorithm 5 over --subclasses k-means clusters per class; --epsilon
+    /// is per subclass.
+    SubclassDpMlp,
 }
 
 impl Method {
@@ -85,6 +91,8 @@ impl Method {
             Method::Lpgnn => "lpgnn",
             Method::Rgnn => "rgnn",
             Method::Pgc => "pgc",
+            Method::ClassDpMlp => "class-dp-mlp",
+            Method::SubclassDpMlp => "subclass-dp-mlp",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -100,6 +108,8 @@ impl Method {
             Method::SageEdp => PrivacyUnit::Edge,
             Method::Dpgnn | Method::DpgnnRowclip => PrivacyUnit::Node,
             Method::Lpgnn | Method::Rgnn | Method::Pgc => PrivacyUnit::Local,
+            Method::ClassDpMlp => PrivacyUnit::Class,
+            Method::SubclassDpMlp => PrivacyUnit::Subclass,
         }
     }
     /// Trained with DP-Adam (node level).
@@ -121,6 +131,8 @@ impl Method {
                 | Method::Dpgnn
                 | Method::DpgnnRowclip
                 | Method::Pgc
+                | Method::ClassDpMlp
+                | Method::SubclassDpMlp
         )
     }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
@@ -213,6 +225,15 @@ pub struct Recipe {
     pub kl_direction: crate::models::rgnn::KlDirection,
     /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
     pub mechanism: crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind,
+    /// Class/subclass-DP: Poisson sampling rate q per unit (None = the thesis's: 0.33 for classes
+    /// (Faces94), 0.2 for subclasses (MNIST)).
+    pub unit_rate: Option<f64>,
+    /// Subclass-DP: k-means clusters per class (k_sub).
+    pub subclasses: usize,
+    /// Class/subclass-DP: neighbouring relation (unbounded: add/remove a unit; bounded: replace).
+    pub relation: crate::privacy::accountant::class_dp::Relation,
+    /// Class/subclass-DP: run although delta >= 1/(number of units), with a loud warning.
+    pub allow_large_delta: bool,
 }
 
 impl Default for Recipe {
@@ -257,6 +278,10 @@ impl Default for Recipe {
             group_size: None,
             kl_direction: crate::models::rgnn::KlDirection::TargetPredicted,
             mechanism: Default::default(),
+            unit_rate: None,
+            subclasses: 10,
+            relation: Default::default(),
+            allow_large_delta: false,
         }
     }
 }
@@ -332,7 +357,9 @@ impl Recipe {
             | Method::ProgapInf
             | Method::ProgapEdp
             | Method::Dpgnn
-            | Method::DpgnnRowclip => false,
+            | Method::DpgnnRowclip
+            | Method::ClassDpMlp
+            | Method::SubclassDpMlp => false,
             _ => true,
         });
         match (on, self.method.is_node_level()) {
@@ -417,6 +444,7 @@ impl Recipe {
         {
             return Err(Error::invalid("mechanism", "raw randomises nothing: omit --epsilon for the RAW row"));
         }
+        crate::models::class_dp::validate(self)?;
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
             if !(e > 0.0) {
                 return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));
