@@ -259,6 +259,7 @@ pub const KNOWN_ATTACKS: &[&str] = &[
     "canary-node",
     "canary-ldp",
     "canary-aggregation",
+    "canary-subclass",
     "inversion",
     "graph-reconstruction",
     "attribute",
