@@ -1,6 +1,12 @@
-//! Class representative reconstruction (Zhang, PhD thesis ch.4 Algorithm 4): Adam on a tanh-boxed
-//! input x = (tanh(w) + 1)/2 minimising c(x) = 1 - f_label(x) + lambda ||x||_1, scored by the MIA
-//! distance (minimum Euclidean distance to the training records of the target class) against the
+//! Class representative reconstruction (Zhang, PhD thesis ch.4 §4.3), two variants:
+//! - `enhanced` (Algorithm 4, default): Adam on a tanh-boxed input x = (tanh(w) + 1)/2 minimising
+//!   c(x) = 1 - f_label(x) + lambda ||x||_1 (eq. 4.2);
+//! - `original` (Fredrikson et al. 2015, eq. 4.1): plain gradient descent on x itself minimising
+//!   c(x) = 1 - f_label(x), x clamped to the feature range [0, 1] after each step, no regulariser
+//!   (Fredrikson's denoise/sharpen post-processing is image-specific and omitted, spec §4.2).
+//!
+//! Scored by the MIA distance (l.704-708: the minimum distance from the reconstruction to the
+//! training records of the target class; Euclidean by default, or cosine distance) beside the
 //! same distance for a random input, and by how well the reconstruction picks out its class's
 //! training records (AUC of cosine similarity, class records vs other classes' records).
 use crate::classifier::to_vec;
@@ -12,8 +18,34 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
+/// Which inversion of §4.3 runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InversionVariant {
+    /// Algorithm 4 (tanh box, Adam without bias correction, l1 regulariser).
+    #[default]
+    Enhanced,
+    /// Fredrikson et al. 2015 (plain gradient descent on x, clamped to [0, 1]).
+    Original,
+}
+
+/// The distance behind the MIA distance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MiaDistance {
+    /// Euclidean (the thesis's MNIST metric).
+    #[default]
+    Euclidean,
+    /// 1 - cosine similarity (scale-free, for sparse bag-of-words rows).
+    Cosine,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct InversionParams {
+    #[serde(default)]
+    pub variant: InversionVariant,
+    #[serde(default)]
+    pub distance: MiaDistance,
     /// T, the number of Adam steps (Zhang: 5000).
     pub steps: usize,
     /// eta, the step size (Zhang: 0.1).
@@ -28,8 +60,35 @@ pub struct InversionParams {
 
 impl Default for InversionParams {
     fn default() -> Self {
-        InversionParams { steps: 1000, lr: 0.1, lambda: 0.05, beta1: 0.9, beta2: 0.999, tau: 1e-8 }
+        InversionParams {
+            variant: InversionVariant::Enhanced,
+            distance: MiaDistance::Euclidean,
+            steps: 1000,
+            lr: 0.1,
+            lambda: 0.05,
+            beta1: 0.9,
+            beta2: 0.999,
+            tau: 1e-8,
+        }
     }
+}
+
+/// Fredrikson et al.'s inversion (eq. 4.1) for one class: x_0 = 0, x_t = clamp(x_{t-1} - eta
+/// grad c(x_{t-1}), 0, 1), c(x) = 1 - f_label(x); returns x_T as [d].
+pub fn reconstruct_class_original(
+    forward: &dyn Fn(&Tensor) -> Result<Tensor>,
+    label: usize,
+    d: i64,
+    p: &InversionParams,
+) -> Result<Tensor> {
+    let mut x = Tensor::zeros([1, d], (Kind::Float, tch::Device::Cpu));
+    for _ in 0..p.steps {
+        let xv = x.detach().set_requires_grad(true);
+        let cost = 1.0 - forward(&xv)?.select(1, label as i64).sum(Kind::Float);
+        let g = Tensor::run_backward(&[cost], &[&xv], false, false).pop().expect("one gradient");
+        x = (&x - p.lr * g).clamp(0.0, 1.0);
+    }
+    Ok(x.squeeze_dim(0))
 }
 
 /// Algorithm 4 for one class: returns x_T as [d].
@@ -56,13 +115,21 @@ pub fn reconstruct_class(
     Ok(((w.tanh() + 1.0) / 2.0).squeeze_dim(0))
 }
 
-fn min_distance(x: &Tensor, records: &Tensor) -> f64 {
-    (records - x.unsqueeze(0))
-        .square()
-        .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
-        .sqrt()
-        .min()
-        .double_value(&[])
+/// The MIA distance (l.704-708): min over `records` of dist(x, record).
+pub fn min_distance(x: &Tensor, records: &Tensor, distance: MiaDistance) -> f64 {
+    match distance {
+        MiaDistance::Euclidean => (records - x.unsqueeze(0))
+            .square()
+            .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
+            .sqrt()
+            .min()
+            .double_value(&[]),
+        MiaDistance::Cosine => {
+            let norms = records.norm_scalaropt_dim(2, [1i64], false).clamp_min(1e-12);
+            let cos = records.matmul(x) / (norms * x.norm().clamp_min(1e-12));
+            1.0 - cos.max().double_value(&[])
+        }
+    }
 }
 
 pub fn class_inversion(target: &Target, params: &InversionParams, seed: u64) -> Result<Outcome> {
@@ -93,11 +160,14 @@ pub fn class_inversion(target: &Target, params: &InversionParams, seed: u64) -> 
         if of_c.is_empty() {
             continue;
         }
-        let x = reconstruct_class(&forward, c, d, params)?;
+        let x = match params.variant {
+            InversionVariant::Enhanced => reconstruct_class(&forward, c, d, params)?,
+            InversionVariant::Original => reconstruct_class_original(&forward, c, d, params)?,
+        };
         let random = Tensor::rand([d], (Kind::Float, tch::Device::Cpu));
         let class_records = records.index_select(0, &Tensor::from_slice(&of_c));
-        let dist = min_distance(&x, &class_records);
-        let dist_random = min_distance(&random, &class_records);
+        let dist = min_distance(&x, &class_records, params.distance);
+        let dist_random = min_distance(&random, &class_records, params.distance);
         let conf = tch::no_grad(|| forward(&x.unsqueeze(0)))?.double_value(&[0, c as i64]);
         per_class.push(serde_json::json!({"class": c, "mia_distance": dist, "random_input_distance": dist_random,
                                           "confidence": conf, "l1": x.abs().sum(Kind::Float).double_value(&[])}));
@@ -115,7 +185,7 @@ pub fn class_inversion(target: &Target, params: &InversionParams, seed: u64) -> 
         positive: "a training record of the class the representative was reconstructed for".into(),
         negative: "a training record of another class".into(),
         statement: "With white-box access the adversary reconstructs one representative input per class by Zhang's \
-                    Algorithm 4 and is scored by how close it lies to that class's training records (MIA distance) \
+                    Algorithm 4 (or Fredrikson et al.'s original inversion) and is scored by how close it lies to that class's training records (MIA distance) \
                     and how well its cosine similarity singles out the class's records."
             .into(),
     };
@@ -131,5 +201,7 @@ pub fn class_inversion(target: &Target, params: &InversionParams, seed: u64) -> 
     out.details.insert("mean_mia_distance".into(), mean("mia_distance").into());
     out.details.insert("mean_random_input_distance".into(), mean("random_input_distance").into());
     out.details.insert("per_class".into(), serde_json::Value::Array(per_class));
+    out.details.insert("variant".into(), serde_json::to_value(params.variant).unwrap_or_default());
+    out.details.insert("distance".into(), serde_json::to_value(params.distance).unwrap_or_default());
     Ok(out)
 }

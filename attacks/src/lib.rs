@@ -16,6 +16,7 @@
 //! | LDP-canary audit | `record_canary` | training oracle | LDP canary |
 //! | LDP feature-record / one-feature canaries | `feature_canary` | training oracle | LDP canary / LDP feature canary |
 //! | in-pipeline canary audit | `aggregation_canary` | white box (released aggregations) | edge canary |
+//! | subclass-canary audit | `subclass_canary` | training oracle (units) | subclass canary |
 //! | class inversion | `inversion` | white box | practical |
 //! | graph reconstruction | `reconstruction` | white box or black box | practical |
 //! | attribute inference | `attribute` | black box | practical |
@@ -38,6 +39,7 @@ pub mod reconstruction;
 pub mod record_canary;
 pub mod result;
 pub mod stats;
+pub mod subclass_canary;
 pub mod threat;
 pub mod toy;
 

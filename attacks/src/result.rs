@@ -64,6 +64,7 @@ pub enum AttackKind {
     CanaryLdpFeatures,
     CanaryLdpFeature,
     CanaryAggregation,
+    CanarySubclass,
     Inversion,
     GraphReconstruction,
     Attribute,
@@ -83,13 +84,14 @@ impl AttackKind {
             AttackKind::CanaryLdpFeatures => "canary-ldp-features",
             AttackKind::CanaryLdpFeature => "canary-ldp-feature",
             AttackKind::CanaryAggregation => "canary-aggregation",
+            AttackKind::CanarySubclass => "canary-subclass",
             AttackKind::Inversion => "inversion",
             AttackKind::GraphReconstruction => "graph-reconstruction",
             AttackKind::Attribute => "attribute",
             AttackKind::DegreeInference => "degree-inference",
         }
     }
-    pub const ALL: [AttackKind; 14] = [
+    pub const ALL: [AttackKind; 15] = [
         AttackKind::Mia,
         AttackKind::MiaMetric,
         AttackKind::Lira,
@@ -100,6 +102,7 @@ impl AttackKind {
         AttackKind::CanaryLdpFeatures,
         AttackKind::CanaryLdpFeature,
         AttackKind::CanaryAggregation,
+        AttackKind::CanarySubclass,
         AttackKind::Inversion,
         AttackKind::GraphReconstruction,
         AttackKind::Attribute,
@@ -120,6 +123,8 @@ pub struct AttackParams {
     pub canary: CanaryParams,
     #[serde(default)]
     pub aggregation: AggregationCanaryParams,
+    #[serde(default)]
+    pub subclass_canary: crate::subclass_canary::SubclassCanaryParams,
     pub inversion: InversionParams,
     pub reconstruction: ReconstructionParams,
     pub attribute: AttributeParams,
@@ -259,6 +264,9 @@ pub fn run_attack(
         AttackKind::CanaryLdpFeature => crate::feature_canary::ldp_feature_canary_audit(target, &params.canary, seed)?,
         AttackKind::CanaryAggregation => {
             crate::aggregation_canary::aggregation_canary_audit(target, &params.aggregation, seed)?
+        }
+        AttackKind::CanarySubclass => {
+            crate::subclass_canary::subclass_canary_audit(target, &params.subclass_canary, seed)?
         }
         AttackKind::Inversion => crate::inversion::class_inversion(target, &params.inversion, seed)?,
         AttackKind::GraphReconstruction => {

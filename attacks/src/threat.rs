@@ -45,6 +45,19 @@ pub trait WhiteBox {
 /// epsilon) on this graph and split": shadow models, LiRA and canary audits use it.
 pub trait ShadowOracle {
     fn train(&self, graph: &AttackGraph, split: &NodeSplit, seed: u64) -> Result<Box<dyn BlackBox>>;
+    /// As `train`, with `units` (node groups) declared as units of the target's partition: a
+    /// class/subclass-level trainer samples and clips each as one unit; record-level trainers
+    /// ignore them (the default trains as `train` does).
+    fn train_with_units(
+        &self,
+        graph: &AttackGraph,
+        split: &NodeSplit,
+        units: &[Vec<usize>],
+        seed: u64,
+    ) -> Result<Box<dyn BlackBox>> {
+        let _ = units;
+        self.train(graph, split, seed)
+    }
 }
 
 /// What the adversary is assumed to hold, recorded in every result.
@@ -84,6 +97,10 @@ pub enum GameUnit {
     /// Positives and negatives are one canary record differing in one scalar feature,
     /// randomised locally (a per-feature LDP claim, e.g. PGC's eps per feature).
     LdpFeatureCanary,
+    /// Positives are canary subclasses (clusters of mislabelled records) trained on as one unit,
+    /// negatives canary subclasses left out: subclass-level DP (and class-level DP, which
+    /// implies it: adding a subclass to a class replaces that class).
+    SubclassCanary,
     /// Positives and negatives differ in more than one private unit (e.g. natural edges vs
     /// non-edges, which also differ by homophily): practical leakage, no epsilon comparison.
     Practical,
@@ -107,6 +124,10 @@ pub enum ClaimUnit {
     Edge,
     Node,
     Local,
+    /// Class-level DP (all records of one class).
+    Class,
+    /// Subclass-level DP (all records of one predefined subclass).
+    Subclass,
 }
 
 /// What the target claims: the epsilon compared against the attack's lower bound.
@@ -132,6 +153,7 @@ impl Claim {
                 | (GameUnit::NodeCanary, ClaimUnit::Node | ClaimUnit::None)
                 | (GameUnit::LdpCanary, ClaimUnit::Local | ClaimUnit::None)
                 | (GameUnit::LdpFeatureCanary, ClaimUnit::Local | ClaimUnit::None)
+                | (GameUnit::SubclassCanary, ClaimUnit::Subclass | ClaimUnit::Class | ClaimUnit::None)
         )
     }
 }
@@ -146,15 +168,16 @@ mod tests {
         use ClaimUnit::*;
         use GameUnit::*;
         let table = [
-            (NodeMembership, [true, false, true, false]),
-            (EdgeCanary, [true, true, false, false]),
-            (NodeCanary, [true, false, true, false]),
-            (LdpCanary, [true, false, false, true]),
-            (LdpFeatureCanary, [true, false, false, true]),
-            (Practical, [false, false, false, false]),
+            (NodeMembership, [true, false, true, false, false, false]),
+            (EdgeCanary, [true, true, false, false, false, false]),
+            (NodeCanary, [true, false, true, false, false, false]),
+            (LdpCanary, [true, false, false, true, false, false]),
+            (LdpFeatureCanary, [true, false, false, true, false, false]),
+            (SubclassCanary, [true, false, false, false, true, true]),
+            (Practical, [false, false, false, false, false, false]),
         ];
         for (game, want) in table {
-            for (unit, &w) in [None, Edge, Node, Local].into_iter().zip(&want) {
+            for (unit, &w) in [None, Edge, Node, Local, Class, Subclass].into_iter().zip(&want) {
                 let claim = Claim { unit, epsilon: (unit != None).then_some(1.0), delta: 1e-5 };
                 assert_eq!(claim.matches(game), w, "{game:?} vs {unit:?}");
             }

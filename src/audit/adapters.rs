@@ -89,6 +89,8 @@ pub fn claim_of(budget: &Budget) -> Claim {
         PrivacyUnit::Edge => ClaimUnit::Edge,
         PrivacyUnit::Node => ClaimUnit::Node,
         PrivacyUnit::Local => ClaimUnit::Local,
+        PrivacyUnit::Class => ClaimUnit::Class,
+        PrivacyUnit::Subclass => ClaimUnit::Subclass,
     };
     let eps = budget.claimed_epsilon();
     if unit == ClaimUnit::None || !eps.is_finite() {
@@ -214,6 +216,21 @@ impl ShadowOracle for RecipeOracle {
         if !self.share {
             *last = None;
         }
+        Ok(Box::new(ModelBlackBox::new(run.model.as_ref())))
+    }
+    fn train_with_units(
+        &self,
+        graph: &AttackGraph,
+        split: &NodeSplit,
+        units: &[Vec<usize>],
+        seed: u64,
+    ) -> attacks::Result<Box<dyn BlackBox>> {
+        if crate::models::class_dp::group_unit(self.recipe.method).is_none() {
+            return self.train(graph, split, seed);
+        }
+        let ds = dataset_from(graph, split, &self.name).map_err(|e| attacks::Error::Target(e.to_string()))?;
+        let run = crate::models::class_dp::train_with_units(&self.recipe, &ds, units, seed)
+            .map_err(|e| attacks::Error::Target(e.to_string()))?;
         Ok(Box::new(ModelBlackBox::new(run.model.as_ref())))
     }
 }

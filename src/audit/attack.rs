@@ -91,6 +91,7 @@ pub fn attack_inputs(
         | AttackKind::CanaryLdpFeatures
         | AttackKind::CanaryLdpFeature => p.canary = overlay(&p.canary, &own).map_err(err)?,
         AttackKind::CanaryAggregation => p.aggregation = overlay(&p.aggregation, &own).map_err(err)?,
+        AttackKind::CanarySubclass => p.subclass_canary = overlay(&p.subclass_canary, &own).map_err(err)?,
         AttackKind::Inversion => p.inversion = overlay(&p.inversion, &own).map_err(err)?,
         AttackKind::GraphReconstruction => p.reconstruction = overlay(&p.reconstruction, &own).map_err(err)?,
         AttackKind::Attribute => p.attribute = overlay(&p.attribute, &own).map_err(err)?,

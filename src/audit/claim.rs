@@ -44,6 +44,8 @@ fn unit_word(u: PrivacyUnit) -> &'static str {
     match u {
         PrivacyUnit::Edge => "edges",
         PrivacyUnit::Node | PrivacyUnit::Local => "nodes",
+        PrivacyUnit::Class => "classes",
+        PrivacyUnit::Subclass => "subclasses",
         PrivacyUnit::None => "units",
     }
 }

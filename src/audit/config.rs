@@ -261,6 +261,7 @@ pub const KNOWN_ATTACKS: &[&str] = &[
     "canary-ldp-features",
     "canary-ldp-feature",
     "canary-aggregation",
+    "canary-subclass",
     "inversion",
     "graph-reconstruction",
     "attribute",
@@ -345,6 +346,7 @@ impl AuditConfig {
             Some(PrivacyUnit::Edge) => p.edge_epsilons.clone().unwrap_or_else(|| p.epsilons.clone()),
             Some(PrivacyUnit::Node) => p.node_epsilons.clone().unwrap_or_else(|| p.epsilons.clone()),
             Some(PrivacyUnit::Local) => p.local_epsilons.clone().unwrap_or_else(|| p.epsilons.clone()),
+            Some(PrivacyUnit::Class | PrivacyUnit::Subclass) => p.epsilons.clone(),
             Some(PrivacyUnit::None) => vec![Epsilon::Infinite],
         }
     }
@@ -516,6 +518,7 @@ impl AuditConfig {
                 Some(PrivacyUnit::Edge) => p.edge_epsilons.is_none(),
                 Some(PrivacyUnit::Node) => p.node_epsilons.is_none(),
                 Some(PrivacyUnit::Local) => p.local_epsilons.is_none(),
+                Some(PrivacyUnit::Class | PrivacyUnit::Subclass) => true,
                 _ => false,
             })
             .collect();

@@ -2,6 +2,7 @@
 //! a target epsilon, with the per-mechanism breakdown (RDP and PLD epsilon).
 use crate::ensure;
 use crate::error::{Error, Result};
+use crate::privacy::accountant::class_dp::{class_dp_sgd, GroupUnit};
 use crate::privacy::accountant::methods::{self, SgdSchedule};
 use crate::privacy::accountant::{budget, calibrate, default_delta, Budget, Event, PrivacyUnit};
 use clap::{Args, Subcommand, ValueEnum};
@@ -38,6 +39,10 @@ pub enum Method {
     DparEm,
     /// DPAR's Features baseline: Poisson DP-SGD at rate --batch-size / --num-nodes, --q-prime.
     DparFeatures,
+    /// Algorithm 5 over classes (--units = number of classes, --sample-rate = q per class).
+    ClassDpMlp,
+    /// Algorithm 5 over subclasses (--units = number of subclasses).
+    SubclassDpMlp,
 }
 
 #[derive(Debug, Args)]
@@ -98,6 +103,12 @@ pub struct MethodArgs {
     /// DPAR: node subsampling rate q'.
     #[arg(long, default_value_t = 1.0)]
     pub q_prime: f64,
+    /// Class/subclass-DP neighbouring relation.
+    #[arg(long, value_enum, default_value_t = crate::privacy::accountant::class_dp::Relation::Unbounded)]
+    pub relation: crate::privacy::accountant::class_dp::Relation,
+    /// Class/subclass-DP: accept --delta >= 1/--units, with a loud warning.
+    #[arg(long)]
+    pub allow_large_delta: bool,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -126,6 +137,8 @@ impl Method {
         match self {
             Method::GapEdp | Method::ProgapEdp | Method::EdgeRand => PrivacyUnit::Edge,
             Method::Lpgnn => PrivacyUnit::Local,
+            Method::ClassDpMlp => PrivacyUnit::Class,
+            Method::SubclassDpMlp => PrivacyUnit::Subclass,
             _ => PrivacyUnit::Node,
         }
     }
@@ -147,7 +160,8 @@ impl MethodArgs {
         if matches!(m, Method::GapEdp | Method::GapNdp | Method::ProgapEdp | Method::ProgapNdp) {
             ensure!(self.hops >= 1, Error::invalid("--hops", "must be at least 1"));
         }
-        if matches!(m, Method::GapNdp | Method::ProgapNdp | Method::Dpgnn | Method::DpMlp | Method::DpSgd) {
+        let class_dp = matches!(m, Method::ClassDpMlp | Method::SubclassDpMlp);
+        if class_dp || matches!(m, Method::GapNdp | Method::ProgapNdp | Method::Dpgnn | Method::DpMlp | Method::DpSgd) {
             ensure!(self.steps >= 1, Error::invalid("--steps", "must be at least 1"));
             // The accountants count compositions in u64 arithmetic (doubling, sums over parts):
             // far beyond any training run, and far from overflowing.
@@ -157,7 +171,7 @@ impl MethodArgs {
             );
         }
         ensure!(self.hops <= MAX_COUNT, Error::invalid("--hops", format!("at most {MAX_COUNT}")));
-        if matches!(m, Method::GapNdp | Method::ProgapNdp | Method::DpMlp | Method::DpSgd) {
+        if class_dp || matches!(m, Method::GapNdp | Method::ProgapNdp | Method::DpMlp | Method::DpSgd) {
             let q = self.sample_rate;
             ensure!(q > 0.0 && q <= 1.0, Error::invalid("--sample-rate", format!("must be in (0, 1], got {q}")));
         }
@@ -185,6 +199,18 @@ impl MethodArgs {
                 // An infinite part is a mechanism that does not perturb: its guarantee is void.
                 ensure!(e > 0.0 && e.is_finite(), Error::invalid(flag, format!("must be > 0 and finite, got {e}")));
             }
+        }
+        if class_dp {
+            // U is the number of classes or subclasses, whose default delta (10^-digits(U)) would
+            // protect nothing: the delta is explicit and checked against 1/U.
+            let units =
+                self.units.ok_or_else(|| Error::invalid("--units", "give the number of classes/subclasses U"))?;
+            let delta = self.delta.ok_or_else(|| {
+                Error::invalid("--delta", "give --delta (training defaults to 10^-digits of the node count)")
+            })?;
+            ensure!(delta > 0.0 && delta < 1.0, Error::invalid("--delta", format!("must be in (0, 1), got {delta}")));
+            crate::models::class_dp::check_delta(m == Method::ClassDpMlp, delta, units, self.allow_large_delta)?;
+            return Ok(delta);
         }
         let delta = match (self.delta, self.units) {
             (Some(d), _) => d,
@@ -223,6 +249,10 @@ impl MethodArgs {
                     Error::invalid("--epsilon-x", "LPGNN needs --epsilon-x and/or --epsilon-y")
                 );
                 methods::lpgnn(x, y)
+            }
+            Method::ClassDpMlp | Method::SubclassDpMlp => {
+                let unit = if self.method == Method::ClassDpMlp { GroupUnit::Class } else { GroupUnit::Subclass };
+                class_dp_sgd(unit, self.relation, self.sample_rate, self.steps, sigma)
             }
             Method::EdgeRand => methods::edge_rand(
                 self.ldp_epsilon.ok_or_else(|| Error::invalid("--ldp-epsilon", "EdgeRand needs --ldp-epsilon"))?,

@@ -28,8 +28,8 @@ pub struct AttackArgs {
     pub min_class_count: usize,
     /// mia | mia-metric | lira | link-stealing | canary-edge | canary-node | canary-ldp |
     /// canary-ldp-features | canary-ldp-feature (pgc, rgnn: the claim is per feature) |
-    /// canary-aggregation (white box: GAP/ProGAP's released aggregations) | inversion |
-    /// graph-reconstruction | attribute | degree-inference (dpar-* targets: training-node degree
+    /// canary-aggregation (white box: GAP/ProGAP's released aggregations) | canary-subclass
+    /// (class/subclass-level DP) | inversion | graph-reconstruction | attribute | degree-inference (dpar-* targets: training-node degree
     /// regression, RMSE vs the mean predictor)
     #[arg(long, value_parser = parse_attack)]
     pub attack: AttackKind,
@@ -264,6 +264,7 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     if let Some(n) = a.canaries {
         p.canary.canaries = n;
         p.aggregation.canaries = n;
+        p.subclass_canary.canaries = n;
     }
     p.canary.use_embeddings = a.use_embeddings;
     p.link.use_embeddings = a.use_embeddings;

@@ -175,6 +175,18 @@ pub struct RecipeArgs {
     /// DPAR-GM/EM: DP-APPR noise by the accountant (tight) or the thesis's closed forms [tight].
     #[arg(long)]
     pub calibration: Option<crate::models::dpar_method::DparCalibration>,
+    /// Class/subclass-DP: Poisson sampling rate q per unit (default 0.33 class, 0.2 subclass).
+    #[arg(long, allow_negative_numbers = true)]
+    pub unit_rate: Option<f64>,
+    /// Subclass-DP: k-means subclasses per class (default 10).
+    #[arg(long)]
+    pub subclasses: Option<usize>,
+    /// Class/subclass-DP neighbouring relation: unbounded (add/remove a unit) or bounded (replace).
+    #[arg(long)]
+    pub relation: Option<crate::privacy::accountant::class_dp::Relation>,
+    /// Class/subclass-DP: run although --delta >= 1/(number of units), with a loud warning.
+    #[arg(long)]
+    pub allow_large_delta: bool,
 }
 
 impl RecipeArgs {
@@ -211,6 +223,8 @@ impl RecipeArgs {
             (self.alpha_ppr, self.top_k, self.m_rows, self.c1, self.c2, self.tau);
         (r.ref_cap, r.q_prime, r.epsilon_pr_fraction, r.calibration) =
             (self.ref_cap, self.q_prime, self.epsilon_pr_fraction, self.calibration);
+        (r.unit_rate, r.allow_large_delta) = (self.unit_rate, self.allow_large_delta);
+        set!(subclasses => subclasses, relation => relation);
         Ok(r)
     }
 }

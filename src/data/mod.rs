@@ -23,6 +23,7 @@ pub mod partition;
 pub mod registry;
 pub mod split;
 pub mod stats;
+pub mod subclass;
 pub mod table;
 pub mod transforms;
 

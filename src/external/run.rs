@@ -71,6 +71,7 @@ fn queries_target(kind: AttackKind) -> bool {
             | AttackKind::CanaryLdp
             | AttackKind::CanaryLdpFeatures
             | AttackKind::CanaryLdpFeature
+            | AttackKind::CanarySubclass
     )
 }
 
@@ -84,6 +85,8 @@ fn claim_unit(u: PrivacyUnit) -> ClaimUnit {
         PrivacyUnit::Edge => ClaimUnit::Edge,
         PrivacyUnit::Node => ClaimUnit::Node,
         PrivacyUnit::Local => ClaimUnit::Local,
+        PrivacyUnit::Class => ClaimUnit::Class,
+        PrivacyUnit::Subclass => ClaimUnit::Subclass,
     }
 }
 

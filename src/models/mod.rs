@@ -14,6 +14,7 @@
 //! | DPAR (Zhang thesis ch.5) | [`dpar_method`], [`dpar`], [`ppr`] | node (DP-APPR rows + DP-SGD, node subsampling q') |
 pub mod aggregation;
 pub mod backbone;
+pub mod class_dp;
 pub mod dpar;
 pub mod dpar_method;
 pub mod dpgnn;

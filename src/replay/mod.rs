@@ -106,6 +106,13 @@ pub fn check_method(method: Method) -> Result<()> {
             "method",
             format!("{} has no sensitivity replay yet (its DP-APPR rows and capped DP-SGD are not replayed)", m.name()),
         )),
+        Method::ClassDpMlp | Method::SubclassDpMlp => Err(Error::invalid(
+            "method",
+            format!(
+                "{}: the sensitivity replay of unit-level (class/subclass) clipping is not built yet",
+                method.name()
+            ),
+        )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
         }

@@ -209,6 +209,10 @@ impl Report {
             let b = &r.result.budget;
             let units = datasets.iter().find(|d| d.label == r.key.dataset).map(|d| match b.privacy_unit {
                 PrivacyUnit::Edge => 2 * d.undirected_edges as u64,
+                // Class/subclass-DP: U, the number of units the run sampled from.
+                PrivacyUnit::Class | PrivacyUnit::Subclass => {
+                    b.noise.iter().find(|(k, _)| k == "units").map_or(d.nodes as u64, |(_, v)| *v as u64)
+                }
                 _ => d.nodes as u64,
             });
             let key = format!("{}|{units:?}", serde_json::to_string(b).unwrap_or_default());
@@ -462,5 +466,7 @@ pub(crate) fn unit_name(u: PrivacyUnit) -> &'static str {
         PrivacyUnit::Edge => "edge",
         PrivacyUnit::Node => "node",
         PrivacyUnit::Local => "local",
+        PrivacyUnit::Class => "class",
+        PrivacyUnit::Subclass => "subclass",
     }
 }

@@ -64,6 +64,8 @@ pub(crate) enum PrivacyUnitSchema {
     Edge,
     Node,
     Local,
+    Class,
+    Subclass,
 }
 
 /// Mirrors `train::Accuracy` (fractions in [0, 1]; null where undefined).

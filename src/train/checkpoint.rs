@@ -283,7 +283,7 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
         });
     }
     let model: Box<dyn TrainedModel> = match r.method {
-        Method::Mlp | Method::DpMlp => {
+        Method::Mlp | Method::DpMlp | Method::ClassDpMlp | Method::SubclassDpMlp => {
             let (mut ps, net) = build_mlp(r, get("x")?, classes);
             load_vs(&mut ps)?;
             Box::new(MlpModel { ps, net })

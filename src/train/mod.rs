@@ -97,6 +97,7 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         Method::Lpgnn => crate::models::lpgnn::train_recipe(recipe, data, seed)?,
         Method::Rgnn => crate::models::rgnn::train_recipe(recipe, data, seed)?,
         Method::Pgc => crate::models::pgc::train_recipe(recipe, data, seed)?,
+        Method::ClassDpMlp | Method::SubclassDpMlp => crate::models::class_dp::train_recipe(recipe, data, seed)?,
         Method::GraphPate => crate::models::pate::train_recipe(recipe, data, seed)?,
         m if m.is_dpar() => crate::models::dpar_method::train_recipe(recipe, data, seed)?,
         m => unreachable!("{} has no train arm", m.name()),

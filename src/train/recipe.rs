@@ -84,6 +84,12 @@ pub enum Method {
     DparRandom,
     /// DPAR Vanilla (PPRGo): APPR rows and plain training, no privacy.
     DparInf,
+    /// Class-level DP-SGD (Zhang thesis ch.4 Algorithm 5) on an MLP: classes Poisson-sampled at
+    /// --unit-rate, each class's mean gradient clipped, Gaussian noise; --epsilon is per class.
+    ClassDpMlp,
+    /// Subclass-level DP-SGD: Algorithm 5 over --subclasses k-means clusters per class; --epsilon
+    /// is per subclass.
+    SubclassDpMlp,
 }
 
 impl Method {
@@ -116,6 +122,8 @@ impl Method {
             Method::DparFeatures => "dpar-features",
             Method::DparRandom => "dpar-random",
             Method::DparInf => "dpar-inf",
+            Method::ClassDpMlp => "class-dp-mlp",
+            Method::SubclassDpMlp => "subclass-dp-mlp",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -138,6 +146,8 @@ impl Method {
             | Method::DparDpsgd
             | Method::DparFeatures
             | Method::DparRandom => PrivacyUnit::Node,
+            Method::ClassDpMlp => PrivacyUnit::Class,
+            Method::SubclassDpMlp => PrivacyUnit::Subclass,
         }
     }
     /// Trained with DP-Adam (node level).
@@ -159,6 +169,8 @@ impl Method {
                 | Method::Dpgnn
                 | Method::DpgnnRowclip
                 | Method::Pgc
+                | Method::ClassDpMlp
+                | Method::SubclassDpMlp
                 | Method::GraphPate
         ) || (self.is_dpar() && self != Method::DparInf)
     }
@@ -311,6 +323,15 @@ pub struct Recipe {
     /// DP-APPR noise from the accountant (tight) or the thesis's closed forms (thesis).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<crate::models::dpar_method::DparCalibration>,
+    /// Class/subclass-DP: Poisson sampling rate q per unit (None = the thesis's: 0.33 for classes
+    /// (Faces94), 0.2 for subclasses (MNIST)).
+    pub unit_rate: Option<f64>,
+    /// Subclass-DP: k-means clusters per class (k_sub).
+    pub subclasses: usize,
+    /// Class/subclass-DP: neighbouring relation (unbounded: add/remove a unit; bounded: replace).
+    pub relation: crate::privacy::accountant::class_dp::Relation,
+    /// Class/subclass-DP: run although delta >= 1/(number of units), with a loud warning.
+    pub allow_large_delta: bool,
 }
 
 impl Default for Recipe {
@@ -375,6 +396,10 @@ impl Default for Recipe {
             q_prime: None,
             epsilon_pr_fraction: None,
             calibration: None,
+            unit_rate: None,
+            subclasses: 10,
+            relation: Default::default(),
+            allow_large_delta: false,
         }
     }
 }
@@ -454,7 +479,9 @@ impl Recipe {
             | Method::ProgapInf
             | Method::ProgapEdp
             | Method::Dpgnn
-            | Method::DpgnnRowclip => false,
+            | Method::DpgnnRowclip
+            | Method::ClassDpMlp
+            | Method::SubclassDpMlp => false,
             _ => true,
         });
         match (on, self.method.is_node_level()) {
@@ -561,6 +588,7 @@ impl Recipe {
         }
         crate::models::pate::check_recipe(self)?;
         crate::models::dpar_method::check_knobs(self)?;
+        crate::models::class_dp::validate(self)?;
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
             if !(e > 0.0) {
                 return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));

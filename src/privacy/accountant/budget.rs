@@ -14,6 +14,12 @@ pub enum PrivacyUnit {
     Node,
     /// Local DP: each node's features/labels are randomised on the user's side.
     Local,
+    /// Class-level DP (Zhang thesis ch.4 Defs. 7-8): neighbouring datasets differ in all records of
+    /// one class.
+    Class,
+    /// Subclass-level DP (Defs. 9-10): neighbouring datasets differ in all records of one
+    /// predefined subclass (k-means within a class).
+    Subclass,
 }
 
 /// One mechanism's share of the budget (e.g. "PMA, 2 hops" or "encoder DP-Adam").

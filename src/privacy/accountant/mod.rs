@@ -13,6 +13,7 @@
 pub mod analytic;
 pub mod budget;
 pub mod calibrate;
+pub mod class_dp;
 pub mod compat;
 pub mod dpar;
 pub mod event;

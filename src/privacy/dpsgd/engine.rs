@@ -25,6 +25,13 @@ impl DpSgd {
             Some((t, loss_sum)) => t.clipped_sum(loss_sum, self.max_grad_norm).0,
             None => Vec::new(),
         };
+        self.noisy_mean(summed, params)
+    }
+
+    /// Adds N(0, sigma^2 C^2) to an already clipped sum (missing ids count as zero) and divides by
+    /// the expected batch size: the noise half of [`Self::private_grads`], shared with clipping
+    /// schemes that clip something other than one sample (class-level DP-SGD clips whole units).
+    pub fn noisy_mean(&self, summed: Grads, params: &[(usize, Tensor)]) -> Grads {
         let std = self.noise_multiplier * self.max_grad_norm;
         params
             .iter()

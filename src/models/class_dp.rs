@@ -1,0 +1,255 @@
+//! `class-dp-mlp` and `subclass-dp-mlp` (Zhang thesis ch.4 §4.4, Algorithm 5, Theorem 5, Cor. 2;
+//! spec wave2-seeds.md §4.4-4.7): DP-SGD whose privacy unit is a whole class, or a whole k-means
+//! subclass, against model inversion, which reconstructs a class's "statistical property".
+//!
+//! Per step t (Algorithm 5): every unit enters independently with probability q; a sampled unit's
+//! gradient is the mean over *all* its training records, clipped to S as one vector; the clipped
+//! unit gradients are summed, N(0, sigma^2 S^2) added and the sum divided by q U (U units), then
+//! the optimizer steps. The model is an MLP on node features (the `dp-mlp` recipe): per-unit
+//! gradient isolation, which the analysis needs, does not hold through message passing, where one
+//! class's features enter other classes' aggregations.
+//!
+//! Schedule: an epoch is floor(1/q) steps (as DP-SGD's floor(n/B)), T = epochs x floor(1/q).
+//! Budget: [`class_dp_sgd`] from the accountant at the unit level (`--epsilon` is per class or per
+//! subclass); the thesis's Theorem 5 closed form is recorded as `paper_epsilon`. Delta defaults to
+//! DP-MLP's (10^-digits of the node count, far below 1/U); an explicit delta at or above 1/U is
+//! refused ([`check_unit_delta`]).
+use super::mlp::MlpClassifier;
+use super::{Fwd, MlpStyle};
+use crate::data::subclass::kmeans;
+use crate::data::Dataset;
+use crate::ensure;
+use crate::error::{Error, Result};
+use crate::privacy::accountant::class_dp::{check_unit_delta, class_dp_sgd, theorem5_epsilon, GroupUnit, Relation};
+use crate::privacy::accountant::{default_delta, Budget, PrivacyUnit};
+use crate::privacy::dpsgd::{DpSgd, Optimizer};
+use crate::train::accounting::Expression;
+use crate::train::fit::{accuracy, Labels, NodeClassifier};
+use crate::train::methods::{accountant_failure, MlpModel};
+use crate::train::{Accuracy, Method, Recipe, TrainedRun};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tch::{Kind, Reduction, Tensor};
+
+/// The thesis's unit sampling rates: Faces94 class-DP q = 0.33, MNIST subclass-DP q = 0.2 (l.843, l.894).
+const CLASS_RATE: f64 = 0.33;
+const SUBCLASS_RATE: f64 = 0.2;
+const DEFAULT_SUBCLASSES: usize = 10;
+
+/// The unit a method protects, None for other methods.
+pub fn group_unit(method: Method) -> Option<GroupUnit> {
+    match method {
+        Method::ClassDpMlp => Some(GroupUnit::Class),
+        Method::SubclassDpMlp => Some(GroupUnit::Subclass),
+        _ => None,
+    }
+}
+
+/// q, the per-unit Poisson sampling rate.
+pub fn sample_rate(r: &Recipe) -> f64 {
+    r.unit_rate.unwrap_or(if r.method == Method::SubclassDpMlp { SUBCLASS_RATE } else { CLASS_RATE })
+}
+
+/// T = epochs x floor(1/q) steps.
+pub fn steps(r: &Recipe) -> u64 {
+    (r.epochs() * ((1.0 / sample_rate(r)).floor() as usize).max(1)) as u64
+}
+
+/// Checks the class-DP knobs once: their domains for these methods, their absence elsewhere.
+pub fn validate(r: &Recipe) -> Result<()> {
+    let Some(unit) = group_unit(r.method) else {
+        let unused = [
+            ("unit_rate", r.unit_rate.is_some()),
+            ("subclasses", r.subclasses != DEFAULT_SUBCLASSES),
+            ("relation", r.relation != Relation::default()),
+            ("allow_large_delta", r.allow_large_delta),
+        ];
+        if let Some((field, _)) = unused.iter().find(|(_, set)| *set) {
+            return Err(Error::invalid(
+                *field,
+                format!("only class-dp-mlp and subclass-dp-mlp use it, not {}", r.method.name()),
+            ));
+        }
+        return Ok(());
+    };
+    if let Some(q) = r.unit_rate {
+        ensure!(
+            q > 0.0 && q <= 1.0,
+            Error::invalid("unit_rate", format!("the per-{} sampling rate must be in (0, 1], got {q}", unit.name()))
+        );
+    }
+    ensure!(r.subclasses >= 1, Error::invalid("subclasses", "at least 1 subclass per class (1 = class-level DP)"));
+    ensure!(
+        unit == GroupUnit::Subclass || r.subclasses == DEFAULT_SUBCLASSES,
+        Error::invalid("subclasses", "class-dp-mlp has one unit per class; use subclass-dp-mlp for subclasses")
+    );
+    ensure!(
+        r.batch_norm != Some(true),
+        Error::invalid("batch_norm", "batch statistics mix units, which breaks per-unit gradient isolation")
+    );
+    ensure!(
+        r.batch_size.is_none(),
+        Error::invalid("batch_size", "Algorithm 5 samples whole units (set unit_rate), not batches of records")
+    );
+    Ok(())
+}
+
+/// The units over the training nodes: node ids per unit. Class: one unit per class (all classes,
+/// so U = C is public). Subclass: k-means with `r.subclasses` clusters within each class over the
+/// training nodes outside `fixed`, then each `fixed` unit as one unit (its training nodes; it
+/// still counts in U when none of them is trained on, so that U does not depend on the data).
+pub fn units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: u64) -> Result<Vec<Vec<i64>>> {
+    let unit = group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
+    let train = &data.split()?.train;
+    let mut in_train = vec![false; data.num_nodes()];
+    for &v in train {
+        in_train[v] = true;
+    }
+    if unit == GroupUnit::Class {
+        let mut by_class = vec![Vec::new(); data.num_classes];
+        for &v in train {
+            by_class[data.labels[v]].push(v as i64);
+        }
+        return Ok(by_class);
+    }
+    let mut fixed_node = vec![false; data.num_nodes()];
+    for &v in fixed.iter().flatten() {
+        ensure!(v < data.num_nodes(), Error::invalid("units", format!("node {v} is not in the graph")));
+        fixed_node[v] = true;
+    }
+    let x = data.features.to_tensor().to_kind(Kind::Float);
+    let mut out = Vec::new();
+    for c in 0..data.num_classes {
+        let members: Vec<i64> =
+            train.iter().filter(|&&v| data.labels[v] == c && !fixed_node[v]).map(|&v| v as i64).collect();
+        if members.is_empty() {
+            continue;
+        }
+        let rows = x.index_select(0, &Tensor::from_slice(&members));
+        let assign = kmeans(&rows, r.subclasses, seed.wrapping_mul(31).wrapping_add(c as u64));
+        let k = assign.iter().max().map_or(0, |m| m + 1);
+        let mut parts = vec![Vec::new(); k];
+        for (v, a) in members.iter().zip(assign) {
+            parts[a].push(*v);
+        }
+        out.extend(parts);
+    }
+    for f in fixed {
+        out.push(f.iter().filter(|&&v| in_train[v]).map(|&v| v as i64).collect());
+    }
+    Ok(out)
+}
+
+/// [`check_unit_delta`] for `account` (class or subclass units).
+pub fn check_delta(class: bool, delta: f64, units: usize, allow: bool) -> Result<Option<String>> {
+    check_unit_delta(delta, units, if class { GroupUnit::Class } else { GroupUnit::Subclass }, allow)
+}
+
+/// The method's privacy expression at the unit level (shared by training and `account`).
+pub fn expression(unit: GroupUnit, relation: Relation, sample_rate: f64, steps: u64) -> Expression {
+    Expression {
+        unit: match unit {
+            GroupUnit::Class => PrivacyUnit::Class,
+            GroupUnit::Subclass => PrivacyUnit::Subclass,
+        },
+        event: Box::new(move |s| class_dp_sgd(unit, relation, sample_rate, steps, s)),
+    }
+}
+
+/// Trains `class-dp-mlp` / `subclass-dp-mlp` (the train dispatch arm).
+pub fn train_recipe(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    train_with_units(r, data, &[], seed)
+}
+
+/// Trains with `fixed` node groups as extra subclass units (the subclass canary game: each canary
+/// subclass is one unit whatever k-means would make of it).
+pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: u64) -> Result<TrainedRun> {
+    let unit = group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
+    tch::manual_seed(seed as i64);
+    let labels = Labels::from_dataset(data)?;
+    let units = units(r, data, fixed, seed)?;
+    let u = units.len();
+    let (q, t) = (sample_rate(r), steps(r));
+    let delta = r.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
+    let warning = check_unit_delta(delta, u, unit, r.allow_large_delta)?;
+    let (sigma, mut budget) = match r.epsilon {
+        Some(eps) => {
+            expression(unit, r.relation, q, t).calibrate(eps, delta).map_err(|e| accountant_failure(r, delta, e))?
+        }
+        None => (0.0, Budget::non_private()),
+    };
+    budget.noise.extend([("units".to_string(), u as f64), ("unit_rate".into(), q), ("steps".into(), t as f64)]);
+    if sigma > 0.0 {
+        budget.noise.push(("paper_epsilon".into(), theorem5_epsilon(r.relation, q, t, sigma, delta)));
+    }
+    if warning.is_some() {
+        budget.noise.push(("delta_times_units".into(), delta * u as f64));
+    }
+    let mut ps = crate::models::ParamStore::new();
+    let x = data.features.to_tensor().to_kind(Kind::Float);
+    let style = MlpStyle { activation: r.activation, dropout: r.dropout, norm: r.norm() };
+    let net = MlpClassifier::new(&mut ps, x, r.hidden as i64, data.num_classes as i64, r.mlp_layers, style);
+    let ids = net.trainable();
+    let params: Vec<(usize, Tensor)> = ids.iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
+    let dp = DpSgd { noise_multiplier: sigma, max_grad_norm: r.max_grad_norm, expected_batch_size: q * u as f64 };
+    let mut opt = Optimizer::new(r.optimizer, r.lr, r.weight_decay);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xC1A55);
+    let per_epoch = (t as usize / r.epochs()).max(1);
+    net.cache_rows(&labels.val);
+    let mut best: Option<(f64, Vec<(String, Tensor)>)> = None;
+    for epoch in 0..r.epochs() {
+        for _ in 0..per_epoch {
+            let chosen: Vec<&Vec<i64>> = units.iter().filter(|_| rng.gen_bool(q)).filter(|v| !v.is_empty()).collect();
+            let grads = if chosen.is_empty() {
+                dp.noisy_mean(Vec::new(), &params)
+            } else {
+                let idx = Tensor::from_slice(&chosen.iter().flat_map(|v| v.iter().copied()).collect::<Vec<_>>());
+                let rows: Vec<i64> = chosen.iter().map(|v| v.len() as i64).collect();
+                let w: Vec<f32> =
+                    chosen.iter().flat_map(|v| std::iter::repeat_n(1.0 / v.len() as f32, v.len())).collect();
+                let mut f = Fwd::train_taped();
+                let logits = net.logits(&idx, &mut f);
+                let nll = crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
+                    &labels.y.index_select(0, &idx),
+                    None,
+                    Reduction::None,
+                    -100,
+                );
+                let loss = (nll * Tensor::from_slice(&w)).sum(Kind::Float);
+                let tape = f.tape.take().expect("taped forward");
+                let (summed, _) = tape.unit_clipped_sum(&loss, &rows, r.max_grad_norm)?;
+                dp.noisy_mean(summed, &params)
+            };
+            opt.step(&ps.params, &grads);
+        }
+        for (i, p) in &params {
+            ensure!(
+                p.isfinite().all().int64_value(&[]) == 1,
+                Error::invalid(
+                    "lr",
+                    format!(
+                        "training diverged in epoch {}: weight '{}' became NaN or infinite; lower --lr (was {})",
+                        epoch + 1,
+                        ps.names[*i],
+                        crate::error::num(r.lr)
+                    )
+                )
+            );
+        }
+        if r.select_best_val {
+            let val = accuracy(&net, &labels.y, &labels.val);
+            if best.as_ref().is_none_or(|(b, _)| val > *b) {
+                best = Some((val, ps.snapshot()));
+            }
+        }
+    }
+    if let Some((_, snap)) = best {
+        ps.restore(&snap);
+    }
+    let acc = Accuracy {
+        train: accuracy(&net, &labels.y, &labels.train),
+        val: accuracy(&net, &labels.y, &labels.val),
+        test: accuracy(&net, &labels.y, &labels.test),
+    };
+    Ok(TrainedRun { model: Box::new(MlpModel { ps, net }), accuracy: acc, budget, seconds: 0.0 })
+}
