@@ -11,6 +11,7 @@
 //! | LPGNN | [`lpgnn`], [`kprop`] | local (multi-bit features, RR labels) |
 //! | RGNN | [`rgnn`] | local (GRR-FS features, GRR labels; reconstruction + LLP) |
 //! | PGC (thesis ch.2) | [`pgc`] | local, eps per feature (one-bit PGC, Laplace, Piecewise) |
+//! | PGC link prediction (VGAE) | [`pgc_vgae`] | as PGC; utility ROC-AUC |
 pub mod aggregation;
 pub mod backbone;
 pub mod dpar;
@@ -22,6 +23,7 @@ pub mod kprop;
 pub mod lpgnn;
 pub mod mlp;
 pub mod pgc;
+pub mod pgc_vgae;
 pub mod ppr;
 pub mod progap;
 pub mod rgnn;

@@ -61,6 +61,9 @@ pub enum Method {
     /// PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per
     /// feature; the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row.
     Pgc,
+    /// PGC link prediction (thesis ch.2): a VGAE whose first layer reads PGC's estimate of the
+    /// privatised features (--mechanism, --epsilon per feature); 85/5/10 edge split; ROC-AUC.
+    PgcVgae,
 }
 
 impl Method {
@@ -85,6 +88,7 @@ impl Method {
             Method::Lpgnn => "lpgnn",
             Method::Rgnn => "rgnn",
             Method::Pgc => "pgc",
+            Method::PgcVgae => "pgc-vgae",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -99,7 +103,7 @@ impl Method {
             Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
             Method::SageEdp => PrivacyUnit::Edge,
             Method::Dpgnn | Method::DpgnnRowclip => PrivacyUnit::Node,
-            Method::Lpgnn | Method::Rgnn | Method::Pgc => PrivacyUnit::Local,
+            Method::Lpgnn | Method::Rgnn | Method::Pgc | Method::PgcVgae => PrivacyUnit::Local,
         }
     }
     /// Trained with DP-Adam (node level).
@@ -121,6 +125,7 @@ impl Method {
                 | Method::Dpgnn
                 | Method::DpgnnRowclip
                 | Method::Pgc
+                | Method::PgcVgae
         )
     }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
@@ -137,8 +142,35 @@ impl Method {
                 | Method::DemoGapEdpNoiseOff
         )
     }
+    /// What the utility measures: accuracy (node classification) or ROC-AUC (link prediction).
+    pub fn utility_metric(self) -> UtilityMetric {
+        match self {
+            Method::PgcVgae => UtilityMetric::RocAuc,
+            _ => UtilityMetric::Accuracy,
+        }
+    }
     pub fn is_progap(self) -> bool {
         matches!(self, Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp)
+    }
+}
+
+/// The quantity a run's utility (`Accuracy`'s train/val/test) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UtilityMetric {
+    /// Node classification accuracy (micro-F1).
+    #[default]
+    Accuracy,
+    /// Link prediction: ROC-AUC of held-out edges against as many sampled non-edges.
+    RocAuc,
+}
+
+impl UtilityMetric {
+    pub fn label(self) -> &'static str {
+        match self {
+            UtilityMetric::Accuracy => "accuracy",
+            UtilityMetric::RocAuc => "ROC-AUC",
+        }
     }
 }
 
@@ -283,6 +315,10 @@ impl Recipe {
             // Table 2.2, Cora row; hidden 32 (section 2.6.4).
             (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.5);
         }
+        if method == Method::PgcVgae {
+            // Table 2.2, Cora VGAE row; encoder widths 32 -> 16 (section 2.6.4).
+            (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.0);
+        }
         r
     }
     pub fn hops(&self) -> usize {
@@ -294,7 +330,7 @@ impl Recipe {
     pub fn epochs(&self) -> usize {
         self.epochs.unwrap_or(match self.method {
             Method::ProgapNdp => 5,
-            Method::Lpgnn | Method::Pgc => 500,
+            Method::Lpgnn | Method::Pgc | Method::PgcVgae => 500,
             Method::Rgnn => 100,
             m if m.is_node_level() => 10,
             _ => 100,
@@ -411,7 +447,10 @@ impl Recipe {
                 format!("{} must be > 0 and finite: an unbounded clip voids the DP-SGD guarantee", self.max_grad_norm),
             ));
         }
-        if self.method == Method::Pgc
+        if self.method == Method::PgcVgae {
+            crate::models::pgc_vgae::check_knobs(self)?;
+        }
+        if matches!(self.method, Method::Pgc | Method::PgcVgae)
             && self.epsilon.is_some()
             && self.mechanism == crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind::Raw
         {
