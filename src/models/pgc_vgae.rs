@@ -69,9 +69,13 @@ impl VgaeConfig {
     fn pgc(&self) -> PgcConfig {
         PgcConfig { mechanism: self.mechanism, epsilon: self.epsilon, ..PgcConfig::default() }
     }
-    /// Record-level budget d eps (`Local`), eps per feature as a detail (as `pgc`).
+    /// Record-level budget d eps (`Local`), eps per feature as a detail (as `pgc`); raw
+    /// features claim nothing (no component with an infinite epsilon, which JSON cannot hold).
     pub fn budget(&self, num_features: usize) -> Result<Budget> {
-        self.pgc().budget(num_features)
+        match self.pgc().randomiser()? {
+            None => Ok(Budget::non_private()),
+            Some(_) => self.pgc().budget(num_features),
+        }
     }
 }
 
