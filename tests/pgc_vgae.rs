@@ -134,3 +134,19 @@ fn paper_config_is_valid() {
     assert_eq!(c.name, "pgc-vgae-paper");
     assert_eq!(gnnaudit::audit::cell::plan(&c).len(), 10 * 10);
 }
+
+/// Fig. 2.2 as a report figure: on Cora one-bit PGC has the lowest first-layer MAE at every eps,
+/// every curve falls with eps, and the SVG names each mechanism.
+#[test]
+fn fig22_mae_figure_orders_the_mechanisms() {
+    use gnnaudit::report::mae_plot::{mae_curves, mae_figure};
+    let curves = mae_curves(&cora(), &[1.0, 9.0], 1, 7).unwrap();
+    let names: Vec<&str> = curves.iter().map(|c| c.mechanism.name()).collect();
+    assert_eq!(names, ["onebit", "piecewise", "laplace"]);
+    for i in 0..2 {
+        assert!(curves[0].points[i].1 < curves[1].points[i].1 && curves[1].points[i].1 < curves[2].points[i].1);
+    }
+    assert!(curves.iter().all(|c| c.points[1].1 < c.points[0].1));
+    let fig = mae_figure("cora", &curves).unwrap();
+    assert!(fig.svg.starts_with("<svg") && names.iter().all(|n| fig.svg.contains(n)), "{}", &fig.svg[..200]);
+}
