@@ -40,6 +40,13 @@ pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
         let mut prepared: Vec<(bool, crate::data::Dataset)> = Vec::new();
         for (j, m) in cfg.methods.iter().enumerate() {
             let method = parse_method(&m.method);
+            crate::ensure!(
+                method != Some(Method::PgcVgae) || cfg.attacks.is_empty(),
+                Error::invalid(
+                    format!("methods[{j}].method"),
+                    "pgc-vgae predicts links and has no class posteriors: no attack applies to it yet (audit it without [[attacks]])"
+                )
+            );
             let lpgnn = matches!(method, Some(Method::Lpgnn | Method::Rgnn));
             if !prepared.iter().any(|(l, _)| *l == lpgnn) {
                 let ds = super::execute::prepare(&raw, d, d.split_seed.unwrap_or(first_seed), method)

@@ -115,7 +115,7 @@ pub struct RecipeArgs {
     /// RGNN: label-proportion KL direction.
     #[arg(long)]
     pub kl_direction: Option<crate::models::rgnn::KlDirection>,
-    /// PGC per-feature randomiser: onebit, laplace, piecewise (raw: omit --epsilon).
+    /// PGC / PGC-VGAE per-feature randomiser: onebit (= pgc), laplace, piecewise (raw: omit --epsilon).
     #[arg(long)]
     pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
     /// Accountant the noise is calibrated to: rdp (default) or pld (tight; the claim is the PLD epsilon).
@@ -346,8 +346,10 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, a.split_seed)?;
     crate::models::size::ensure_fits(&recipe, &ds)?;
     let mut runs = Vec::new();
+    let mut links = Vec::new();
     let mut budget = None;
     let mut diagnostics: Vec<Vec<(String, f64)>> = vec![];
+    let metric = recipe.method.utility_metric();
     for (i, &seed) in seeds.iter().enumerate() {
         let run = train::train(&recipe, &ds, seed)?;
         diagnostics.push(run.model.diagnostics());
@@ -366,6 +368,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
                 train::checkpoint::record_data(dir, &data)?;
             }
         }
+        links.extend(run.model.link_metrics());
         runs.push((run.accuracy, run.seconds));
         budget.get_or_insert(run.budget);
     }
@@ -383,7 +386,13 @@ pub fn run(a: TrainArgs) -> Result<()> {
             "classes": ds.num_classes,
             "epsilon": recipe.epsilon,
             "delta": delta,
+            "utility_metric": metric,
             "test_accuracy": {"mean": mean, "ci95": ci, "runs": tests},
+            "link_prediction": (!links.is_empty()).then(|| json!({
+                "test_roc_auc": links.iter().map(|l| l.test_auc).collect::<Vec<_>>(),
+                "test_average_precision": links.iter().map(|l| l.test_ap).collect::<Vec<_>>(),
+                "val_roc_auc": links.iter().map(|l| l.val_auc).collect::<Vec<_>>(),
+            })),
             "val_accuracy": runs.iter().map(|(a, _)| a.val).collect::<Vec<_>>(),
             "train_seconds": runs.iter().map(|(_, s)| *s).collect::<Vec<_>>(),
             "seconds": seconds,
@@ -409,7 +418,8 @@ pub fn run(a: TrainArgs) -> Result<()> {
         ds.num_classes
     );
     println!(
-        "test accuracy: {:.2}% (95% bootstrap CI {:.2}-{:.2}%, {} run{})",
+        "test {}: {:.2}% (95% bootstrap CI {:.2}-{:.2}%, {} run{})",
+        metric.label(),
         100.0 * mean,
         100.0 * ci[0],
         100.0 * ci[1],
@@ -429,6 +439,14 @@ pub fn run(a: TrainArgs) -> Result<()> {
     for (i, d) in diagnostics.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
         let text: Vec<String> = d.iter().map(|(k, v)| format!("{k} {v:.4}")).collect();
         println!("  seed {} diagnostics: {}", seeds[i], text.join(", "));
+    }
+    if !links.is_empty() {
+        let ap = links.iter().map(|l| l.test_ap).sum::<f64>() / links.len() as f64;
+        println!(
+            "test average precision: {:.2}% (mean of {} run(s); train/val/test above are ROC-AUC)",
+            100.0 * ap,
+            links.len()
+        );
     }
     println!("wall time: {seconds:.2} s ({} torch threads)", tch::get_num_threads());
     print_budget(&budget, recipe.is_private());

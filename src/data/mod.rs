@@ -17,6 +17,7 @@ pub mod csbm;
 pub mod dataset;
 pub mod graph;
 pub mod grouping;
+pub mod link_split;
 pub mod memory;
 pub mod npz;
 pub mod partition;

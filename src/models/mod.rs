@@ -12,6 +12,7 @@
 //! | RGNN | [`rgnn`] | local (GRR-FS features, GRR labels; reconstruction + LLP) |
 //! | PGC (thesis ch.2) | [`pgc`] | local, eps per feature (one-bit PGC, Laplace, Piecewise) |
 //! | DPAR (Zhang thesis ch.5) | [`dpar_method`], [`dpar`], [`ppr`] | node (DP-APPR rows + DP-SGD, node subsampling q') |
+//! | PGC link prediction (VGAE) | [`pgc_vgae`] | as PGC; utility ROC-AUC |
 pub mod aggregation;
 pub mod backbone;
 pub mod class_dp;
@@ -26,6 +27,7 @@ pub mod lpgnn;
 pub mod mlp;
 pub mod pate;
 pub mod pgc;
+pub mod pgc_vgae;
 pub mod ppr;
 pub mod progap;
 pub mod rgnn;

@@ -40,7 +40,7 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "\n## Utility and claimed budget\n");
     let _ = writeln!(
         o,
-        "Accuracy in %, mean ± sd over seeds. The claimed epsilon is the accountant's (the tighter of RDP and PLD).\n"
+        "Accuracy in % (ROC-AUC where marked: link prediction), mean ± sd over seeds. The claimed epsilon is the accountant's (the tighter of RDP and PLD).\n"
     );
     table_md(&mut o, &table::utility(r));
 

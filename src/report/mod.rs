@@ -6,6 +6,7 @@
 //! bytes outside `run`.
 pub mod diff;
 pub mod html;
+pub mod mae_plot;
 pub mod markdown;
 pub mod plots;
 pub mod provenance;
@@ -20,7 +21,7 @@ use crate::audit::epsilon::Epsilon;
 use crate::audit::store::write_atomic;
 use crate::error::{Error, Result};
 use crate::privacy::accountant::PrivacyUnit;
-use crate::train::Accuracy;
+use crate::train::{Accuracy, UtilityMetric};
 use provenance::ToolInfo;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -81,6 +82,9 @@ pub struct ReportCell {
     pub privacy_unit: PrivacyUnit,
     #[schemars(with = "schema::AccuracySchema")]
     pub utility: Accuracy,
+    /// What `utility` measures: accuracy (node classification) or ROC-AUC (link prediction).
+    #[serde(default)]
+    pub utility_metric: UtilityMetric,
     #[schemars(with = "schema::Record")]
     pub budget: BudgetRecord,
     pub recipe: serde_json::Value,
@@ -149,8 +153,11 @@ pub struct SummaryRow {
     pub epsilon: Epsilon,
     #[schemars(with = "schema::PrivacyUnitSchema")]
     pub privacy_unit: PrivacyUnit,
+    /// Test utility: accuracy, or ROC-AUC where `utility_metric` says so.
     pub test_accuracy: Stat,
     pub train_accuracy: Stat,
+    #[serde(default)]
+    pub utility_metric: UtilityMetric,
     /// Largest claimed epsilon over the seeds (they normally agree), RDP and PLD alike.
     #[schemars(with = "schema::EpsilonSchema")]
     pub epsilon_claimed: Epsilon,
@@ -181,6 +188,15 @@ pub struct AttackSummary {
     /// claim or not comparable (from the cells' verdicts; empty in reports before it existed).
     #[serde(default)]
     pub verdict: String,
+}
+
+/// The utility a cell's recipe measures (accuracy unless its method predicts links).
+fn utility_metric_of(recipe: &serde_json::Value) -> UtilityMetric {
+    recipe
+        .get("method")
+        .and_then(|m| m.as_str())
+        .and_then(crate::audit::recipe::parse_method)
+        .map_or(UtilityMetric::Accuracy, |m| m.utility_metric())
 }
 
 /// The verdict of an attack over its seeds, from each seed's verdict.
@@ -234,6 +250,7 @@ impl Report {
                 fingerprint: r.fingerprint.clone(),
                 privacy_unit: r.result.privacy_unit,
                 utility: r.result.utility,
+                utility_metric: utility_metric_of(&r.result.recipe),
                 budget: r.result.budget.clone(),
                 recipe: r.result.recipe.clone(),
                 attacks: r.result.attacks.clone(),
@@ -330,6 +347,7 @@ pub fn summarize(cells: &[ReportCell]) -> Vec<SummaryRow> {
                 privacy_unit: cs[0].privacy_unit,
                 test_accuracy: Stat::of(&cs.iter().map(|c| c.utility.test).collect::<Vec<_>>()),
                 train_accuracy: Stat::of(&cs.iter().map(|c| c.utility.train).collect::<Vec<_>>()),
+                utility_metric: cs[0].utility_metric,
                 epsilon_claimed: max_eps(&|c| c.budget.epsilon_claimed),
                 epsilon_rdp: max_eps(&|c| c.budget.epsilon_rdp),
                 epsilon_pld: pld.into_iter().max_by(|a, b| a.total_cmp(b)),

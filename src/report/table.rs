@@ -129,7 +129,15 @@ fn eps_lb(a: &AttackSummary) -> String {
     a.eps_lb_max.map_or("-".into(), |x| fmt_num(x, 2))
 }
 
-/// Accuracy and claimed budget of each (dataset, method, ε).
+/// A utility in %, marked when it is a link-prediction ROC-AUC rather than an accuracy.
+fn utility_cell(s: &crate::report::SummaryRow, v: crate::report::Stat) -> String {
+    match s.utility_metric {
+        crate::train::UtilityMetric::Accuracy => pct(v),
+        m => format!("{} ({})", pct(v), m.label()),
+    }
+}
+
+/// Accuracy (or ROC-AUC, marked) and claimed budget of each (dataset, method, ε).
 pub fn utility(r: &Report) -> Table {
     let mut t = Table::new(vec![
         col("dataset", "dataset", L),
@@ -149,8 +157,8 @@ pub fn utility(r: &Report) -> Table {
             s.method.clone(),
             unit_cell(s),
             fmt_eps(s.epsilon),
-            pct(s.test_accuracy),
-            pct(s.train_accuracy),
+            utility_cell(s, s.test_accuracy),
+            utility_cell(s, s.train_accuracy),
             claimed_cell(s),
             fmt_eps(s.epsilon_rdp),
             s.epsilon_pld.map_or("-".into(), fmt_eps),

@@ -245,6 +245,7 @@ fn loader(method: Method) -> Option<Loader> {
         Method::Dpgnn | Method::DpgnnRowclip => Some(crate::models::dpgnn::load_checkpoint),
         Method::Lpgnn => Some(crate::models::lpgnn::load_checkpoint),
         Method::Pgc => Some(crate::models::pgc::load_checkpoint),
+        Method::PgcVgae => Some(crate::models::pgc_vgae::load_checkpoint),
         Method::Rgnn => Some(crate::models::rgnn::load_checkpoint),
         Method::GraphPate => Some(crate::models::pate::load_checkpoint),
         m if m.is_dpar() => Some(crate::models::dpar_method::load_checkpoint),

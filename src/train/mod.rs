@@ -14,9 +14,10 @@ pub mod recipe;
 pub mod release;
 
 pub use checkpoint::{load_model, LoadedModel};
-pub use recipe::{Method, Recipe};
+pub use recipe::{Method, Recipe, UtilityMetric};
 
-/// Utility of one trained model, in [0, 1].
+/// Utility of one trained model, in [0, 1]: accuracy, or ROC-AUC for link prediction (see
+/// [`Method::utility_metric`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Accuracy {
     pub train: f64,
@@ -55,6 +56,10 @@ pub trait TrainedModel {
     fn attach_graph(&mut self, data: &Dataset, seed: u64) -> Result<()> {
         let _ = (data, seed);
         Ok(())
+    }
+    /// Link-prediction utility (ROC-AUC, average precision) where the method predicts edges.
+    fn link_metrics(&self) -> Option<crate::models::pgc_vgae::LinkMetrics> {
+        None
     }
     /// Saves the model to a directory (checkpoint, cached private aggregations, and a JSON
     /// sidecar with the recipe and budget) so that it can be attacked later without retraining.
@@ -97,6 +102,7 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         Method::Lpgnn => crate::models::lpgnn::train_recipe(recipe, data, seed)?,
         Method::Rgnn => crate::models::rgnn::train_recipe(recipe, data, seed)?,
         Method::Pgc => crate::models::pgc::train_recipe(recipe, data, seed)?,
+        Method::PgcVgae => crate::models::pgc_vgae::train_recipe(recipe, data, seed)?,
         Method::ClassDpMlp | Method::SubclassDpMlp => crate::models::class_dp::train_recipe(recipe, data, seed)?,
         Method::GraphPate => crate::models::pate::train_recipe(recipe, data, seed)?,
         m if m.is_dpar() => crate::models::dpar_method::train_recipe(recipe, data, seed)?,

@@ -90,6 +90,9 @@ pub enum Method {
     /// Subclass-level DP-SGD: Algorithm 5 over --subclasses k-means clusters per class; --epsilon
     /// is per subclass.
     SubclassDpMlp,
+    /// PGC link prediction (thesis ch.2): a VGAE whose first layer reads PGC's estimate of the
+    /// privatised features (--mechanism, --epsilon per feature); 85/5/10 edge split; ROC-AUC.
+    PgcVgae,
 }
 
 impl Method {
@@ -124,6 +127,7 @@ impl Method {
             Method::DparInf => "dpar-inf",
             Method::ClassDpMlp => "class-dp-mlp",
             Method::SubclassDpMlp => "subclass-dp-mlp",
+            Method::PgcVgae => "pgc-vgae",
         }
     }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -138,7 +142,7 @@ impl Method {
             Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
             Method::SageEdp => PrivacyUnit::Edge,
             Method::Dpgnn | Method::DpgnnRowclip | Method::GraphPate => PrivacyUnit::Node,
-            Method::Lpgnn | Method::Rgnn | Method::Pgc => PrivacyUnit::Local,
+            Method::Lpgnn | Method::Rgnn | Method::Pgc | Method::PgcVgae => PrivacyUnit::Local,
             Method::DparInf => PrivacyUnit::None,
             Method::DparGm
             | Method::DparEm0
@@ -172,6 +176,7 @@ impl Method {
                 | Method::ClassDpMlp
                 | Method::SubclassDpMlp
                 | Method::GraphPate
+                | Method::PgcVgae
         ) || (self.is_dpar() && self != Method::DparInf)
     }
     /// The DPAR family (models::dpar_method).
@@ -201,8 +206,35 @@ impl Method {
                 | Method::DemoGapEdpNoiseOff
         )
     }
+    /// What the utility measures: accuracy (node classification) or ROC-AUC (link prediction).
+    pub fn utility_metric(self) -> UtilityMetric {
+        match self {
+            Method::PgcVgae => UtilityMetric::RocAuc,
+            _ => UtilityMetric::Accuracy,
+        }
+    }
     pub fn is_progap(self) -> bool {
         matches!(self, Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp)
+    }
+}
+
+/// The quantity a run's utility (`Accuracy`'s train/val/test) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UtilityMetric {
+    /// Node classification accuracy (micro-F1).
+    #[default]
+    Accuracy,
+    /// Link prediction: ROC-AUC of held-out edges against as many sampled non-edges.
+    RocAuc,
+}
+
+impl UtilityMetric {
+    pub fn label(self) -> &'static str {
+        match self {
+            UtilityMetric::Accuracy => "accuracy",
+            UtilityMetric::RocAuc => "ROC-AUC",
+        }
     }
 }
 
@@ -430,6 +462,10 @@ impl Recipe {
             // Thesis l.1241: 2-layer net, hidden 32, lr 0.005, batch 60, 200 epochs (PPRGo: ReLU).
             (r.hidden, r.lr, r.activation, r.batch_size, r.epochs) = (32, 0.005, Activation::Relu, Some(60), Some(200));
         }
+        if method == Method::PgcVgae {
+            // Table 2.2, Cora VGAE row; encoder widths 32 -> 16 (section 2.6.4).
+            (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.0);
+        }
         r
     }
     pub fn hops(&self) -> usize {
@@ -441,7 +477,7 @@ impl Recipe {
     pub fn epochs(&self) -> usize {
         self.epochs.unwrap_or(match self.method {
             Method::ProgapNdp => 5,
-            Method::Lpgnn | Method::Pgc => 500,
+            Method::Lpgnn | Method::Pgc | Method::PgcVgae => 500,
             Method::Rgnn | Method::GraphPate => 100,
             m if m.is_node_level() => 10,
             _ => 100,
@@ -560,7 +596,10 @@ impl Recipe {
                 format!("{} must be > 0 and finite: an unbounded clip voids the DP-SGD guarantee", self.max_grad_norm),
             ));
         }
-        if self.method == Method::Pgc
+        if self.method == Method::PgcVgae {
+            crate::models::pgc_vgae::check_knobs(self)?;
+        }
+        if matches!(self.method, Method::Pgc | Method::PgcVgae)
             && self.epsilon.is_some()
             && self.mechanism == crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind::Raw
         {

@@ -22,8 +22,10 @@ use tch::{Kind, Tensor};
 #[serde(rename_all = "lowercase")]
 #[value(rename_all = "lowercase")]
 pub enum FeatureMechanismKind {
-    /// One-bit PGC (eq. 2.3 + 2.5).
+    /// One-bit PGC (eq. 2.3 + 2.5); also spelt `pgc`.
     #[default]
+    #[value(alias = "pgc")]
+    #[serde(alias = "pgc")]
     Onebit,
     /// Laplace noise of scale Delta/eps per feature (eq. 2.16).
     Laplace,

@@ -1,0 +1,407 @@
+//! The `pgc-vgae` method: link prediction under PGC's per-feature local DP (thesis ch.2, section
+//! 2.6.4 and the right half of Table 2.3). A variational graph auto-encoder (Kipf & Welling 2016)
+//! whose first GCN layer reads Algorithm 1's estimate A^ Y* of the privatised features:
+//!
+//!   h = ReLU(BN(A^ Y* W0)),  mu = A^ h W_mu,  log sigma = A^ h W_sigma,  z = mu + sigma * noise,
+//!   P[u ~ v] = sigmoid(z_u . z_v),
+//!   loss = BCE(training edges, sampled non-edges) + KL(q(z) || N(0, I)) / N.
+//!
+//! Widths 32 and 16, batch norm after the first convolution (section 2.6.4). The edges are split
+//! 85/5/10 ([`crate::data::link_split`]); A^ is built from the training edges only, so held-out
+//! edges never reach the encoder; the edge split is drawn with the run's seed. Training: Adam, at
+//! least 100 and at most 500 epochs, validation every 10 epochs, stop after 10 checks without a
+//! lower validation loss, keep the best-validation weights. Utility: ROC-AUC (and average
+//! precision) of the decoder's scores on the test edges against as many test non-edges.
+//!
+//! Privacy: as `pgc` (the same randomisers and the same record-level claim d eps, see
+//! [`super::pgc::PgcConfig::budget`]); the graph is public, as in the chapter.
+use super::gcn::gcn_normalized;
+use super::pgc::{collect, first_layer_estimate, PgcConfig};
+use crate::data::link_split::{sample_non_edges, split_edges, EdgeSplit, EdgeSplitRatios};
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::privacy::accountant::Budget;
+use crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind;
+use crate::train::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
+
+/// Width of the latent space (section 2.6.4: "hidden and output dimensions ... 32 and 16").
+pub const LATENT: i64 = 16;
+const MIN_EPOCHS: usize = 100;
+const CHECK_EVERY: usize = 10;
+const PATIENCE_CHECKS: usize = 10;
+
+/// The recipe fields `pgc-vgae` reads; any other field set away from its default is refused.
+pub const KNOBS: &[&str] =
+    &["method", "epsilon", "delta", "mechanism", "hidden", "lr", "weight_decay", "dropout", "epochs"];
+
+/// VGAE hyper-parameters; defaults are Table 2.2's Cora row (lr 0.01, wd 0.01, dropout 0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VgaeConfig {
+    pub mechanism: FeatureMechanismKind,
+    /// Budget per feature; None = raw features (the RAW row).
+    pub epsilon: Option<f64>,
+    pub hidden: i64,
+    pub dropout: f64,
+    pub learning_rate: f64,
+    pub weight_decay: f64,
+    pub max_epochs: usize,
+}
+
+impl Default for VgaeConfig {
+    fn default() -> Self {
+        VgaeConfig {
+            mechanism: FeatureMechanismKind::Onebit,
+            epsilon: Some(1.0),
+            hidden: 32,
+            dropout: 0.0,
+            learning_rate: 0.01,
+            weight_decay: 0.01,
+            max_epochs: 500,
+        }
+    }
+}
+
+impl VgaeConfig {
+    /// The node-side randomiser and budget are PGC's: the same reports, the same claim.
+    fn pgc(&self) -> PgcConfig {
+        PgcConfig { mechanism: self.mechanism, epsilon: self.epsilon, ..PgcConfig::default() }
+    }
+    /// Record-level budget d eps (`Local`), eps per feature as a detail (as `pgc`); raw
+    /// features claim nothing (no component with an infinite epsilon, which JSON cannot hold).
+    pub fn budget(&self, num_features: usize) -> Result<Budget> {
+        match self.pgc().randomiser()? {
+            None => Ok(Budget::non_private()),
+            Some(_) => self.pgc().budget(num_features),
+        }
+    }
+}
+
+/// Link-prediction utility: ROC-AUC and average precision of held-out edges vs non-edges.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LinkMetrics {
+    pub val_auc: f64,
+    pub test_auc: f64,
+    pub test_ap: f64,
+}
+
+/// ROC-AUC of positive vs negative scores (ties count 1/2).
+pub fn roc_auc(pos: &[f64], neg: &[f64]) -> f64 {
+    gnnaudit_attacks::metrics::Roc::new(pos, neg).auc()
+}
+
+/// Average precision (scikit-learn's definition): sum over thresholds of (R_k - R_{k-1}) P_k.
+pub fn average_precision(pos: &[f64], neg: &[f64]) -> f64 {
+    let roc = gnnaudit_attacks::metrics::Roc::new(pos, neg);
+    if roc.n_pos == 0 {
+        return f64::NAN;
+    }
+    roc.counts
+        .windows(2)
+        .map(|w| {
+            let ((tp0, _, _), (tp1, fp1, _)) = (w[0], w[1]);
+            (tp1 - tp0) as f64 / roc.n_pos as f64 * tp1 as f64 / (tp1 + fp1) as f64
+        })
+        .sum()
+}
+
+/// Refuses recipe fields `pgc-vgae` does not read (anything outside [`KNOBS`] that differs from
+/// the method's default), naming the first such field.
+pub fn check_knobs(recipe: &Recipe) -> Result<()> {
+    let set = serde_json::to_value(recipe)?;
+    let default = serde_json::to_value(Recipe::new(recipe.method, recipe.epsilon))?;
+    let (Some(set), Some(default)) = (set.as_object(), default.as_object()) else {
+        return Ok(());
+    };
+    for (k, v) in set {
+        if !KNOBS.contains(&k.as_str()) && default.get(k) != Some(v) {
+            return Err(Error::invalid(
+                k,
+                format!("{} does not use {k} (it reads {})", recipe.method.name(), KNOBS[1..].join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Glorot-uniform weights and zero biases, as PyG's `GCNConv` (the reference encoder) starts.
+fn glorot(input: i64, output: i64, bias: bool) -> nn::LinearConfig {
+    let bound = (6.0 / (input + output) as f64).sqrt();
+    nn::LinearConfig {
+        ws_init: nn::Init::Uniform { lo: -bound, up: bound },
+        bs_init: bias.then_some(nn::Init::Const(0.0)),
+        bias,
+    }
+}
+
+/// A GCN layer A^ h W + b (bias after the propagation, as `GCNConv`), Glorot-initialised.
+#[derive(Debug)]
+struct Conv {
+    lin: nn::Linear,
+    bias: Tensor,
+}
+
+impl Conv {
+    fn new(vs: &nn::Path, input: i64, output: i64) -> Self {
+        Conv {
+            lin: nn::linear(vs / "lin", input, output, glorot(input, output, false)),
+            bias: vs.zeros("bias", &[output]),
+        }
+    }
+    fn forward(&self, h: &Tensor, adj: &Tensor) -> Tensor {
+        adj.mm(&h.apply(&self.lin)) + &self.bias
+    }
+}
+
+/// The encoder: first layer on the precomputed estimate, then the mu and log sigma GCN layers.
+#[derive(Debug)]
+struct Encoder {
+    first: nn::Linear,
+    norm: nn::BatchNorm,
+    mu: Conv,
+    logstd: Conv,
+    dropout: f64,
+}
+
+impl Encoder {
+    fn new(root: &nn::Path, config: &VgaeConfig, d: i64, latent: i64) -> Self {
+        Encoder {
+            first: nn::linear(root / "conv1", d, config.hidden, glorot(d, config.hidden, true)),
+            norm: nn::batch_norm1d(root / "bn1", config.hidden, super::torch_batch_norm_config()),
+            mu: Conv::new(&(root / "conv_mu"), config.hidden, latent),
+            logstd: Conv::new(&(root / "conv_logstd"), config.hidden, latent),
+            dropout: config.dropout,
+        }
+    }
+    /// (mu, log sigma); log sigma is capped at 10 as in PyG's VGAE.
+    fn forward_t(&self, gc: &Tensor, adj: &Tensor, train: bool) -> (Tensor, Tensor) {
+        let h = gc.apply(&self.first).apply_t(&self.norm, train).relu().dropout(self.dropout, train);
+        (self.mu.forward(&h, adj), self.logstd.forward(&h, adj).clamp_max(10.0))
+    }
+}
+
+fn pair_index(pairs: &[(usize, usize)]) -> (Tensor, Tensor) {
+    let (u, v): (Vec<i64>, Vec<i64>) = pairs.iter().map(|&(u, v)| (u as i64, v as i64)).unzip();
+    (Tensor::from_slice(&u), Tensor::from_slice(&v))
+}
+
+/// Inner-product decoder logits z_u . z_v.
+fn logits(z: &Tensor, pairs: &(Tensor, Tensor)) -> Tensor {
+    (z.index_select(0, &pairs.0) * z.index_select(0, &pairs.1)).sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
+}
+
+/// Reconstruction BCE: -log sigmoid(pos) averaged, plus -log(1 - sigmoid(neg)) averaged.
+fn recon_loss(z: &Tensor, pos: &(Tensor, Tensor), neg: &(Tensor, Tensor)) -> Tensor {
+    (-logits(z, pos)).softplus().mean(Kind::Float) + logits(z, neg).softplus().mean(Kind::Float)
+}
+
+fn scores(z: &Tensor, pairs: &(Tensor, Tensor)) -> Vec<f64> {
+    Vec::<f64>::try_from(logits(z, pairs).to_kind(Kind::Double)).unwrap_or_default()
+}
+
+/// A trained VGAE: its node output is the latent mean mu (there are no class posteriors).
+pub struct VgaeModel {
+    vs: nn::VarStore,
+    encoder: Encoder,
+    config: VgaeConfig,
+    /// The server's first-layer estimate on the training graph (never the raw reports).
+    estimate: Tensor,
+    split: EdgeSplit,
+    mu: Tensor,
+    metrics: LinkMetrics,
+}
+
+impl VgaeModel {
+    fn new(vs: nn::VarStore, encoder: Encoder, config: VgaeConfig, estimate: Tensor, split: EdgeSplit) -> Self {
+        let adj = gcn_normalized(&split.train_graph, true);
+        let mu = tch::no_grad(|| encoder.forward_t(&estimate, &adj, false).0);
+        let score = |p: &[(usize, usize)]| scores(&mu, &pair_index(p));
+        let metrics = LinkMetrics {
+            val_auc: roc_auc(&score(&split.val_pos), &score(&split.val_neg)),
+            test_auc: roc_auc(&score(&split.test_pos), &score(&split.test_neg)),
+            test_ap: average_precision(&score(&split.test_pos), &score(&split.test_neg)),
+        };
+        VgaeModel { vs, encoder, config, estimate, split, mu, metrics }
+    }
+    pub fn metrics(&self) -> LinkMetrics {
+        self.metrics
+    }
+    /// Edge probabilities sigmoid(mu_u . mu_v) for node pairs.
+    pub fn edge_probabilities(&self, pairs: &[(usize, usize)]) -> Tensor {
+        tch::no_grad(|| logits(&self.mu, &pair_index(pairs)).sigmoid())
+    }
+}
+
+/// The edge split as checkpoint tensors (the held-out pairs, [2, k] each) and back.
+fn split_entries(split: &EdgeSplit) -> Vec<(String, Tensor)> {
+    let t = |p: &[(usize, usize)]| {
+        let (u, v) = pair_index(p);
+        Tensor::stack(&[u, v], 0)
+    };
+    vec![
+        ("split.val_pos".into(), t(&split.val_pos)),
+        ("split.val_neg".into(), t(&split.val_neg)),
+        ("split.test_pos".into(), t(&split.test_pos)),
+        ("split.test_neg".into(), t(&split.test_neg)),
+    ]
+}
+
+fn pairs_of(t: &Tensor) -> Result<Vec<(usize, usize)>> {
+    if t.dim() != 2 || t.size()[0] != 2 {
+        return Err(Error::invalid("cache", format!("edge pairs must be [2, k], got {:?}", t.size())));
+    }
+    let u = Vec::<i64>::try_from(&t.get(0)).map_err(|e| Error::invalid("cache", e.to_string()))?;
+    let v = Vec::<i64>::try_from(&t.get(1)).map_err(|e| Error::invalid("cache", e.to_string()))?;
+    Ok(u.into_iter().zip(v).map(|(a, b)| (a as usize, b as usize)).collect())
+}
+
+/// Rebuilds a saved VGAE (see `train::checkpoint`) from its weights, estimate, graph and split.
+pub fn load_checkpoint(
+    meta: &crate::train::checkpoint::Meta,
+    cache: &crate::train::checkpoint::Cache,
+    load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
+) -> Result<Box<dyn TrainedModel>> {
+    let config = config(&meta.recipe);
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let encoder = Encoder::new(&vs.root(), &config, meta.num_features, meta.num_classes);
+    load(&mut vs)?;
+    let train_graph = cache.graph()?;
+    let train = train_graph.undirected_edges();
+    let split = EdgeSplit {
+        train,
+        val_pos: pairs_of(&cache.get("split.val_pos")?)?,
+        val_neg: pairs_of(&cache.get("split.val_neg")?)?,
+        test_pos: pairs_of(&cache.get("split.test_pos")?)?,
+        test_neg: pairs_of(&cache.get("split.test_neg")?)?,
+        train_graph,
+    };
+    Ok(Box::new(VgaeModel::new(vs, encoder, config, cache.get("estimate")?, split)))
+}
+
+impl TrainedModel for VgaeModel {
+    /// The latent means mu [N, 16] (link prediction has no class posteriors).
+    fn posteriors(&self) -> Tensor {
+        self.mu.shallow_clone()
+    }
+    /// Latent means on another graph, whose nodes run the same mechanism (fresh randomness).
+    fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
+        let want = self.encoder.first.ws.size()[1];
+        if data.num_features() as i64 != want {
+            return Err(Error::invalid(
+                "features",
+                format!("model expects {want} columns, got {}", data.num_features()),
+            ));
+        }
+        let (y, _) = collect(data, &self.config.pgc(), 0x9e37)?;
+        let gc = first_layer_estimate(&data.graph, &y);
+        let adj = gcn_normalized(&data.graph, true);
+        Ok(tch::no_grad(|| self.encoder.forward_t(&gc, &adj, false).0))
+    }
+    fn embeddings(&self) -> Option<Tensor> {
+        Some(self.mu.shallow_clone())
+    }
+    fn link_metrics(&self) -> Option<LinkMetrics> {
+        Some(self.metrics)
+    }
+    fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
+        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+        let meta = Meta::new(recipe, budget, self.estimate.size()[1], self.mu.size()[1]);
+        let mut cache = vec![("estimate".to_string(), self.estimate.shallow_clone())];
+        cache.extend(graph_entries(&self.split.train_graph));
+        cache.extend(split_entries(&self.split));
+        save_store(dir, &self.vs, &meta, &cache)
+    }
+}
+
+/// Trains the VGAE for link prediction on `data` (its node split and labels are not used).
+pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRun> {
+    if !(0.0..1.0).contains(&config.dropout) {
+        return Err(Error::invalid("dropout", format!("must be in [0, 1), got {}", config.dropout)));
+    }
+    if config.max_epochs == 0 {
+        return Err(Error::invalid("epochs", "must be >= 1"));
+    }
+    let budget = config.budget(data.num_features())?;
+    let start = std::time::Instant::now();
+    tch::manual_seed(seed as i64);
+    let split = split_edges(&data.graph, EdgeSplitRatios::default(), seed)?;
+    let (y_star, clipped) = collect(data, &config.pgc(), seed)?;
+    if clipped > 0 {
+        tracing::warn!("pgc-vgae: {clipped} feature values outside the public range [0, 1] were clipped");
+    }
+    let gc = first_layer_estimate(&split.train_graph, &y_star);
+    let adj = gcn_normalized(&split.train_graph, true);
+
+    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let encoder = Encoder::new(&vs.root(), config, data.num_features() as i64, LATENT);
+    let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
+    let n = data.num_nodes() as f64;
+    let train_pos = pair_index(&split.train);
+    let (val_pos, val_neg) = (pair_index(&split.val_pos), pair_index(&split.val_neg));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_ed9e);
+
+    let mut best: Option<(f64, Vec<(String, Tensor)>)> = None;
+    let mut checks_since_best = 0;
+    for epoch in 0..config.max_epochs {
+        let (mu, logstd) = encoder.forward_t(&gc, &adj, true);
+        let z = &mu + Tensor::randn_like(&mu) * logstd.exp();
+        let neg = pair_index(&sample_non_edges(&split.train_graph, split.train.len(), &mut rng));
+        let kl: Tensor = (&logstd * 2.0 + 1.0 - mu.pow_tensor_scalar(2) - (&logstd * 2.0).exp())
+            .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
+            .mean(Kind::Float)
+            * -0.5;
+        let loss: Tensor = recon_loss(&z, &train_pos, &neg) + kl / n;
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+        if (epoch + 1) % CHECK_EVERY != 0 && epoch + 1 != config.max_epochs {
+            continue;
+        }
+        let val_loss = tch::no_grad(|| {
+            let (mu, _) = encoder.forward_t(&gc, &adj, false);
+            recon_loss(&mu, &val_pos, &val_neg).double_value(&[])
+        });
+        if best.as_ref().is_none_or(|(l, _)| val_loss < *l) {
+            best = Some((val_loss, super::backbone::snapshot(&vs)));
+            checks_since_best = 0;
+        } else {
+            checks_since_best += 1;
+        }
+        if checks_since_best >= PATIENCE_CHECKS && epoch + 1 >= MIN_EPOCHS {
+            break;
+        }
+    }
+    let (_, snap) = best.ok_or_else(|| Error::invalid("epochs", "must be >= 1"))?;
+    super::backbone::restore(&mut vs, &snap);
+    // Training utility: the training edges against as many fresh non-edges (fixed seed).
+    let mu = tch::no_grad(|| encoder.forward_t(&gc, &adj, false).0);
+    let mut fixed = ChaCha8Rng::seed_from_u64(seed);
+    let train_neg = sample_non_edges(&split.train_graph, split.train.len(), &mut fixed);
+    let train_auc = roc_auc(&scores(&mu, &train_pos), &scores(&mu, &pair_index(&train_neg)));
+    let model = VgaeModel::new(vs, encoder, config.clone(), gc, split);
+    let m = model.metrics();
+    let accuracy = Accuracy { train: train_auc, val: m.val_auc, test: m.test_auc };
+    Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// The `train` arm for `--method pgc-vgae`.
+pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    debug_assert_eq!(recipe.method, Method::PgcVgae);
+    train(data, &config(recipe), seed)
+}
+
+/// The [`VgaeConfig`] of a recipe: mechanism, epsilon per feature, hidden, lr, weight decay,
+/// dropout and the maximum epochs.
+pub fn config(recipe: &Recipe) -> VgaeConfig {
+    VgaeConfig {
+        mechanism: recipe.mechanism,
+        epsilon: recipe.epsilon,
+        hidden: recipe.hidden as i64,
+        dropout: recipe.dropout,
+        learning_rate: recipe.lr,
+        weight_decay: recipe.weight_decay,
+        max_epochs: recipe.epochs(),
+    }
+}
