@@ -82,6 +82,9 @@ fn budget_claims_d_eps_per_record_and_bad_input_is_refused() {
     assert!(b.noise.contains(&("epsilon_per_feature".to_string(), 1.0)));
     let raw = PgcConfig { mechanism: K::Raw, epsilon: None, ..Default::default() }.budget(1433).unwrap();
     assert_eq!((raw.privacy_unit, raw.target_epsilon), (PrivacyUnit::None, None));
+    // The raw budget must survive the checkpoint's JSON (an infinite epsilon saved as null).
+    let json = serde_json::to_string(&raw).unwrap();
+    assert_eq!(serde_json::from_str::<gnnaudit::privacy::accountant::Budget>(&json).unwrap(), raw);
     let field = |e: Error| match e {
         Error::InvalidParam { field, .. } => field,
         other => panic!("{other}"),

@@ -66,15 +66,10 @@ impl PgcConfig {
 
     /// The record-level budget: d eps (`Local`), with eps per feature as a labelled detail.
     pub fn budget(&self, num_features: usize) -> Result<Budget> {
+        // Raw features claim nothing: no component with an infinite epsilon, which the checkpoint's
+        // JSON cannot hold (it saved as null and the model failed to load).
         let Some(m) = self.randomiser()? else {
-            return Ok(Budget {
-                components: vec![BudgetComponent {
-                    name: "features".into(),
-                    mechanism: "raw features (no feature privacy)".into(),
-                    epsilon: f64::INFINITY,
-                }],
-                ..Budget::non_private()
-            });
+            return Ok(Budget::non_private());
         };
         let eps = m.epsilon();
         let event = Event::PureDp { epsilon: eps }

@@ -69,13 +69,9 @@ impl VgaeConfig {
     fn pgc(&self) -> PgcConfig {
         PgcConfig { mechanism: self.mechanism, epsilon: self.epsilon, ..PgcConfig::default() }
     }
-    /// Record-level budget d eps (`Local`), eps per feature as a detail (as `pgc`); raw
-    /// features claim nothing (no component with an infinite epsilon, which JSON cannot hold).
+    /// Record-level budget d eps (`Local`), eps per feature as a detail: PGC's own.
     pub fn budget(&self, num_features: usize) -> Result<Budget> {
-        match self.pgc().randomiser()? {
-            None => Ok(Budget::non_private()),
-            Some(_) => self.pgc().budget(num_features),
-        }
+        self.pgc().budget(num_features)
     }
 }
 
