@@ -10,7 +10,7 @@
 //! e.g. `-- cora 0 300 1 "8,2,0.5" "30,8,3" 50`; configs/classdp-paper.toml records the figures.
 use gnnaudit::audit::adapters::{attack_graph, claim_of, node_split, ModelBlackBox};
 use gnnaudit::data::{self, SplitRatios};
-use gnnaudit::train::{self, Method, Recipe};
+use gnnaudit::methods::{self, Method, Recipe};
 use gnnaudit_attacks::inversion::InversionVariant;
 use gnnaudit_attacks::{run_attack, AdversaryKnowledge, AttackKind, AttackParams, Target};
 
@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for r in rows {
         let t = std::time::Instant::now();
-        let run = train::train(&r, &ds, seed)?;
+        let run = methods::train(&r, &ds, seed)?;
         let bb = ModelBlackBox::new(run.model.as_ref());
         let target = Target {
             graph: &g,

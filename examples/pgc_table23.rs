@@ -10,7 +10,7 @@
 //! dropout 0). Prints mean +- sd of test accuracy (micro-F1) over the runs, and the MAE of eq.
 //! 2.15 for one collection per (mechanism, eps).
 use gnnaudit::data::{load_dataset, random_split, split_per_class, transforms::drop_zero_columns, SplitRatios};
-use gnnaudit::models::pgc::{aggregation_mae, first_layer_estimate, train, PgcConfig};
+use gnnaudit::methods::pgc::{aggregation_mae, first_layer_estimate, train, PgcConfig};
 use gnnaudit::privacy::mechanisms::feature_ldp::{FeatureLdp, FeatureMechanismKind as K};
 use tch::Kind;
 

@@ -9,7 +9,7 @@
 //! Hyper-parameters: Table 2.2's VGAE columns (Cora: lr 0.01, wd 0.01; Twitch: lr 0.01, wd 1e-3;
 //! dropout 0), widths 32 -> 16. twitch-ENGB first drops its 625 all-zero columns (2,545 left).
 use gnnaudit::data::{load_dataset, transforms::drop_zero_columns};
-use gnnaudit::models::pgc_vgae::{train, VgaeConfig};
+use gnnaudit::methods::pgc_vgae::{train, VgaeConfig};
 use gnnaudit::privacy::mechanisms::feature_ldp::FeatureMechanismKind as K;
 
 fn mean_sd(xs: &[f64]) -> (f64, f64) {

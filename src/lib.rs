@@ -8,6 +8,7 @@ pub mod error;
 pub mod external;
 pub mod fatal;
 pub mod libtorch;
+pub mod methods;
 pub mod models;
 pub mod privacy;
 pub mod replay;

@@ -2,7 +2,8 @@
 //! back answers exactly as the one in memory, through its posteriors (the release the attacks
 //! query) and its white box (weights and training graph), and `attack --target DIR` attacks it.
 use gnnaudit::data::{self, SplitRatios};
-use gnnaudit::train::{self, accounting, Method, Recipe};
+use gnnaudit::methods::{self as train, Method, Recipe};
+use gnnaudit::train::accounting;
 use std::process::Command;
 use tch::{Kind, Tensor};
 

@@ -2,7 +2,7 @@
 //! golden `dpgnn` cases, its input validation, and a utility floor on Cora.
 mod common_cora;
 use common_cora::{data_dir, load};
-use gnnaudit::models::dpgnn::{train, DpgnnConfig};
+use gnnaudit::methods::dpgnn::{train, DpgnnConfig};
 use gnnaudit::privacy::accountant::rdp::{rdp_curve, rdp_epsilon_classic};
 use gnnaudit::privacy::accountant::{methods, PrivacyUnit};
 use gnnaudit::Error;

@@ -8,10 +8,10 @@ mod common_cora;
 #[path = "common/external.rs"]
 mod external;
 use external::{assert_bad_input, gnnaudit};
-use gnnaudit::models::backbone::GnnKind;
-use gnnaudit::models::pate::student::{self, StudentConfig, StudentKind};
+use gnnaudit::methods::backbone::GnnKind;
+use gnnaudit::methods::pate::student::{self, StudentConfig, StudentKind};
+use gnnaudit::methods::{self, Method, Recipe};
 use gnnaudit::privacy::accountant::{rdp_epsilon, PrivacyUnit};
-use gnnaudit::train::{self, Method, Recipe};
 use tch::Kind;
 
 fn small(epsilon: Option<f64>) -> Recipe {
@@ -32,7 +32,7 @@ fn majority_share(labels: &[usize], nodes: &[usize]) -> f64 {
 #[test]
 fn private_run_claims_the_sound_event_and_records_the_thesis_count() {
     let data = common_cora::load("cora", 0.75, 0.1, 0);
-    let run = train::train(&small(Some(8.0)), &data, 0).unwrap();
+    let run = methods::train(&small(Some(8.0)), &data, 0).unwrap();
     let b = &run.budget;
     assert_eq!(b.privacy_unit, PrivacyUnit::Node);
     assert!(b.claimed_epsilon() <= 8.0 + 1e-9 && b.epsilon_rdp > 7.99, "{b:?}");
@@ -52,13 +52,13 @@ fn private_run_claims_the_sound_event_and_records_the_thesis_count() {
 fn noiseless_student_learns_and_survives_a_checkpoint() {
     let data = common_cora::load("cora", 0.75, 0.1, 0);
     let recipe = small(None);
-    let run = train::train(&recipe, &data, 1).unwrap();
+    let run = methods::train(&recipe, &data, 1).unwrap();
     let split = data.split().unwrap();
     let floor = majority_share(&data.labels, &split.test) + 0.10;
     assert!(run.accuracy.test > floor, "test {} vs floor {floor}", run.accuracy.test);
     let dir = tempfile::tempdir().unwrap();
     run.model.save(dir.path(), &recipe, &run.budget).unwrap();
-    let loaded = train::load_model(dir.path()).unwrap();
+    let loaded = methods::load_model(dir.path()).unwrap();
     let gap = (run.model.posteriors() - loaded.model.posteriors()).abs().max().double_value(&[]);
     assert!(gap < 1e-6, "posteriors moved by {gap} after loading");
     assert_eq!(loaded.recipe, recipe);

@@ -6,7 +6,7 @@ mod common_cora;
 use common_cora::load;
 use gnnaudit::audit::adapters::{attack_graph, node_split, ModelBlackBox, RecipeOracle};
 use gnnaudit::audit::feature_claim::claim_for;
-use gnnaudit::train::{train, Method, Recipe};
+use gnnaudit::methods::{train, Method, Recipe};
 use gnnaudit_attacks::stats::Verdict;
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackKind, AttackParams, AttackResult, Claim, ClaimUnit, GameUnit, Target,

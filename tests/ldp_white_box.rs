@@ -4,7 +4,7 @@
 //! isolated node) has a finite input gradient.
 mod common_cora;
 use common_cora::load;
-use gnnaudit::train::{train, Method, Recipe};
+use gnnaudit::methods::{train, Method, Recipe};
 use tch::{Kind, Tensor};
 
 #[test]

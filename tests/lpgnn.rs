@@ -2,8 +2,8 @@
 //! its two LDP mechanisms (multi-bit, randomized response).
 mod common_cora;
 use common_cora::{data_dir, load};
-use gnnaudit::models::backbone::GnnKind;
-use gnnaudit::models::lpgnn::{train, FeatureMode, LpgnnConfig, Training};
+use gnnaudit::methods::backbone::GnnKind;
+use gnnaudit::methods::lpgnn::{train, FeatureMode, LpgnnConfig, Training};
 use gnnaudit::privacy::accountant::PrivacyUnit;
 use gnnaudit::privacy::mechanisms::multibit::MultiBit;
 use gnnaudit::privacy::mechanisms::randomized_response::RandomizedResponse;
@@ -136,7 +136,7 @@ fn lpgnn_table_3_2_rows_budgets_and_ohd_features() {
     assert_eq!(ohd.epsilon_rdp, 2.0);
 
     let data = load("cora", 0.5, 0.25, 0);
-    let x = gnnaudit::models::lpgnn::one_hot_degree(&data.graph, 8);
+    let x = gnnaudit::methods::lpgnn::one_hot_degree(&data.graph, 8);
     assert_eq!(x.size(), vec![2708, 8]);
     let rows: Vec<f32> = Vec::try_from(x.sum_dim_intlist(1, false, tch::Kind::Float)).unwrap();
     assert!(rows.iter().all(|&r| r == 1.0));
@@ -151,8 +151,8 @@ fn lpgnn_table_3_2_rows_budgets_and_ohd_features() {
 /// at eps_y = 1 on Cora's 7 classes.
 #[test]
 fn lpgnn_label_kprop_recovers_labels_beyond_randomized_response() {
+    use gnnaudit::methods::lpgnn::{collect, LabelRecovery};
     use gnnaudit::models::kprop::KProp;
-    use gnnaudit::models::lpgnn::{collect, LabelRecovery};
     tch::manual_seed(5);
     let data = load("cora", 0.5, 0.25, 0);
     let cfg = LpgnnConfig { epsilon_x: 1.0, epsilon_y: 1.0, ky: 8, ..Default::default() };

@@ -4,11 +4,11 @@
 mod common_cora;
 use common_cora::data_dir;
 use gnnaudit::data::{load_dataset, split_per_class, Dataset};
+use gnnaudit::methods::pgc::{aggregation_mae, first_layer_estimate, train, PgcConfig};
+use gnnaudit::methods::{Method, Recipe};
 use gnnaudit::models::gcn::gcn_normalized;
-use gnnaudit::models::pgc::{aggregation_mae, first_layer_estimate, train, PgcConfig};
 use gnnaudit::privacy::accountant::PrivacyUnit;
 use gnnaudit::privacy::mechanisms::feature_ldp::{FeatureLdp, FeatureMechanismKind as K};
-use gnnaudit::train::{Method, Recipe};
 use gnnaudit::Error;
 use tch::{Kind, Tensor};
 

@@ -4,9 +4,9 @@ mod common_cora;
 use common_cora::data_dir;
 use gnnaudit::data::link_split::{split_edges, EdgeSplitRatios};
 use gnnaudit::data::{load_dataset, Dataset};
-use gnnaudit::models::pgc_vgae::{average_precision, roc_auc, train, VgaeConfig};
+use gnnaudit::methods::pgc_vgae::{average_precision, roc_auc, train, VgaeConfig};
+use gnnaudit::methods::{load_model, Method, Recipe};
 use gnnaudit::privacy::mechanisms::feature_ldp::FeatureMechanismKind as K;
-use gnnaudit::train::{load_model, Method, Recipe};
 use std::collections::HashSet;
 
 /// Training is capped at the method's minimum of 100 epochs (10 validation checks) to keep the

@@ -2,8 +2,8 @@
 //! calibrated sigma is smaller, its PLD epsilon meets the target, the trained model claims the
 //! PLD epsilon, and knobs that cannot apply are refused.
 use gnnaudit::data::{self, SplitRatios};
+use gnnaudit::methods::{self, Method, Recipe};
 use gnnaudit::privacy::accountant::{calibrate_by, pld_epsilon, rdp_epsilon, Accountant, Event};
-use gnnaudit::train::{self, Method, Recipe};
 use std::process::Command;
 
 fn data_dir() -> std::path::PathBuf {
@@ -36,9 +36,9 @@ fn training_with_pld_claims_the_pld_epsilon() {
     let ds = data::transforms::prepare_like_gap(&raw, 1, SplitRatios::default(), 0).unwrap();
     let mut r = Recipe::new(Method::DpMlp, Some(1.0));
     r.epochs = Some(2);
-    let by_rdp = train::train(&r, &ds, 1).unwrap().budget;
+    let by_rdp = methods::train(&r, &ds, 1).unwrap().budget;
     r.accountant = Accountant::Pld;
-    let by_pld = train::train(&r, &ds, 1).unwrap().budget;
+    let by_pld = methods::train(&r, &ds, 1).unwrap().budget;
     let sigma = |b: &gnnaudit::privacy::accountant::Budget| b.noise.iter().find(|(n, _)| n == "sigma").unwrap().1;
     assert!(sigma(&by_pld) < sigma(&by_rdp), "pld sigma {} vs rdp {}", sigma(&by_pld), sigma(&by_rdp));
     let claim = by_pld.epsilon_pld.expect("a PLD epsilon");

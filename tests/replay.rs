@@ -6,8 +6,8 @@ mod common_cora;
 use common_cora as common;
 
 use gnnaudit::data::{self, Dataset, SplitRatios};
+use gnnaudit::methods::{Method, Recipe};
 use gnnaudit::replay::{replay, units, ReplayOptions, ReplayReport, TOLERANCE};
-use gnnaudit::train::{Method, Recipe};
 use std::process::Command;
 
 fn prepared(name: &str, min_class_count: usize) -> Dataset {

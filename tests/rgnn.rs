@@ -4,7 +4,7 @@
 mod common_cora;
 use common_cora::data_dir;
 use gnnaudit::data::{grouping, load_dataset, prepare_like_gap, SplitRatios};
-use gnnaudit::models::rgnn::{
+use gnnaudit::methods::rgnn::{
     estimate_frequency, expected_frequency, frequency_variance, invert_label_frequencies, train, RgnnConfig,
 };
 use gnnaudit::privacy::accountant::PrivacyUnit;
@@ -126,7 +126,7 @@ fn rgnn_beats_the_raw_baseline_on_cora() {
 /// X''s, but clipped to [0, 1] they are closer to the grouped truth than X'.
 #[test]
 fn reconstruction_recovers_labels_and_features_on_cora() {
-    use gnnaudit::models::rgnn::{collect, Reconstruction};
+    use gnnaudit::methods::rgnn::{collect, Reconstruction};
     let data = cora(2);
     let cfg = RgnnConfig { epsilon_x: 1.0, epsilon_y: 1.0, ..Default::default() };
     let c = collect(&data, &cfg, 2).unwrap();

@@ -1,8 +1,9 @@
 //! End-to-end checks of the training methods: privacy budgets against their expressions, GAP's
 //! structure, accuracy floors on real data, and checkpoints.
 use gnnaudit::data::{self, SplitRatios};
+use gnnaudit::methods::{self as train, Method, Recipe};
 use gnnaudit::privacy::accountant::PrivacyUnit;
-use gnnaudit::train::{self, accounting, Method, Recipe};
+use gnnaudit::train::accounting;
 
 fn data_dir() -> std::path::PathBuf {
     std::env::var("GNNAUDIT_DATA").map(Into::into).unwrap_or_else(|_| {

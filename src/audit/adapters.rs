@@ -3,8 +3,8 @@
 //! conversions between `Dataset` and the attacks' `AttackGraph`.
 use crate::data::{Dataset, Features, Graph, Split};
 use crate::error::{Error, Result};
+use crate::methods::{self, Recipe, TrainedModel};
 use crate::privacy::accountant::{Budget, PrivacyUnit};
-use crate::train::{self, Recipe, TrainedModel};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::{AttackGraph, BlackBox, Claim, ClaimUnit, NodeSplit, ShadowOracle};
 use tch::{Kind, Tensor};
@@ -212,7 +212,7 @@ impl ShadowOracle for RecipeOracle {
             });
         }
         let shared = last.as_ref().expect("set above");
-        let run = train::train(&self.recipe, &shared.data, seed).map_err(target)?;
+        let run = methods::train(&self.recipe, &shared.data, seed).map_err(target)?;
         if !self.share {
             *last = None;
         }
@@ -225,11 +225,11 @@ impl ShadowOracle for RecipeOracle {
         units: &[Vec<usize>],
         seed: u64,
     ) -> attacks::Result<Box<dyn BlackBox>> {
-        if crate::models::class_dp::group_unit(self.recipe.method).is_none() {
+        if crate::methods::class_dp::group_unit(self.recipe.method).is_none() {
             return self.train(graph, split, seed);
         }
         let ds = dataset_from(graph, split, &self.name).map_err(|e| attacks::Error::Target(e.to_string()))?;
-        let run = crate::models::class_dp::train_with_units(&self.recipe, &ds, units, seed)
+        let run = crate::methods::class_dp::train_with_units(&self.recipe, &ds, units, seed)
             .map_err(|e| attacks::Error::Target(e.to_string()))?;
         Ok(Box::new(ModelBlackBox::new(run.model.as_ref())))
     }

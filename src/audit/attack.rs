@@ -8,9 +8,9 @@ use super::progress::{Progress, Stage};
 use super::recipe::overlay;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::methods::{Recipe, TrainedRun};
 use crate::privacy::mechanisms::audit::MIN_TRIALS;
 use crate::privacy::mechanisms::spec::MechanismSpec;
-use crate::train::{Recipe, TrainedRun};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, NodeSplit,

@@ -8,8 +8,8 @@ use super::recipe::build_recipe;
 use super::runner::CellRunner;
 use crate::data::{self, Csbm, Dataset, DatasetStats, Features, SplitRatios};
 use crate::error::{Error, Result};
+use crate::methods::{self, Method};
 use crate::report::DatasetInfo;
-use crate::train::{self, Method};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -133,7 +133,7 @@ impl CellRunner for RealRunner {
         let ds = prepare(self.raw(cell.dataset)?, cell.dataset, key.seed, Some(recipe.method))?;
         progress.set_message(Stage::Training, format!("{key}"));
         let clock = Instant::now();
-        let run = train::train(&recipe, &ds, key.seed)?;
+        let run = methods::train(&recipe, &ds, key.seed)?;
         crate::cli::train::ensure_converged(&run, &recipe)?;
         let train_seconds = clock.elapsed().as_secs_f64();
         progress.done(Stage::Training);

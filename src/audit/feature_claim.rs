@@ -29,7 +29,7 @@ mod tests {
     /// PGC at eps 0.5 per feature on 10 features: the record games see 5, the one-feature game 0.5.
     #[test]
     fn one_feature_game_gets_the_per_feature_claim() {
-        let cfg = crate::models::pgc::PgcConfig {
+        let cfg = crate::methods::pgc::PgcConfig {
             mechanism: FeatureMechanismKind::Onebit,
             epsilon: Some(0.5),
             ..Default::default()

@@ -13,7 +13,7 @@ use super::config::AuditConfig;
 use super::epsilon::Epsilon;
 use super::recipe::{build_recipe, parse_method};
 use crate::error::{Error, Result};
-use crate::train::Method;
+use crate::methods::Method;
 use gnnaudit_attacks::{AttackKind, AttackParams};
 use std::path::Path;
 
@@ -57,11 +57,11 @@ pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
             for eps in cfg.epsilon_grid(m) {
                 let recipe = build_recipe(&m.method, &m.params, eps, cfg.delta_for(m))
                     .map_err(|(k, msg)| Error::invalid(format!("methods[{j}].{k}"), msg))?;
-                crate::models::size::ensure_fits(&recipe, ds)
+                crate::methods::size::ensure_fits(&recipe, ds)
                     .map_err(|e| within(&format!("methods[{j}]"), "hidden", e))?;
                 if let Epsilon::Finite(_) = eps {
                     recipe.validate().map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
-                    crate::train::methods::check_privacy(&recipe, ds)
+                    crate::methods::decoupled::check_privacy(&recipe, ds)
                         .map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
                 }
             }

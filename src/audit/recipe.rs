@@ -5,8 +5,8 @@
 use super::config::{DeltaPolicy, Params};
 use super::epsilon::Epsilon;
 use crate::error::Error;
+use crate::methods::{Method, Recipe};
 use crate::privacy::accountant::PrivacyUnit;
-use crate::train::{Method, Recipe};
 use serde::Deserialize;
 
 /// Keys of a [[methods]] table that are not recipe fields, and why.

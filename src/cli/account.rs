@@ -209,7 +209,7 @@ impl MethodArgs {
                 Error::invalid("--delta", "give --delta (training defaults to 10^-digits of the node count)")
             })?;
             ensure!(delta > 0.0 && delta < 1.0, Error::invalid("--delta", format!("must be in (0, 1), got {delta}")));
-            crate::models::class_dp::check_delta(m == Method::ClassDpMlp, delta, units, self.allow_large_delta)?;
+            crate::methods::class_dp::check_delta(m == Method::ClassDpMlp, delta, units, self.allow_large_delta)?;
             return Ok(delta);
         }
         let delta = match (self.delta, self.units) {
@@ -263,7 +263,7 @@ impl MethodArgs {
 
     /// DPAR's sound event, built by the same function `train` records its budget with.
     fn dpar_event(&self, sigma: f64) -> Result<Event> {
-        use crate::models::dpar_method::{sound_event, SgdShape, Variant};
+        use crate::methods::dpar::{sound_event, SgdShape, Variant};
         use crate::privacy::accountant::dpar::ApprRelease;
         let positive = |flag: &str, v: Option<f64>| -> Result<f64> {
             let v = v.ok_or_else(|| Error::invalid(flag, format!("required for {}", self.method.name())))?;

@@ -313,7 +313,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
                     "attribute inference carves the attribute out before training; train the target here"
                 )
             );
-            Some(train::load_model(dir)?)
+            Some(crate::methods::load_model(dir)?)
         }
         None => None,
     };
@@ -343,7 +343,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
     };
     let ratios = if let Some(p) = &provenance {
         p.split
-    } else if matches!(recipe.method, crate::train::Method::Lpgnn | crate::train::Method::Rgnn) {
+    } else if matches!(recipe.method, crate::methods::Method::Lpgnn | crate::methods::Method::Rgnn) {
         SplitRatios::new(0.5, 0.25, 0.25)?
     } else {
         SplitRatios::default()
@@ -397,7 +397,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
                 (bb, l.budget.clone(), accuracy_of(&post, &ds)?)
             }
             None => {
-                let run = train::train(&recipe, &ds, seed)?;
+                let run = crate::methods::train(&recipe, &ds, seed)?;
                 crate::cli::train::ensure_converged(&run, &recipe)?;
                 let out = (ModelBlackBox::new(run.model.as_ref()), run.budget.clone(), run.accuracy);
                 trained = Some(run);

@@ -11,7 +11,7 @@ use crate::audit::adapters::{attack_graph, from_attack, node_split, RecipeOracle
 use crate::audit::adapters::{claim_of, dataset_from, ModelBlackBox};
 use crate::data::{self, Split, SplitRatios};
 use crate::error::{Error, Result};
-use crate::train::{self, Method, Recipe};
+use crate::methods::{self, Method, Recipe};
 use gnnaudit_attacks::stats::{certify, AuditSpec};
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, NodeSplit,
@@ -103,7 +103,7 @@ fn attack_once(
     }
     let prep_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let run = train::train(recipe, &ds, seed)?;
+    let run = methods::train(recipe, &ds, seed)?;
     crate::cli::train::ensure_converged(&run, recipe)?;
     let target_seconds = t.elapsed().as_secs_f64();
     let bb = ModelBlackBox::new(run.model.as_ref());

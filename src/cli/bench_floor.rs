@@ -7,8 +7,8 @@
 //! Left out (so the floor stays a lower bound): Adam's updates (a few parameter-sized ops),
 //! batch/group norm, dropout, the loss, and accuracy read-outs.
 use crate::data::Dataset;
+use crate::methods::{Method, Recipe};
 use crate::models::aggregation::aggregation_operator;
-use crate::train::{Method, Recipe};
 use tch::{Kind, Tensor};
 
 /// CPU seconds of this thread (the floor is timed on a loaded machine, where wall time lies).

@@ -5,7 +5,7 @@
 //! in-process CPU time against its compute floor ([`super::bench_floor`]).
 use super::bench_floor::{children_cpu_seconds, floor, thread_cpu_seconds, Shapes};
 use crate::error::{Error, Result};
-use crate::train::{Method, Recipe};
+use crate::methods::{Method, Recipe};
 use clap::Args;
 use std::process::Command;
 use std::time::Instant;

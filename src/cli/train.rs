@@ -2,8 +2,8 @@
 //! (mean with a 95% bootstrap interval), wall time and the privacy budget breakdown.
 use crate::data::{self, SplitRatios};
 use crate::error::{Error, Result};
+use crate::methods::{self, Method, Recipe};
 use crate::models::Activation;
-use crate::train::{self, Method, Recipe};
 use clap::Args;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -86,14 +86,14 @@ pub struct RecipeArgs {
     pub ky: Option<i64>,
     /// LPGNN training: drop, forward-correction or cross-entropy.
     #[arg(long)]
-    pub training: Option<crate::models::lpgnn::Training>,
+    pub training: Option<crate::methods::lpgnn::Training>,
     /// LPGNN backbone: gcn, gat or sage.
     #[arg(long)]
-    pub backbone: Option<crate::models::backbone::GnnKind>,
+    pub backbone: Option<crate::methods::backbone::GnnKind>,
     /// LPGNN features: multibit, onebit, laplace, gaussian (delta 1e-10 unless --delta), ones,
     /// ohd, rnd or raw.
     #[arg(long)]
-    pub features: Option<crate::models::lpgnn::FeatureMode>,
+    pub features: Option<crate::methods::lpgnn::FeatureMode>,
     /// LPGNN: multi-bit's m (default m* of Proposition 3).
     #[arg(long)]
     pub multibit_m: Option<usize>,
@@ -114,7 +114,7 @@ pub struct RecipeArgs {
     pub group_size: Option<usize>,
     /// RGNN: label-proportion KL direction.
     #[arg(long)]
-    pub kl_direction: Option<crate::models::rgnn::KlDirection>,
+    pub kl_direction: Option<crate::methods::rgnn::KlDirection>,
     /// PGC / PGC-VGAE per-feature randomiser: onebit (= pgc), laplace, piecewise (raw: omit --epsilon).
     #[arg(long)]
     pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
@@ -135,7 +135,7 @@ pub struct RecipeArgs {
     pub check_noise_ratio: Option<f64>,
     /// graph-pate student: plain, coteach, coteach-plus (PATE+) or cleanse (PATE++).
     #[arg(long)]
-    pub student: Option<crate::models::pate::StudentKind>,
+    pub student: Option<crate::methods::pate::StudentKind>,
     /// graph-pate co-teaching: estimated label-noise rate beta (default 0.2).
     #[arg(long, allow_negative_numbers = true)]
     pub noise_rate: Option<f64>,
@@ -174,7 +174,7 @@ pub struct RecipeArgs {
     pub epsilon_pr_fraction: Option<f64>,
     /// DPAR-GM/EM: DP-APPR noise by the accountant (tight) or the thesis's closed forms [tight].
     #[arg(long)]
-    pub calibration: Option<crate::models::dpar_method::DparCalibration>,
+    pub calibration: Option<crate::methods::dpar::DparCalibration>,
     /// Class/subclass-DP: Poisson sampling rate q per unit (default 0.33 class, 0.2 subclass).
     #[arg(long, allow_negative_numbers = true)]
     pub unit_rate: Option<f64>,
@@ -311,7 +311,7 @@ pub fn set_threads(threads: Option<i32>) -> Result<()> {
 
 /// Refuses a run whose model outputs are not all finite: a diverged optimiser (e.g. --lr 1e300)
 /// otherwise reports a chance-level accuracy as if it were a result.
-pub fn ensure_converged(run: &train::TrainedRun, recipe: &Recipe) -> Result<()> {
+pub fn ensure_converged(run: &methods::TrainedRun, recipe: &Recipe) -> Result<()> {
     let post = run.model.posteriors();
     let finite = post.f_isfinite()?.f_all()?.f_int64_value(&[])? == 1;
     crate::ensure!(
@@ -334,7 +334,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let seeds = seeds(a.seed, a.repeats)?;
     set_threads(a.threads)?;
     crate::device::select(a.device)?;
-    train::accounting::set_pld(!a.no_pld);
+    crate::train::accounting::set_pld(!a.no_pld);
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     // LPGNN's experiments use a 50/25/25 split (thesis Section 3.5.2); the others GAP's 75/10/15.
@@ -344,20 +344,20 @@ pub fn run(a: TrainArgs) -> Result<()> {
         SplitRatios::default()
     };
     let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, a.split_seed)?;
-    crate::models::size::ensure_fits(&recipe, &ds)?;
+    crate::methods::size::ensure_fits(&recipe, &ds)?;
     let mut runs = Vec::new();
     let mut links = Vec::new();
     let mut budget = None;
     let mut diagnostics: Vec<Vec<(String, f64)>> = vec![];
     let metric = recipe.method.utility_metric();
     for (i, &seed) in seeds.iter().enumerate() {
-        let run = train::train(&recipe, &ds, seed)?;
+        let run = methods::train(&recipe, &ds, seed)?;
         diagnostics.push(run.model.diagnostics());
         ensure_converged(&run, &recipe)?;
         if i == 0 {
             if let Some(dir) = &a.save {
                 run.model.save(dir, &recipe, &run.budget)?;
-                let data = train::checkpoint::DataProvenance::of(
+                let data = methods::checkpoint::DataProvenance::of(
                     &a.dataset,
                     &raw,
                     a.min_class_count,
@@ -365,7 +365,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
                     ratios,
                     seed,
                 );
-                train::checkpoint::record_data(dir, &data)?;
+                methods::checkpoint::record_data(dir, &data)?;
             }
         }
         links.extend(run.model.link_metrics());

@@ -4,7 +4,7 @@
 //! (Eq. 4.10-4.12). The aggregations are computed once and cached, so inference on the training
 //! graph is free (Algorithm 7) and a new graph gets fresh PMA noise (Algorithm 8).
 use super::{row_normalize, Fwd, Linear, Mlp, MlpStyle, Norm, ParamStore, Rows};
-use crate::train::fit::NodeClassifier;
+use crate::models::NodeClassifier;
 use tch::Tensor;
 
 /// Encoder MLP + normalisation + linear softmax head, trained on features and labels.

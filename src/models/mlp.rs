@@ -1,7 +1,7 @@
 //! The MLP baseline: uses node features only, so it has perfect edge-level privacy (eps = 0);
 //! trained with DP-Adam it is the node-level DP-MLP baseline.
 use super::{Fwd, Mlp, MlpStyle, ParamStore, Rows};
-use crate::train::fit::NodeClassifier;
+use crate::models::NodeClassifier;
 use tch::Tensor;
 
 pub struct MlpClassifier {

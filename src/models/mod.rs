@@ -1,46 +1,44 @@
-//! tch models and their building blocks. Layers record their inputs/outputs on a [`Tape`] when
-//! one is given, which is how DP-SGD gets per-sample gradients (see `privacy::dpsgd::tape`).
+//! Networks and their building blocks (layers, norms, sparse inputs, message passing), with no
+//! training policy: `train` runs them, `methods` pairs them with a privacy mechanism. Layers record
+//! their inputs/outputs on a [`Tape`] when one is given, which is how DP-SGD gets per-sample
+//! gradients (see `privacy::dpsgd::tape`).
 //!
-//! | model | module | privacy variants |
+//! | network | module | used by |
 //! |---|---|---|
-//! | MLP / DP-MLP | [`mlp`] | none (edge eps = 0), node (DP-Adam) |
-//! | GAP | [`gap`] | inf, edge (PMA), node (PMA at sensitivity sqrt(D) + DP-Adam) |
-//! | ProGAP | [`progap`] | inf, edge (NAP per stage), node (NAP + DP-Adam per stage) |
-//! | GCN / GAT / GraphSAGE baselines | [`gcn`], [`gat`], [`sage`], [`backbone`] | none; edge (SAGE-EDP: ARR graph) |
-//! | DP-GNN (SAGE-NDP) | [`dpgnn`] | node (DP-Adam, hypergeometric bound, noisy inference) |
-//! | LPGNN | [`lpgnn`], [`kprop`] | local (multi-bit features, RR labels) |
-//! | RGNN | [`rgnn`] | local (GRR-FS features, GRR labels; reconstruction + LLP) |
-//! | PGC (thesis ch.2) | [`pgc`] | local, eps per feature (one-bit PGC, Laplace, Piecewise) |
-//! | DPAR (Zhang thesis ch.5) | [`dpar_method`], [`dpar`], [`ppr`] | node (DP-APPR rows + DP-SGD, node subsampling q') |
-//! | PGC link prediction (VGAE) | [`pgc_vgae`] | as PGC; utility ROC-AUC |
+//! | MLP | [`mlp`] | mlp, dp-mlp, class-dp-mlp |
+//! | GAP encoder + classifier, PMA operator | [`gap`], [`aggregation`] | gap-* |
+//! | ProGAP stages, NAP | [`progap`], [`aggregation`] | progap-* |
+//! | GCN / GAT / GraphSAGE layers | [`gcn`], [`gat`], [`sage`] | baselines, dpgnn, lpgnn, rgnn, pgc, graph-pate |
+//! | KProp | [`kprop`] | lpgnn, rgnn |
+//! | APPR rows | [`ppr`], [`dpar`] | dpar-* |
 pub mod aggregation;
-pub mod backbone;
-pub mod class_dp;
 pub mod dpar;
-pub mod dpar_method;
-pub mod dpgnn;
 pub mod gap;
 pub mod gat;
 pub mod gcn;
 pub mod kprop;
-pub mod lpgnn;
 pub mod mlp;
-pub mod pate;
-pub mod pgc;
-pub mod pgc_vgae;
 pub mod ppr;
 pub mod progap;
-pub mod rgnn;
 pub mod sage;
-pub mod size;
 pub mod sparse;
-pub mod white_box;
 
 use crate::privacy::dpsgd::{OpKind, Tape};
 use serde::{Deserialize, Serialize};
 use sparse::SparseMatrix;
 use tch::nn::{self, VarStore};
 use tch::{Kind, Tensor};
+
+/// A model that maps node ids to class logits from inputs it holds (features or cached
+/// aggregations), so that batches are just index tensors.
+pub trait NodeClassifier {
+    /// Logits [len(idx), C] for the int64 node ids `idx`.
+    fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor;
+    /// Parameter ids trained in the current phase.
+    fn trainable(&self) -> Vec<usize>;
+    /// Hint that `idx` will be asked for many times (full-batch training, validation).
+    fn cache_rows(&self, _idx: &Tensor) {}
+}
 
 /// One forward pass's context: training mode, and the tape when per-sample gradients are needed.
 pub struct Fwd {

@@ -4,7 +4,7 @@
 //! progressive (Algorithm 10: stage s trains bases 0..s and head s) or layerwise (Remark 1: base s
 //! and head s only). Each NAP output is computed once, at the start of its stage, and cached.
 use super::{Fwd, Mlp, MlpStyle, ParamStore, Rows};
-use crate::train::fit::NodeClassifier;
+use crate::models::NodeClassifier;
 use tch::Tensor;
 
 pub struct ProgapNet {

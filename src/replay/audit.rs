@@ -5,7 +5,7 @@ use crate::audit::cell::{AttackRecord, TprAtFpr};
 use crate::audit::config::{AttackSpec, Params};
 use crate::data::Dataset;
 use crate::error::Result;
-use crate::train::Recipe;
+use crate::methods::Recipe;
 
 /// The config's name for this kind.
 pub const KIND: &str = "sensitivity";

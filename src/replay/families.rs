@@ -4,12 +4,13 @@ use super::units::{self, Chosen};
 use super::Release;
 use crate::data::{Dataset, Graph};
 use crate::error::{Error, Result};
+use crate::methods::decoupled::{aggregation_sensitivity, fit_config, fit_gap, fit_mlp, fit_progap};
+use crate::methods::dpgnn::{self, DpgnnProbe};
+use crate::methods::Recipe;
 use crate::models::aggregation::{nap, perturbed_sum};
-use crate::models::dpgnn::{self, DpgnnProbe};
+use crate::models::NodeClassifier;
 use crate::models::{log_softmax_rows, Fwd, ParamStore, Rows};
-use crate::train::fit::{Batching, Labels, NodeClassifier};
-use crate::train::methods::{aggregation_sensitivity, fit_config, fit_gap, fit_mlp, fit_progap};
-use crate::train::Recipe;
+use crate::train::fit::{Batching, Labels};
 use std::collections::HashSet;
 use tch::{Kind, Reduction, Tensor};
 

@@ -17,7 +17,7 @@ pub mod units;
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::train::{Method, Recipe};
+use crate::methods::{Method, Recipe};
 use serde::Serialize;
 
 /// Slack for float32 rounding: a ratio above 1 + TOLERANCE is a violation.
@@ -153,7 +153,7 @@ pub fn replay(recipe: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<R
         max_ratio_worst_case: max_of(Some(true)).unwrap_or(f64::NAN),
         max_ratio_random: max_of(Some(false)),
         verdict: verdict(max_ratio).to_string(),
-        unsound: recipe.method.is_unsound().then(|| crate::models::dpgnn::rowclip::UNSOUND_NOTE.to_string()),
+        unsound: recipe.method.is_unsound().then(|| crate::methods::dpgnn::rowclip::UNSOUND_NOTE.to_string()),
         seed: opts.seed,
         units: units.len(),
         releases,

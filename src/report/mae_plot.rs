@@ -6,7 +6,7 @@
 use super::plots::Figure;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::models::pgc::{aggregation_mae, first_layer_estimate};
+use crate::methods::pgc::{aggregation_mae, first_layer_estimate};
 use crate::privacy::mechanisms::feature_ldp::{FeatureLdp, FeatureMechanismKind};
 use plotters::prelude::*;
 use tch::Kind;

@@ -132,7 +132,7 @@ fn eps_lb(a: &AttackSummary) -> String {
 /// A utility in %, marked when it is a link-prediction ROC-AUC rather than an accuracy.
 fn utility_cell(s: &crate::report::SummaryRow, v: crate::report::Stat) -> String {
     match s.utility_metric {
-        crate::train::UtilityMetric::Accuracy => pct(v),
+        crate::methods::UtilityMetric::Accuracy => pct(v),
         m => format!("{} ({})", pct(v), m.label()),
     }
 }

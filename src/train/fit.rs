@@ -1,20 +1,9 @@
 //! The training loop shared by every method built from our layers: full-batch or mini-batch Adam,
 //! or DP-Adam with Poisson sampling; validation every epoch; the best-validation epoch kept.
 use crate::error::{Error, Result};
-use crate::models::{Fwd, ParamStore};
+use crate::models::{Fwd, NodeClassifier, ParamStore};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind, PoissonSampler};
 use tch::{Kind, Reduction, Tensor};
-
-/// A model that maps node ids to class logits from inputs it holds (features or cached
-/// aggregations), so that batches are just index tensors.
-pub trait NodeClassifier {
-    /// Logits [len(idx), C] for the int64 node ids `idx`.
-    fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor;
-    /// Parameter ids trained in the current phase.
-    fn trainable(&self) -> Vec<usize>;
-    /// Hint that `idx` will be asked for many times (full-batch training, validation).
-    fn cache_rows(&self, _idx: &Tensor) {}
-}
 
 /// Labels and the split as tensors.
 pub struct Labels {

@@ -1,113 +1,16 @@
-//! The training interface every method implements, so that the CLI, the attacks and the audit
-//! treat GAP, ProGAP, DP-GNN, LPGNN and the baselines alike.
-use crate::data::Dataset;
-use crate::error::Result;
-use crate::privacy::accountant::Budget;
+//! Training without a method in mind: the shared fit loop (full batch, mini-batch, DP-Adam with
+//! Poisson sampling, best-validation selection), the utility record, and the pairing of a method's
+//! privacy expression with its calibration. `crate::methods` builds every method on these.
 use serde::{Deserialize, Serialize};
-use tch::Tensor;
 
 pub mod accounting;
-pub mod checkpoint;
 pub mod fit;
-pub mod methods;
-pub mod recipe;
-pub mod release;
-
-pub use checkpoint::{load_model, LoadedModel};
-pub use recipe::{Method, Recipe, UtilityMetric};
 
 /// Utility of one trained model, in [0, 1]: accuracy, or ROC-AUC for link prediction (see
-/// [`Method::utility_metric`]).
+/// [`crate::methods::Method::utility_metric`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Accuracy {
     pub train: f64,
     pub val: f64,
     pub test: f64,
-}
-
-/// A trained target as a deployment exposes it. Attacks reach it only through the adapters in
-/// `audit`, which hand each attack what its threat model allows.
-pub trait TrainedModel {
-    /// Class posteriors (softmax rows) for every node of the training graph, [N, C]. Private
-    /// methods answer from their cached private aggregations, at no extra privacy cost.
-    fn posteriors(&self) -> Tensor;
-    /// Posteriors on another graph (inductive inference), [N', C].
-    fn posteriors_on(&self, data: &Dataset) -> Result<Tensor>;
-    /// Node embeddings, where the method has them (e.g. GAP's encoder output), [N, h].
-    fn embeddings(&self) -> Option<Tensor> {
-        None
-    }
-    /// White-box access for inversion and graph-reconstruction attacks: parameters and a
-    /// differentiable forward (`gnnaudit_attacks::WhiteBox`), where the method can give one.
-    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
-        None
-    }
-    /// The embeddings the model computed for the nodes it trained on (dataset ids, [n, h]), where
-    /// they differ from `embeddings` (DPAR: z_v = sum_u Pi_vu f(X_u) over its private rows).
-    fn training_embeddings(&self) -> Option<(Vec<usize>, Tensor)> {
-        None
-    }
-    /// Named figures a method reports beside its accuracy (e.g. LPGNN's label recovery).
-    fn diagnostics(&self) -> Vec<(String, f64)> {
-        vec![]
-    }
-    /// Gives a model loaded from a checkpoint its training graph (`data`, with the training
-    /// `seed` for a node-level degree bound), which its white-box `forward_features` needs.
-    fn attach_graph(&mut self, data: &Dataset, seed: u64) -> Result<()> {
-        let _ = (data, seed);
-        Ok(())
-    }
-    /// Link-prediction utility (ROC-AUC, average precision) where the method predicts edges.
-    fn link_metrics(&self) -> Option<crate::models::pgc_vgae::LinkMetrics> {
-        None
-    }
-    /// Saves the model to a directory (checkpoint, cached private aggregations, and a JSON
-    /// sidecar with the recipe and budget) so that it can be attacked later without retraining.
-    fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
-        let _ = (dir, recipe, budget);
-        Err(crate::error::Error::invalid("save", "this method does not support saving yet"))
-    }
-}
-
-/// What a training run returns: the model, its utility and the budget it spent.
-pub struct TrainedRun {
-    pub model: Box<dyn TrainedModel>,
-    pub accuracy: Accuracy,
-    pub budget: Budget,
-    pub seconds: f64,
-}
-
-/// Trains `recipe.method` on `data` (which must carry a split), deterministically given `seed`.
-/// Validates the recipe first; private methods calibrate their noise to (epsilon, delta) and the
-/// run records the budget spent.
-pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    recipe.validate()?;
-    data.split()?;
-    let start = std::time::Instant::now();
-    let mut run = match recipe.method {
-        Method::Mlp => methods::train_mlp(recipe, data, seed)?,
-        Method::DpMlp => methods::train_mlp(recipe, data, seed)?,
-        Method::GapInf => methods::train_gap(recipe, data, seed)?,
-        Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => {
-            methods::train_gap(recipe, data, seed)?
-        }
-        Method::GapNdp => methods::train_gap(recipe, data, seed)?,
-        Method::ProgapInf => methods::train_progap(recipe, data, seed)?,
-        Method::ProgapEdp => methods::train_progap(recipe, data, seed)?,
-        Method::ProgapNdp => methods::train_progap(recipe, data, seed)?,
-        Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => {
-            crate::models::backbone::train_recipe(recipe, data, seed)?
-        }
-        Method::Dpgnn | Method::DpgnnRowclip => crate::models::dpgnn::train_recipe(recipe, data, seed)?,
-        Method::Lpgnn => crate::models::lpgnn::train_recipe(recipe, data, seed)?,
-        Method::Rgnn => crate::models::rgnn::train_recipe(recipe, data, seed)?,
-        Method::Pgc => crate::models::pgc::train_recipe(recipe, data, seed)?,
-        Method::PgcVgae => crate::models::pgc_vgae::train_recipe(recipe, data, seed)?,
-        Method::ClassDpMlp | Method::SubclassDpMlp => crate::models::class_dp::train_recipe(recipe, data, seed)?,
-        Method::GraphPate => crate::models::pate::train_recipe(recipe, data, seed)?,
-        m if m.is_dpar() => crate::models::dpar_method::train_recipe(recipe, data, seed)?,
-        m => unreachable!("{} has no train arm", m.name()),
-    };
-    run.seconds = start.elapsed().as_secs_f64();
-    Ok(run)
 }

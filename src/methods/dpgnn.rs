@@ -28,12 +28,12 @@
 //! the reference clips one gradient per row of each batch's 1-hop subgraph (about 35 m rows on
 //! Cornell5 at D = 100) under the same 2(K+1)C noise, and bounds only in-degrees, so one node can
 //! reach far more than K+1 clipped rows; per-node clipping as here gives up to 35x less signal.
-use super::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
 use crate::data::{bound_degree, Dataset, Graph, Split};
 use crate::error::{Error, Result};
+use crate::methods::{Accuracy, TrainedModel, TrainedRun};
+use crate::models::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
 use crate::privacy::accountant::{budget, calibrate, default_delta, methods, Budget, Event, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind};
-use crate::train::{Accuracy, TrainedModel, TrainedRun};
 use tch::{Kind, Reduction, Tensor};
 
 /// DP-GNN hyper-parameters; defaults are the reference scripts' (anchors file) and thesis ch.4's.
@@ -305,8 +305,8 @@ impl DpgnnModel {
 impl TrainedModel for DpgnnModel {
     /// Saves the weights, the released posteriors (one noisy aggregation: recomputing them would
     /// be a new release) and the sampled training graph (see `train::checkpoint`).
-    fn save(&self, dir: &std::path::Path, recipe: &crate::train::Recipe, budget: &Budget) -> Result<()> {
-        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+    fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
+        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
         let in_dim = self.ps.params.first().map_or(0, |w| w.size()[1]);
         let mut meta = Meta::new(recipe, budget, in_dim, self.posteriors.size()[1]);
         meta.noise_std = self.noise_std;
@@ -425,9 +425,9 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
 /// The `train` arm for `--method dpgnn`: the recipe's DP knobs (epsilon, delta, D, batch size,
 /// epochs, C, inference share) and architecture (hidden, base/head layers, group norm) onto
 /// [`DpgnnConfig`]. Knobs the recipe leaves open (batch size, epochs, inference share) take
-/// DP-GNN's own defaults (the batch capped at the training set); [`crate::train::Recipe::new`]
-/// sets its D, width and learning rate, and [`crate::train::Recipe::norm`] its normalisation.
-pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+/// DP-GNN's own defaults (the batch capped at the training set); [`crate::methods::Recipe::new`]
+/// sets its D, width and learning rate, and [`crate::methods::Recipe::norm`] its normalisation.
+pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     train(data, &config(recipe, data)?, seed)
 }
 
@@ -442,15 +442,15 @@ pub fn training_graph(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<Da
 }
 
 /// The [`DpgnnConfig`] of a recipe (see [`train_recipe`]).
-pub fn config(recipe: &crate::train::Recipe, data: &Dataset) -> Result<DpgnnConfig> {
+pub fn config(recipe: &crate::methods::Recipe, data: &Dataset) -> Result<DpgnnConfig> {
     config_for(recipe, data.split()?.train.len())
 }
 
 /// Rebuilds a saved DP-GNN (see `train::checkpoint`): the network from the recipe, its weights,
 /// the released posteriors and the sampled training graph.
 pub fn load_checkpoint(
-    meta: &crate::train::checkpoint::Meta,
-    cache: &crate::train::checkpoint::Cache,
+    meta: &crate::methods::checkpoint::Meta,
+    cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut tch::nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let cfg = config_for(&meta.recipe, usize::MAX)?;
@@ -464,7 +464,7 @@ pub fn load_checkpoint(
 }
 
 /// [`config`] for a training set of `n_train` nodes (which only caps the default batch size).
-fn config_for(recipe: &crate::train::Recipe, n_train: usize) -> Result<DpgnnConfig> {
+fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnConfig> {
     let epsilon = recipe.epsilon.ok_or_else(|| {
         Error::invalid("epsilon", format!("{} is node-level private: give --epsilon", recipe.method.name()))
     })?;
@@ -483,9 +483,9 @@ fn config_for(recipe: &crate::train::Recipe, n_train: usize) -> Result<DpgnnConf
         weight_decay: recipe.weight_decay,
         dropout: recipe.dropout,
         // --batch-norm false switches the group norm off.
-        norm_groups: if recipe.norm() == super::NormKind::None { 0 } else { recipe.norm_groups() },
+        norm_groups: if recipe.norm() == crate::models::NormKind::None { 0 } else { recipe.norm_groups() },
         inference_budget: recipe.inference_budget.unwrap_or(d.inference_budget),
-        row_clipping: recipe.method == crate::train::Method::DpgnnRowclip,
+        row_clipping: recipe.method == crate::methods::Method::DpgnnRowclip,
         ..d
     };
     Ok(cfg)

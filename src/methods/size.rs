@@ -3,7 +3,7 @@
 //! knob that asked for it (`--hidden 1000000000`) is then nowhere to be seen.
 use crate::data::{memory, Dataset};
 use crate::error::Result;
-use crate::train::{Method, Recipe};
+use crate::methods::{Method, Recipe};
 
 /// A lower bound on the bytes a run of `recipe` on `ds` allocates: every weight matrix four times
 /// (value, gradient, Adam's two moments) plus the best-epoch snapshot, and one float per node and

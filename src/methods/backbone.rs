@@ -1,14 +1,14 @@
 //! The GNN backbones shared by LPGNN and the non-private baselines: the graph tensors each layer
 //! type needs, the 2-layer GCN/GAT/SAGE network of thesis ch.3 (hidden 16, SeLU, dropout, GAT with
 //! 4 heads), and a full-batch trainer with best-validation model selection.
-use super::gat::{EdgeList, GatConv};
-use super::gcn::{gcn_normalized, gcn_normalized_dense, GcnConv};
-use super::sage::{aggregation_matrix, Aggregation, SageConfig, SageConv, SageNet};
-use super::sparse::{self, FeatureMatrix, Product, SparseMatrix};
 use crate::data::{Dataset, Graph};
 use crate::error::{Error, Result};
+use crate::methods::{Accuracy, TrainedModel};
+use crate::models::gat::{EdgeList, GatConv};
+use crate::models::gcn::{gcn_normalized, gcn_normalized_dense, GcnConv};
+use crate::models::sage::{aggregation_matrix, Aggregation, SageConfig, SageConv, SageNet};
+use crate::models::sparse::{self, FeatureMatrix, Product, SparseMatrix};
 use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
-use crate::train::{Accuracy, TrainedModel};
 use tch::{nn, Kind, Tensor};
 
 /// Which message-passing layer a backbone uses.
@@ -232,10 +232,10 @@ impl TrainedModel for FullBatchModel {
     fn save(
         &self,
         dir: &std::path::Path,
-        recipe: &crate::train::Recipe,
+        recipe: &crate::methods::Recipe,
         budget: &crate::privacy::accountant::Budget,
     ) -> Result<()> {
-        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
         let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors_cache.size()[1]);
         let features =
             if self.features.is_sparse() { self.features.to_dense(None, false) } else { self.features.shallow_clone() };
@@ -342,8 +342,8 @@ pub fn fit_full_batch(
 /// Rebuilds a saved baseline (see `train::checkpoint`): the network from the recipe, its weights,
 /// and the posteriors recomputed on the saved features and training graph.
 pub fn load_checkpoint(
-    meta: &crate::train::checkpoint::Meta,
-    cache: &crate::train::checkpoint::Cache,
+    meta: &crate::methods::checkpoint::Meta,
+    cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let spec = spec_of(&meta.recipe)?;
@@ -391,8 +391,8 @@ fn network(vs: &nn::VarStore, spec: &BaselineSpec, d: i64, c: i64) -> Result<Net
 }
 
 /// The network a baseline recipe trains (GraphSAGE and SAGE-EDP share one).
-fn spec_of(recipe: &crate::train::Recipe) -> Result<BaselineSpec> {
-    use crate::train::Method;
+fn spec_of(recipe: &crate::methods::Recipe) -> Result<BaselineSpec> {
+    use crate::methods::Method;
     let sage = SageConfig {
         hidden: recipe.hidden as i64,
         pre_layers: recipe.base_layers(),
@@ -422,10 +422,10 @@ fn spec_of(recipe: &crate::train::Recipe) -> Result<BaselineSpec> {
 /// The `train` arms of the GraphSAGE, SAGE-EDP, GCN and GAT baselines: maps the recipe onto the
 /// network, perturbs the graph with ARR for SAGE-EDP (pure eps edge-level DP, Imola et al. 2022),
 /// and trains full batch with best-validation selection.
-pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<crate::train::TrainedRun> {
+pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<crate::methods::TrainedRun> {
+    use crate::methods::Method;
     use crate::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
     use crate::privacy::mechanisms::edge_rand::AsymmetricRandomizedResponse;
-    use crate::train::Method;
     use rand::SeedableRng;
     let start = std::time::Instant::now();
     let fit = FitConfig { epochs: recipe.epochs(), learning_rate: recipe.lr, weight_decay: recipe.weight_decay };
@@ -461,7 +461,7 @@ pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) ->
         };
     }
     let (model, accuracy) = train_baseline(data, &spec, &fit, seed)?;
-    Ok(crate::train::TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
+    Ok(crate::methods::TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
 #[cfg(test)]
@@ -472,8 +472,8 @@ mod tests {
     /// point 6): after training, the MLP's batch-norm affine has left its start (1, 0).
     #[test]
     fn batch_norm_scale_and_shift_are_trained() {
+        use crate::methods::{Method, Recipe};
         use crate::models::{Norm, NormKind};
-        use crate::train::{Method, Recipe};
         let data = crate::data::Csbm { nodes: 200, ..Default::default() }.generate().unwrap();
         let ratios = crate::data::split::SplitRatios::new(0.5, 0.25, 0.25).unwrap();
         let data = crate::data::split::random_split(&data, ratios, 0).unwrap();
@@ -481,7 +481,7 @@ mod tests {
         r.batch_norm = Some(true);
         r.epochs = Some(20);
         assert_eq!(r.norm(), NormKind::Batch);
-        let (model, _, _) = crate::train::methods::fit_mlp(&r, &data, 1).unwrap();
+        let (model, _, _) = crate::methods::decoupled::fit_mlp(&r, &data, 1).unwrap();
         let norms: Vec<&Norm> = model.net.mlp.norms.iter().filter(|n| matches!(n, Norm::Batch { .. })).collect();
         assert!(!norms.is_empty(), "the recipe asked for batch norm");
         for n in norms {

@@ -4,14 +4,14 @@
 //! loops), a GCN/GAT/SAGE backbone, and Drop training/validation. eps = inf switches a part off.
 //! Budget: (eps_x + eps_y)-LDP per node (Corollary 2), PrivacyUnit::Local.
 use super::backbone::{accuracy_on, restore, snapshot, GnnKind, GraphTensors, TwoLayerGnn};
-use super::kprop::KProp;
 use crate::data::{Dataset, Split};
 use crate::error::{Error, Result};
+use crate::methods::{Accuracy, TrainedModel, TrainedRun};
+use crate::models::kprop::KProp;
 use crate::privacy::accountant::{budget, Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::multibit::{min_max_scale, MultiBit};
 use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
 use crate::privacy::mechanisms::record_noise::{RecordMechanism, RecordNoise, AG_DELTA};
-use crate::train::{Accuracy, TrainedModel, TrainedRun};
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
 /// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
@@ -421,8 +421,8 @@ pub struct LpgnnModel {
 impl TrainedModel for LpgnnModel {
     /// Saves the weights, the collected features (the users' one-time randomized reports: a new
     /// draw would be a new release) and the training graph (see `train::checkpoint`).
-    fn save(&self, dir: &std::path::Path, recipe: &crate::train::Recipe, budget: &Budget) -> Result<()> {
-        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+    fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
+        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
         let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors.size()[1]);
         let mut cache = vec![("features".to_string(), self.features.shallow_clone())];
         cache.extend(graph_entries(&self.graph));
@@ -594,15 +594,15 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
 
 /// The `train` arm for `--method lpgnn`. Dropout and weight decay keep LPGNN's defaults (0.5 and
 /// 1e-3) unless the recipe sets them to non-zero values.
-pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     train(data, &config(recipe), seed)
 }
 
 /// Rebuilds a saved LPGNN (see `train::checkpoint`): the backbone from the recipe, its weights,
 /// and the posteriors recomputed on the saved collected features and training graph.
 pub fn load_checkpoint(
-    meta: &crate::train::checkpoint::Meta,
-    cache: &crate::train::checkpoint::Cache,
+    meta: &crate::methods::checkpoint::Meta,
+    cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let config = config(&meta.recipe);
@@ -625,7 +625,7 @@ pub fn load_checkpoint(
 }
 
 /// The [`LpgnnConfig`] of a recipe (see [`train_recipe`]).
-pub fn config(recipe: &crate::train::Recipe) -> LpgnnConfig {
+pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
     let d = LpgnnConfig::default();
     LpgnnConfig {
         epsilon_x: recipe.epsilon_x,

@@ -1,8 +1,6 @@
 //! One training function per model family; each calibrates its noise from (epsilon, delta)
-//! through its privacy expression in [`super::accounting`] and records the budget.
-use super::accounting::{self, Expression, SgdSchedule};
+//! through its privacy expression in [`crate::train::accounting`] and records the budget.
 use super::checkpoint::{save_dir, Meta};
-use super::fit::{accuracy, fit, Batching, FitConfig, Labels, NodeClassifier};
 use super::recipe::{Method, Recipe};
 use super::{Accuracy, TrainedModel, TrainedRun};
 use crate::data::{Dataset, Graph};
@@ -11,9 +9,12 @@ use crate::models::aggregation::{aggregation_operator, nap, pma};
 use crate::models::gap::{GapClassifier, GapEncoder};
 use crate::models::mlp::MlpClassifier;
 use crate::models::progap::ProgapNet;
+use crate::models::NodeClassifier;
 use crate::models::{Fwd, MlpStyle, ParamStore};
 use crate::privacy::accountant::{Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{steps_per_epoch, DpSgd};
+use crate::train::accounting::{self, Expression, SgdSchedule};
+use crate::train::fit::{accuracy, fit, Batching, FitConfig, Labels};
 use rand::seq::index::sample;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

@@ -28,9 +28,9 @@
 //! All dense forms read `adj` with rows = targets (entry (v, u) weights u -> v), like the sparse
 //! operators, and reproduce the model's own posteriors on the training graph's dense adjacency.
 use super::backbone::{FullBatchModel, Network};
-use super::sage::Aggregation;
-use super::{row_normalize, Fwd};
-use crate::train::methods::{GapModel, MlpModel, ProgapModel};
+use crate::methods::decoupled::{GapModel, MlpModel, ProgapModel};
+use crate::models::sage::Aggregation;
+use crate::models::{row_normalize, Fwd};
 use gnnaudit_attacks::{Result as AttackResult, WhiteBox};
 use tch::{Kind, Tensor};
 
@@ -225,7 +225,7 @@ impl WhiteBox for FullBatchModel {
 
 impl WhiteBox for super::dpgnn::DpgnnModel {
     fn num_classes(&self) -> usize {
-        crate::train::TrainedModel::posteriors(self).size()[1] as usize
+        crate::methods::TrainedModel::posteriors(self).size()[1] as usize
     }
     fn parameters(&self) -> Vec<Tensor> {
         self.parameter_tensors()
@@ -242,7 +242,7 @@ impl WhiteBox for super::dpgnn::DpgnnModel {
 
 impl WhiteBox for super::lpgnn::LpgnnModel {
     fn num_classes(&self) -> usize {
-        crate::train::TrainedModel::posteriors(self).size()[1] as usize
+        crate::methods::TrainedModel::posteriors(self).size()[1] as usize
     }
     fn parameters(&self) -> Vec<Tensor> {
         self.vs.trainable_variables()
@@ -264,7 +264,7 @@ mod tests {
     use super::*;
     use crate::data::split::{random_split, SplitRatios};
     use crate::data::{Csbm, Dataset};
-    use crate::train::{train, Method, Recipe};
+    use crate::methods::{train, Method, Recipe};
 
     fn small_graph() -> Dataset {
         let data = Csbm { nodes: 240, features: 64, ..Default::default() }.generate().unwrap();
@@ -287,7 +287,7 @@ mod tests {
         let mut lp = Recipe::new(Method::Lpgnn, None);
         lp.epsilon_x = f64::INFINITY;
         lp.epsilon_y = f64::INFINITY;
-        lp.features = crate::models::lpgnn::FeatureMode::Raw;
+        lp.features = crate::methods::lpgnn::FeatureMode::Raw;
         lp.kx = 2; // 64 features > 32 projections: exercises the pseudo-inverse shortcut of `propagate`
         let x_lp = crate::privacy::mechanisms::multibit::min_max_scale(&data.features.to_tensor());
         let mut dpgnn = Recipe::new(Method::Dpgnn, Some(1e6));

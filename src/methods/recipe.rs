@@ -7,7 +7,7 @@ use crate::privacy::accountant::PrivacyUnit;
 use crate::privacy::dpsgd::OptimizerKind;
 use serde::{Deserialize, Serialize};
 
-/// Training methods. Each has one arm in [`crate::train::train`].
+/// Training methods. Each has one arm in [`crate::methods::train`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum, Default)]
 #[serde(rename_all = "kebab-case")]
 #[value(rename_all = "kebab-case")]
@@ -292,9 +292,9 @@ pub struct Recipe {
     /// LPGNN: KProp steps on features and labels (Cora defaults 16 and 8).
     pub kx: i64,
     pub ky: i64,
-    pub training: crate::models::lpgnn::Training,
-    pub backbone: crate::models::backbone::GnnKind,
-    pub features: crate::models::lpgnn::FeatureMode,
+    pub training: crate::methods::lpgnn::Training,
+    pub backbone: crate::methods::backbone::GnnKind,
+    pub features: crate::methods::lpgnn::FeatureMode,
     /// LPGNN: multi-bit's m (None = m* of Proposition 3; `features = onebit` is m = d).
     pub multibit_m: Option<usize>,
     /// DP-GNN: share of epsilon spent on the test-time aggregation release (None = its default).
@@ -308,7 +308,7 @@ pub struct Recipe {
     /// RGNN: feature group size g (None = the paper's for the dataset).
     pub group_size: Option<usize>,
     /// RGNN: direction of the label-proportion KL divergence.
-    pub kl_direction: crate::models::rgnn::KlDirection,
+    pub kl_direction: crate::methods::rgnn::KlDirection,
     /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
     pub mechanism: crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind,
     /// The accountant the noise is calibrated to (rdp or pld); written only when not rdp, so
@@ -320,7 +320,7 @@ pub struct Recipe {
     pub queries: Option<usize>,
     pub vote_threshold: Option<f64>,
     pub check_noise_ratio: Option<f64>,
-    pub student: Option<crate::models::pate::StudentKind>,
+    pub student: Option<crate::methods::pate::StudentKind>,
     pub noise_rate: Option<f64>,
     pub removal_ratio: Option<f64>,
     pub count_decay: Option<f64>,
@@ -354,7 +354,7 @@ pub struct Recipe {
     pub epsilon_pr_fraction: Option<f64>,
     /// DP-APPR noise from the accountant (tight) or the thesis's closed forms (thesis).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<crate::models::dpar_method::DparCalibration>,
+    pub calibration: Option<crate::methods::dpar::DparCalibration>,
     /// Class/subclass-DP: Poisson sampling rate q per unit (None = the thesis's: 0.33 for classes
     /// (Faces94), 0.2 for subclasses (MNIST)).
     pub unit_rate: Option<f64>,
@@ -398,16 +398,16 @@ impl Default for Recipe {
             epsilon_y: 1.0,
             kx: 16,
             ky: 8,
-            training: crate::models::lpgnn::Training::Drop,
-            backbone: crate::models::backbone::GnnKind::Sage,
-            features: crate::models::lpgnn::FeatureMode::Multibit,
+            training: crate::methods::lpgnn::Training::Drop,
+            backbone: crate::methods::backbone::GnnKind::Sage,
+            features: crate::methods::lpgnn::FeatureMode::Multibit,
             multibit_m: None,
             inference_budget: None,
             sampled: 10,
             clusters: 16,
             alpha: 1.0,
             group_size: None,
-            kl_direction: crate::models::rgnn::KlDirection::TargetPredicted,
+            kl_direction: crate::methods::rgnn::KlDirection::TargetPredicted,
             mechanism: Default::default(),
             accountant: Default::default(),
             teachers: None,
@@ -443,7 +443,7 @@ impl Recipe {
         let mut r = Recipe { method, epsilon, ..Default::default() };
         if matches!(method, Method::Dpgnn | Method::DpgnnRowclip) {
             // DP-GNN's tuned degree bound, width and learning rate (models::dpgnn's defaults).
-            let d = crate::models::dpgnn::DpgnnConfig::default();
+            let d = crate::methods::dpgnn::DpgnnConfig::default();
             (r.max_degree, r.hidden, r.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
         }
         if method == Method::Rgnn {
@@ -597,7 +597,7 @@ impl Recipe {
             ));
         }
         if self.method == Method::PgcVgae {
-            crate::models::pgc_vgae::check_knobs(self)?;
+            crate::methods::pgc_vgae::check_knobs(self)?;
         }
         if matches!(self.method, Method::Pgc | Method::PgcVgae)
             && self.epsilon.is_some()
@@ -625,9 +625,9 @@ impl Recipe {
                 ));
             }
         }
-        crate::models::pate::check_recipe(self)?;
-        crate::models::dpar_method::check_knobs(self)?;
-        crate::models::class_dp::validate(self)?;
+        crate::methods::pate::check_recipe(self)?;
+        crate::methods::dpar::check_knobs(self)?;
+        crate::methods::class_dp::validate(self)?;
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
             if !(e > 0.0) {
                 return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));

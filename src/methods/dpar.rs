@@ -1,6 +1,6 @@
 //! DPAR as a trainable method (Zhang thesis ch.5, Alg. 9; spec wave2-seeds.md §3): node-level DP
-//! by releasing the training rows' approximate personalised PageRank privately ([`super::dpar`],
-//! [`super::ppr`]) and training a 2-layer MLP f_theta with DP-SGD over those rows,
+//! by releasing the training rows' approximate personalised PageRank privately ([`crate::models::dpar`],
+//! [`crate::models::ppr`]) and training a 2-layer MLP f_theta with DP-SGD over those rows,
 //! z_v = sum_u Pi_vu f_theta(X_u). Inference runs eq. 5.19's power iteration on the disjoint test
 //! graph (the val + test nodes; every edge to a training node deleted).
 //!
@@ -26,17 +26,17 @@
 //! or `thesis`: Thm 6 / Cor. 3's closed forms), then DP-SGD's sigma is calibrated so that the
 //! whole composed, amplified event meets `--epsilon` exactly. The thesis's own total for the same
 //! noise (Thm 8's mixture reading, eps_pr + eps_sgd, times q') is recorded as `paper_epsilon`.
-use super::dpar::ApprMechanism;
-use super::dpar::{cap_referenced_rows, clip_columns_l1, clip_entries, clip_l2, max_column_count, private_row};
-use super::ppr::{appr_ista, propagate, top_k, ApprParams, SparseRow};
-use super::{Activation, Fwd, Mlp, MlpStyle, NormKind, ParamStore};
 use crate::data::{Dataset, Graph, Split};
 use crate::ensure;
 use crate::error::{Error, Result};
+use crate::methods::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
+use crate::models::dpar::ApprMechanism;
+use crate::models::dpar::{cap_referenced_rows, clip_columns_l1, clip_entries, clip_l2, max_column_count, private_row};
+use crate::models::ppr::{appr_ista, propagate, top_k, ApprParams, SparseRow};
+use crate::models::{Activation, Fwd, Mlp, MlpStyle, NormKind, ParamStore};
 use crate::privacy::accountant::dpar as acc;
 use crate::privacy::accountant::{budget, calibrate, default_delta, rdp_epsilon, Budget, Event, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind};
-use crate::train::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -483,7 +483,7 @@ impl TrainedModel for DparModel {
         Some((self.rows.clone(), self.row_logits.shallow_clone()))
     }
     fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
-        use crate::train::checkpoint::{save_store, Meta};
+        use crate::methods::checkpoint::{save_store, Meta};
         let in_dim = self.ps.params.first().map_or(0, |w| w.size()[1]);
         let meta = Meta::new(recipe, budget, in_dim, self.posteriors.size()[1]);
         let rows: Vec<i64> = self.rows.iter().map(|&r| r as i64).collect();
@@ -498,8 +498,8 @@ impl TrainedModel for DparModel {
 
 /// Rebuilds a saved DPAR model (see `train::checkpoint`).
 pub fn load_checkpoint(
-    meta: &crate::train::checkpoint::Meta,
-    cache: &crate::train::checkpoint::Cache,
+    meta: &crate::methods::checkpoint::Meta,
+    cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut tch::nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let cfg = DparConfig::from_recipe(&meta.recipe);
@@ -590,8 +590,12 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> 
         }
         let mut f = Fwd::train_taped();
         let z = row_logits(&net, &x, &ids.index_select(0, &batch), &w.index_select(0, &batch), &mut f);
-        let loss_sum =
-            super::log_softmax_rows(&z).g_nll_loss::<Tensor>(&y.index_select(0, &batch), None, Reduction::Sum, -100);
+        let loss_sum = crate::models::log_softmax_rows(&z).g_nll_loss::<Tensor>(
+            &y.index_select(0, &batch),
+            None,
+            Reduction::Sum,
+            -100,
+        );
         let tape = f.tape.take().expect("taped forward");
         let grads = dp.private_grads(Some((&tape, &loss_sum)), &params);
         opt.step(&ps.params, &grads);

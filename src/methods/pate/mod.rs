@@ -32,9 +32,9 @@ pub use student::StudentKind;
 
 use crate::data::{Dataset, Graph, Split};
 use crate::error::{Error, Result};
-use crate::models::backbone::{self, BaselineSpec, FitConfig, FullBatchModel, GnnKind, Network, TwoLayerGnn};
+use crate::methods::backbone::{self, BaselineSpec, FitConfig, FullBatchModel, GnnKind, Network, TwoLayerGnn};
+use crate::methods::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
 use crate::privacy::accountant::{pate as acc, Budget, PrivacyUnit};
-use crate::train::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
 use aggregator::{vote_counts, ConfidentGnmax};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -351,8 +351,8 @@ pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<Traine
 
 /// Rebuilds a saved student (weights, features, its edgeless graph; see `train::checkpoint`).
 pub fn load_checkpoint(
-    meta: &crate::train::checkpoint::Meta,
-    cache: &crate::train::checkpoint::Cache,
+    meta: &crate::methods::checkpoint::Meta,
+    cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let s = config(&meta.recipe).student;

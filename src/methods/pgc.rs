@@ -10,12 +10,12 @@
 //! Claim (spec 1.8 decision 1): the chapter allots eps to each feature, so a node's record is
 //! d eps-LDP (basic composition, tight for independent coordinates). The budget claims d eps at
 //! the `Local` unit; eps per feature is a labelled component detail.
-use super::gcn::{gcn_normalized, GcnConv};
 use crate::data::{Dataset, Graph, Split};
 use crate::error::{Error, Result};
+use crate::methods::{Accuracy, TrainedModel, TrainedRun};
+use crate::models::gcn::{gcn_normalized, GcnConv};
 use crate::privacy::accountant::{Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::feature_ldp::{FeatureLdp, FeatureMechanismKind};
-use crate::train::{Accuracy, TrainedModel, TrainedRun};
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
 /// Early stopping of section 2.6.4: stop when the validation loss has not decreased for this
@@ -155,7 +155,7 @@ impl PgcModel {
 /// The untrained network for `d` features and `c` classes (training and loading share it).
 fn network(root: &nn::Path, config: &PgcConfig, d: i64, c: i64) -> PgcGcn {
     PgcGcn {
-        first: nn::linear(root / "conv1", d, config.hidden, super::torch_linear_config(d, true)),
+        first: nn::linear(root / "conv1", d, config.hidden, crate::models::torch_linear_config(d, true)),
         second: GcnConv::new(&(root / "conv2"), config.hidden, c),
         dropout: config.dropout,
     }
@@ -163,8 +163,8 @@ fn network(root: &nn::Path, config: &PgcConfig, d: i64, c: i64) -> PgcGcn {
 
 /// Rebuilds a saved PGC model (see `train::checkpoint`) from its weights, estimate and graph.
 pub fn load_checkpoint(
-    meta: &crate::train::checkpoint::Meta,
-    cache: &crate::train::checkpoint::Cache,
+    meta: &crate::methods::checkpoint::Meta,
+    cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let config = config(&meta.recipe);
@@ -176,8 +176,8 @@ pub fn load_checkpoint(
 }
 
 impl TrainedModel for PgcModel {
-    fn save(&self, dir: &std::path::Path, recipe: &crate::train::Recipe, budget: &Budget) -> Result<()> {
-        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+    fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
+        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
         let meta = Meta::new(recipe, budget, self.estimate.size()[1], self.posteriors.size()[1]);
         let mut cache = vec![("estimate".to_string(), self.estimate.shallow_clone())];
         cache.extend(graph_entries(&self.graph));
@@ -221,7 +221,7 @@ impl gnnaudit_attacks::WhiteBox for PgcModel {
         Ok(self.white_box_logits(&x.to_kind(Kind::Float), &adj).softmax(-1, Kind::Float))
     }
     fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<gnnaudit_attacks::Result<Tensor>> {
-        let a = super::gcn::gcn_normalized_dense(adj);
+        let a = crate::models::gcn::gcn_normalized_dense(adj);
         Some(Ok(self.white_box_logits(&x.to_kind(Kind::Float), &a).softmax(-1, Kind::Float)))
     }
 }
@@ -273,7 +273,7 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
     let mut since_best = 0;
     for epoch in 0..config.max_epochs {
         let logits = gcn.forward_t(&gc, &adj, true);
-        let loss = super::cross_entropy(&logits.index_select(0, &tr), &y_tr);
+        let loss = crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr);
         opt.zero_grad();
         loss.backward();
         opt.step();
@@ -282,7 +282,7 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
             let val_loss = if split.val.is_empty() {
                 loss.double_value(&[])
             } else {
-                super::cross_entropy(&logits.index_select(0, &va), &y_va).double_value(&[])
+                crate::models::cross_entropy(&logits.index_select(0, &va), &y_va).double_value(&[])
             };
             let acc = Accuracy {
                 train: accuracy_on(&logits, &y, &tr),
@@ -309,12 +309,12 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
 
 /// The `train` arm for `--method pgc`: `--epsilon` is the budget per feature, `--mechanism` the
 /// randomiser; hidden, lr, weight decay, dropout and epochs (the maximum) from the recipe.
-pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     train(data, &config(recipe), seed)
 }
 
 /// The [`PgcConfig`] of a recipe (see [`train_recipe`]).
-pub fn config(recipe: &crate::train::Recipe) -> PgcConfig {
+pub fn config(recipe: &crate::methods::Recipe) -> PgcConfig {
     PgcConfig {
         mechanism: recipe.mechanism,
         epsilon: recipe.epsilon,

@@ -14,19 +14,20 @@
 //! subclass); the thesis's Theorem 5 closed form is recorded as `paper_epsilon`. Delta defaults to
 //! DP-MLP's (10^-digits of the node count, far below 1/U); an explicit delta at or above 1/U is
 //! refused ([`check_unit_delta`]).
-use super::mlp::MlpClassifier;
-use super::{Fwd, MlpStyle};
 use crate::data::subclass::kmeans;
 use crate::data::Dataset;
 use crate::ensure;
 use crate::error::{Error, Result};
+use crate::methods::decoupled::{accountant_failure, MlpModel};
+use crate::methods::{Accuracy, Method, Recipe, TrainedRun};
+use crate::models::mlp::MlpClassifier;
+use crate::models::NodeClassifier;
+use crate::models::{Fwd, MlpStyle};
 use crate::privacy::accountant::class_dp::{check_unit_delta, class_dp_sgd, theorem5_epsilon, GroupUnit, Relation};
 use crate::privacy::accountant::{default_delta, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer};
 use crate::train::accounting::Expression;
-use crate::train::fit::{accuracy, Labels, NodeClassifier};
-use crate::train::methods::{accountant_failure, MlpModel};
-use crate::train::{Accuracy, Method, Recipe, TrainedRun};
+use crate::train::fit::{accuracy, Labels};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Reduction, Tensor};

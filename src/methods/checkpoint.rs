@@ -11,7 +11,7 @@
 //! tensors it answers from ([`Cache`]: cached releases, randomized inputs, the graph it was trained
 //! on via [`graph_entries`]) and the [`Meta`]. A method added later implements
 //! [`TrainedModel::save`] with [`save_store`], writes a [`Loader`] and adds one arm to [`loader`].
-use super::methods::{build_gap, build_mlp, build_progap, GapModel, MlpModel, ProgapModel};
+use super::decoupled::{build_gap, build_mlp, build_progap, GapModel, MlpModel, ProgapModel};
 use super::{Method, Recipe, TrainedModel};
 use crate::error::{Error, Result};
 use crate::models::Rows;
@@ -241,14 +241,14 @@ pub type Loader = fn(&Meta, &Cache, &dyn Fn(&mut tch::nn::VarStore) -> Result<()
 /// [`load_model`] itself): one arm per method.
 fn loader(method: Method) -> Option<Loader> {
     match method {
-        Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => Some(crate::models::backbone::load_checkpoint),
-        Method::Dpgnn | Method::DpgnnRowclip => Some(crate::models::dpgnn::load_checkpoint),
-        Method::Lpgnn => Some(crate::models::lpgnn::load_checkpoint),
-        Method::Pgc => Some(crate::models::pgc::load_checkpoint),
-        Method::PgcVgae => Some(crate::models::pgc_vgae::load_checkpoint),
-        Method::Rgnn => Some(crate::models::rgnn::load_checkpoint),
-        Method::GraphPate => Some(crate::models::pate::load_checkpoint),
-        m if m.is_dpar() => Some(crate::models::dpar_method::load_checkpoint),
+        Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => Some(crate::methods::backbone::load_checkpoint),
+        Method::Dpgnn | Method::DpgnnRowclip => Some(crate::methods::dpgnn::load_checkpoint),
+        Method::Lpgnn => Some(crate::methods::lpgnn::load_checkpoint),
+        Method::Pgc => Some(crate::methods::pgc::load_checkpoint),
+        Method::PgcVgae => Some(crate::methods::pgc_vgae::load_checkpoint),
+        Method::Rgnn => Some(crate::methods::rgnn::load_checkpoint),
+        Method::GraphPate => Some(crate::methods::pate::load_checkpoint),
+        m if m.is_dpar() => Some(crate::methods::dpar::load_checkpoint),
         _ => None,
     }
 }

@@ -18,10 +18,10 @@
 use super::backbone::{accuracy_on, restore, snapshot, GnnKind, GraphTensors, TwoLayerGnn};
 use crate::data::{grouping, partition, Dataset, Graph, Split};
 use crate::error::{Error, Result};
+use crate::methods::{Accuracy, TrainedModel, TrainedRun};
 use crate::privacy::accountant::{Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::grr_fs::GrrFs;
 use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
-use crate::train::{Accuracy, TrainedModel, TrainedRun};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
@@ -248,7 +248,7 @@ pub fn mean_with_self_loops(graph: &Graph) -> Tensor {
         entries.push((v, v, w));
         entries.extend(nb.into_iter().map(|u| (v, u, w)));
     }
-    super::gcn::sparse_adjacency(n, entries)
+    crate::models::gcn::sparse_adjacency(n, entries)
 }
 
 fn propagate(adj: &Tensor, x: &Tensor, steps: i64) -> Tensor {
@@ -408,8 +408,8 @@ pub struct RgnnModel {
 /// Rebuilds a saved RGNN model (see `train::checkpoint`) from its weights, reconstructed
 /// features and graph; the reconstruction figures travel in the cache.
 pub fn load_checkpoint(
-    meta: &crate::train::checkpoint::Meta,
-    cache: &crate::train::checkpoint::Cache,
+    meta: &crate::methods::checkpoint::Meta,
+    cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let config = config(&meta.recipe);
@@ -450,8 +450,8 @@ impl RgnnModel {
 }
 
 impl TrainedModel for RgnnModel {
-    fn save(&self, dir: &std::path::Path, recipe: &crate::train::Recipe, budget: &Budget) -> Result<()> {
-        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+    fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
+        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
         let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors.size()[1]);
         let r = &self.reconstruction;
         let figures = [r.label_accuracy, r.noisy_label_accuracy, r.feature_mae, r.noisy_feature_mae];
@@ -602,12 +602,12 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
 }
 
 /// The `train` arm for `--method rgnn`.
-pub fn train_recipe(recipe: &crate::train::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     train(data, &config(recipe), seed)
 }
 
 /// The [`RgnnConfig`] of a recipe (see [`train_recipe`]).
-pub fn config(recipe: &crate::train::Recipe) -> RgnnConfig {
+pub fn config(recipe: &crate::methods::Recipe) -> RgnnConfig {
     RgnnConfig {
         epsilon_x: recipe.epsilon_x,
         epsilon_y: recipe.epsilon_y,

@@ -1,7 +1,7 @@
 //! GAP's and ProGAP's private aggregations re-run on an auditor's crafted graph, through the same
 //! code that trains them (`pma_releases`, `nap_release`), for the in-pipeline canary audit
 //! (`gnnaudit_attacks::aggregation_canary`).
-use super::methods::{GapModel, ProgapModel};
+use super::decoupled::{GapModel, ProgapModel};
 use crate::data::Graph;
 use crate::models::aggregation::{aggregation_operator, nap_release, pma_releases};
 use gnnaudit_attacks::aggregation_canary::AggregationRelease;

@@ -16,7 +16,7 @@
 //! noise rate. Mini-batches of 100 labelled nodes (thesis l.547). Privacy: post-processing.
 use crate::data::Graph;
 use crate::error::Result;
-use crate::models::backbone::{GnnKind, GraphTensors, Network, TwoLayerGnn};
+use crate::methods::backbone::{GnnKind, GraphTensors, Network, TwoLayerGnn};
 use crate::models::sparse::{self, Product};
 use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
 use rand::seq::SliceRandom;

@@ -15,14 +15,14 @@
 //!
 //! Privacy: as `pgc` (the same randomisers and the same record-level claim d eps, see
 //! [`super::pgc::PgcConfig::budget`]); the graph is public, as in the chapter.
-use super::gcn::gcn_normalized;
 use super::pgc::{collect, first_layer_estimate, PgcConfig};
 use crate::data::link_split::{sample_non_edges, split_edges, EdgeSplit, EdgeSplitRatios};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::methods::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
+use crate::models::gcn::gcn_normalized;
 use crate::privacy::accountant::Budget;
 use crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind;
-use crate::train::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
@@ -165,7 +165,7 @@ impl Encoder {
     fn new(root: &nn::Path, config: &VgaeConfig, d: i64, latent: i64) -> Self {
         Encoder {
             first: nn::linear(root / "conv1", d, config.hidden, glorot(d, config.hidden, true)),
-            norm: nn::batch_norm1d(root / "bn1", config.hidden, super::torch_batch_norm_config()),
+            norm: nn::batch_norm1d(root / "bn1", config.hidden, crate::models::torch_batch_norm_config()),
             mu: Conv::new(&(root / "conv_mu"), config.hidden, latent),
             logstd: Conv::new(&(root / "conv_logstd"), config.hidden, latent),
             dropout: config.dropout,
@@ -255,8 +255,8 @@ fn pairs_of(t: &Tensor) -> Result<Vec<(usize, usize)>> {
 
 /// Rebuilds a saved VGAE (see `train::checkpoint`) from its weights, estimate, graph and split.
 pub fn load_checkpoint(
-    meta: &crate::train::checkpoint::Meta,
-    cache: &crate::train::checkpoint::Cache,
+    meta: &crate::methods::checkpoint::Meta,
+    cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let config = config(&meta.recipe);
@@ -302,7 +302,7 @@ impl TrainedModel for VgaeModel {
         Some(self.metrics)
     }
     fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
-        use crate::train::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
         let meta = Meta::new(recipe, budget, self.estimate.size()[1], self.mu.size()[1]);
         let mut cache = vec![("estimate".to_string(), self.estimate.shallow_clone())];
         cache.extend(graph_entries(&self.split.train_graph));

@@ -1,0 +1,114 @@
+//! Training methods: one module per method family, each pairing a network from `crate::models`
+//! with its privacy mechanism and the budget from the accountant's events; [`registry`] is the
+//! only list of methods, and `train`, `account`, `audit`, checkpoints and the docs derive from it.
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::privacy::accountant::Budget;
+use tch::Tensor;
+
+pub mod backbone;
+pub mod checkpoint;
+pub mod class_dp;
+pub mod decoupled;
+pub mod dpar;
+pub mod dpgnn;
+pub mod lpgnn;
+pub mod pate;
+pub mod pgc;
+pub mod pgc_vgae;
+pub mod recipe;
+pub mod release;
+pub mod rgnn;
+pub mod size;
+pub mod white_box;
+
+pub use crate::train::Accuracy;
+pub use checkpoint::{load_model, LoadedModel};
+pub use recipe::{Method, Recipe, UtilityMetric};
+
+/// A trained target as a deployment exposes it. Attacks reach it only through the adapters in
+/// `audit`, which hand each attack what its threat model allows.
+pub trait TrainedModel {
+    /// Class posteriors (softmax rows) for every node of the training graph, [N, C]. Private
+    /// methods answer from their cached private aggregations, at no extra privacy cost.
+    fn posteriors(&self) -> Tensor;
+    /// Posteriors on another graph (inductive inference), [N', C].
+    fn posteriors_on(&self, data: &Dataset) -> Result<Tensor>;
+    /// Node embeddings, where the method has them (e.g. GAP's encoder output), [N, h].
+    fn embeddings(&self) -> Option<Tensor> {
+        None
+    }
+    /// White-box access for inversion and graph-reconstruction attacks: parameters and a
+    /// differentiable forward (`gnnaudit_attacks::WhiteBox`), where the method can give one.
+    fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
+        None
+    }
+    /// The embeddings the model computed for the nodes it trained on (dataset ids, [n, h]), where
+    /// they differ from `embeddings` (DPAR: z_v = sum_u Pi_vu f(X_u) over its private rows).
+    fn training_embeddings(&self) -> Option<(Vec<usize>, Tensor)> {
+        None
+    }
+    /// Named figures a method reports beside its accuracy (e.g. LPGNN's label recovery).
+    fn diagnostics(&self) -> Vec<(String, f64)> {
+        vec![]
+    }
+    /// Gives a model loaded from a checkpoint its training graph (`data`, with the training
+    /// `seed` for a node-level degree bound), which its white-box `forward_features` needs.
+    fn attach_graph(&mut self, data: &Dataset, seed: u64) -> Result<()> {
+        let _ = (data, seed);
+        Ok(())
+    }
+    /// Link-prediction utility (ROC-AUC, average precision) where the method predicts edges.
+    fn link_metrics(&self) -> Option<crate::methods::pgc_vgae::LinkMetrics> {
+        None
+    }
+    /// Saves the model to a directory (checkpoint, cached private aggregations, and a JSON
+    /// sidecar with the recipe and budget) so that it can be attacked later without retraining.
+    fn save(&self, dir: &std::path::Path, recipe: &Recipe, budget: &Budget) -> Result<()> {
+        let _ = (dir, recipe, budget);
+        Err(crate::error::Error::invalid("save", "this method does not support saving yet"))
+    }
+}
+
+/// What a training run returns: the model, its utility and the budget it spent.
+pub struct TrainedRun {
+    pub model: Box<dyn TrainedModel>,
+    pub accuracy: Accuracy,
+    pub budget: Budget,
+    pub seconds: f64,
+}
+
+/// Trains `recipe.method` on `data` (which must carry a split), deterministically given `seed`.
+/// Validates the recipe first; private methods calibrate their noise to (epsilon, delta) and the
+/// run records the budget spent.
+pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    recipe.validate()?;
+    data.split()?;
+    let start = std::time::Instant::now();
+    let mut run = match recipe.method {
+        Method::Mlp => decoupled::train_mlp(recipe, data, seed)?,
+        Method::DpMlp => decoupled::train_mlp(recipe, data, seed)?,
+        Method::GapInf => decoupled::train_gap(recipe, data, seed)?,
+        Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => {
+            decoupled::train_gap(recipe, data, seed)?
+        }
+        Method::GapNdp => decoupled::train_gap(recipe, data, seed)?,
+        Method::ProgapInf => decoupled::train_progap(recipe, data, seed)?,
+        Method::ProgapEdp => decoupled::train_progap(recipe, data, seed)?,
+        Method::ProgapNdp => decoupled::train_progap(recipe, data, seed)?,
+        Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => {
+            crate::methods::backbone::train_recipe(recipe, data, seed)?
+        }
+        Method::Dpgnn | Method::DpgnnRowclip => crate::methods::dpgnn::train_recipe(recipe, data, seed)?,
+        Method::Lpgnn => crate::methods::lpgnn::train_recipe(recipe, data, seed)?,
+        Method::Rgnn => crate::methods::rgnn::train_recipe(recipe, data, seed)?,
+        Method::Pgc => crate::methods::pgc::train_recipe(recipe, data, seed)?,
+        Method::PgcVgae => crate::methods::pgc_vgae::train_recipe(recipe, data, seed)?,
+        Method::ClassDpMlp | Method::SubclassDpMlp => crate::methods::class_dp::train_recipe(recipe, data, seed)?,
+        Method::GraphPate => crate::methods::pate::train_recipe(recipe, data, seed)?,
+        m if m.is_dpar() => crate::methods::dpar::train_recipe(recipe, data, seed)?,
+        m => unreachable!("{} has no train arm", m.name()),
+    };
+    run.seconds = start.elapsed().as_secs_f64();
+    Ok(run)
+}
