@@ -54,13 +54,13 @@ pub(crate) fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -
 }
 
 /// The dataset a cell trains on: the GAP/ProGAP preprocessing with the config's class filter and
-/// split (drawn from `split_seed`, else the cell's seed). Without a configured split, LPGNN uses
-/// its paper's 50/25/25 (thesis Section 3.6.1) and every other method 75/10/15.
+/// split (drawn from `split_seed`, else the cell's seed). Without a configured split, each method
+/// uses its paper's (`MethodSpec::split`).
 pub fn prepare(raw: &Dataset, spec: &DatasetSpec, seed: u64, method: Option<Method>) -> Result<Dataset> {
     let ratios = match (spec.split, method) {
         (Some(s), _) => SplitRatios::new(s.train, s.val, s.test)?,
-        (None, Some(Method::Lpgnn | Method::Rgnn)) => SplitRatios::new(0.5, 0.25, 0.25)?,
-        (None, _) => SplitRatios::default(),
+        (None, Some(m)) => m.spec().split,
+        (None, None) => SplitRatios::default(),
     };
     data::prepare_like_gap(raw, spec.min_class_count, ratios, spec.split_seed.unwrap_or(seed))
 }

@@ -37,17 +37,18 @@ pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
     for (i, d) in cfg.datasets.iter().enumerate() {
         let raw = super::execute::load_raw(d, data_dir).map_err(|e| within(&format!("datasets[{i}]"), "name", e))?;
         // LPGNN draws its own split ratios; every other method shares the default one.
-        let mut prepared: Vec<(bool, crate::data::Dataset)> = Vec::new();
+        let mut prepared: Vec<(Option<crate::data::SplitRatios>, crate::data::Dataset)> = Vec::new();
         for (j, m) in cfg.methods.iter().enumerate() {
             let method = parse_method(&m.method);
             crate::ensure!(
-                method != Some(Method::PgcVgae) || cfg.attacks.is_empty(),
+                method.map(Method::utility_metric) != Some(crate::methods::UtilityMetric::RocAuc)
+                    || cfg.attacks.is_empty(),
                 Error::invalid(
                     format!("methods[{j}].method"),
                     "pgc-vgae predicts links and has no class posteriors: no attack applies to it yet (audit it without [[attacks]])"
                 )
             );
-            let lpgnn = matches!(method, Some(Method::Lpgnn | Method::Rgnn));
+            let lpgnn = method.map(|m| m.spec().split);
             if !prepared.iter().any(|(l, _)| *l == lpgnn) {
                 let ds = super::execute::prepare(&raw, d, d.split_seed.unwrap_or(first_seed), method)
                     .map_err(|e| within(&format!("datasets[{i}]"), "name", e))?;
@@ -61,7 +62,7 @@ pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
                     .map_err(|e| within(&format!("methods[{j}]"), "hidden", e))?;
                 if let Epsilon::Finite(_) = eps {
                     recipe.validate().map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
-                    crate::methods::decoupled::check_privacy(&recipe, ds)
+                    crate::methods::budget(&recipe, ds, first_seed)
                         .map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
                 }
             }

@@ -19,20 +19,18 @@ const RESERVED: &[(&str, &str)] = &[
 
 /// Parses a method name as `gnnaudit train --method` spells it.
 pub fn parse_method(name: &str) -> Option<Method> {
-    <Method as clap::ValueEnum>::from_str(name, false).ok()
+    Method::from_name(name)
 }
 
 /// Every method name `train` knows.
 pub fn method_names() -> Vec<&'static str> {
-    <Method as clap::ValueEnum>::value_variants().iter().map(|m| m.name()).collect()
+    Method::names()
 }
 
 /// The privacy unit a method's epsilon grid applies to; None when it takes no epsilon (it then
 /// runs once per seed at eps = inf). LPGNN's grid sets one of its two local budgets (`sweep`).
 pub fn grid_unit(method: &str) -> Option<PrivacyUnit> {
-    parse_method(method)
-        .filter(|m| m.takes_epsilon() || matches!(m, Method::Lpgnn | Method::Rgnn))
-        .map(|m| m.privacy_unit())
+    parse_method(method).filter(|m| m.takes_epsilon() || m.spec().sweeps_local_budgets).map(|m| m.privacy_unit())
 }
 
 /// The LPGNN budget the epsilon grid sets: "epsilon_x" (default) or "epsilon_y"; the other one is
@@ -64,14 +62,14 @@ pub fn build_recipe(
         .map_err(|e| ("method".to_string(), format!("cannot build the defaults of {method}: {e}")))?;
     for (k, v) in params {
         if let Some((_, why)) = RESERVED.iter().find(|(r, _)| r == k) {
-            if k == "sweep" && matches!(m, Method::Lpgnn | Method::Rgnn) {
+            if k == "sweep" && m.spec().sweeps_local_budgets {
                 continue;
             }
             return Err((k.clone(), format!("'{k}' is not a hyper-parameter of {method}{why}")));
         }
         table.insert(k.clone(), v.clone());
     }
-    if matches!(m, Method::Lpgnn | Method::Rgnn) {
+    if m.spec().sweeps_local_budgets {
         let swept = lpgnn_swept(params)?;
         if params.contains_key(swept) {
             return Err((

@@ -1,5 +1,8 @@
-//! `gnnaudit account epsilon|calibrate`: a method's privacy budget from its noise, or the noise for
-//! a target epsilon, with the per-mechanism breakdown (RDP and PLD epsilon).
+//! `gnnaudit account budget`: the budget `train` would claim for a method on a dataset, from the
+//! method's registry entry (the same function its training calls), without training.
+//! `gnnaudit account epsilon|calibrate`: one of the accountant's event families at raw noise
+//! parameters (steps, sampling rate, sigma), or the noise for a target epsilon, with the
+//! per-mechanism breakdown (RDP and PLD epsilon).
 use crate::ensure;
 use crate::error::{Error, Result};
 use crate::privacy::accountant::class_dp::{class_dp_sgd, GroupUnit};
@@ -15,14 +18,42 @@ pub struct AccountArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AccountCommand {
-    /// The (epsilon, delta) a method spends at a given noise multiplier.
+    /// The budget `gnnaudit train` claims for --method on --dataset (same flags as train).
+    Budget(BudgetArgs),
+    /// The (epsilon, delta) an event family spends at a given noise multiplier.
     Epsilon(EpsilonArgs),
     /// The smallest noise multiplier meeting a target epsilon.
     Calibrate(CalibrateArgs),
 }
 
+/// `account budget`: a method's recipe (train's flags) and the data it would train on.
+#[derive(Debug, Args)]
+pub struct BudgetArgs {
+    /// Dataset name (in the data directory), path, or `synthetic`.
+    #[arg(long, default_value = "synthetic")]
+    pub dataset: String,
+    #[arg(long)]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Drop classes with fewer nodes (as `train`).
+    #[arg(long, default_value_t = 1)]
+    pub min_class_count: usize,
+    /// The training seed (DPAR's node subsampling and subclass-DP's k-means depend on it).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Seed of the train/val/test split (as `train`).
+    #[arg(long, default_value_t = 0)]
+    pub split_seed: u64,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub recipe: super::train::RecipeArgs,
+}
+
+/// The accountant's event families at raw parameters (not the training methods: `account budget`
+/// gives a method's own budget).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Method {
+pub enum EventFamily {
     GapEdp,
     GapNdp,
     ProgapEdp,
@@ -47,8 +78,9 @@ pub enum Method {
 
 #[derive(Debug, Args)]
 pub struct MethodArgs {
-    #[arg(long, value_enum)]
-    pub method: Method,
+    /// The event family (`--method` is its old name).
+    #[arg(long = "event", visible_alias = "method", value_enum)]
+    pub method: EventFamily,
     /// Hops K (GAP) or stages K (ProGAP).
     #[arg(long, default_value_t = 2)]
     pub hops: u64,
@@ -132,18 +164,18 @@ pub struct CalibrateArgs {
     pub epsilon: f64,
 }
 
-impl Method {
+impl EventFamily {
     fn unit(self) -> PrivacyUnit {
         match self {
-            Method::GapEdp | Method::ProgapEdp | Method::EdgeRand => PrivacyUnit::Edge,
-            Method::Lpgnn => PrivacyUnit::Local,
-            Method::ClassDpMlp => PrivacyUnit::Class,
-            Method::SubclassDpMlp => PrivacyUnit::Subclass,
+            EventFamily::GapEdp | EventFamily::ProgapEdp | EventFamily::EdgeRand => PrivacyUnit::Edge,
+            EventFamily::Lpgnn => PrivacyUnit::Local,
+            EventFamily::ClassDpMlp => PrivacyUnit::Class,
+            EventFamily::SubclassDpMlp => PrivacyUnit::Subclass,
             _ => PrivacyUnit::Node,
         }
     }
     fn has_noise(self) -> bool {
-        !matches!(self, Method::Lpgnn | Method::EdgeRand)
+        !matches!(self, EventFamily::Lpgnn | EventFamily::EdgeRand)
     }
     fn name(self) -> String {
         self.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
@@ -157,11 +189,20 @@ impl MethodArgs {
     /// Validates the method's parameters once, naming the flag.
     fn validate(&self) -> Result<f64> {
         let m = self.method;
-        if matches!(m, Method::GapEdp | Method::GapNdp | Method::ProgapEdp | Method::ProgapNdp) {
+        if matches!(m, EventFamily::GapEdp | EventFamily::GapNdp | EventFamily::ProgapEdp | EventFamily::ProgapNdp) {
             ensure!(self.hops >= 1, Error::invalid("--hops", "must be at least 1"));
         }
-        let class_dp = matches!(m, Method::ClassDpMlp | Method::SubclassDpMlp);
-        if class_dp || matches!(m, Method::GapNdp | Method::ProgapNdp | Method::Dpgnn | Method::DpMlp | Method::DpSgd) {
+        let class_dp = matches!(m, EventFamily::ClassDpMlp | EventFamily::SubclassDpMlp);
+        if class_dp
+            || matches!(
+                m,
+                EventFamily::GapNdp
+                    | EventFamily::ProgapNdp
+                    | EventFamily::Dpgnn
+                    | EventFamily::DpMlp
+                    | EventFamily::DpSgd
+            )
+        {
             ensure!(self.steps >= 1, Error::invalid("--steps", "must be at least 1"));
             // The accountants count compositions in u64 arithmetic (doubling, sums over parts):
             // far beyond any training run, and far from overflowing.
@@ -171,14 +212,16 @@ impl MethodArgs {
             );
         }
         ensure!(self.hops <= MAX_COUNT, Error::invalid("--hops", format!("at most {MAX_COUNT}")));
-        if class_dp || matches!(m, Method::GapNdp | Method::ProgapNdp | Method::DpMlp | Method::DpSgd) {
+        if class_dp
+            || matches!(m, EventFamily::GapNdp | EventFamily::ProgapNdp | EventFamily::DpMlp | EventFamily::DpSgd)
+        {
             let q = self.sample_rate;
             ensure!(q > 0.0 && q <= 1.0, Error::invalid("--sample-rate", format!("must be in (0, 1], got {q}")));
         }
-        if matches!(m, Method::GapNdp | Method::ProgapNdp | Method::Dpgnn) {
+        if matches!(m, EventFamily::GapNdp | EventFamily::ProgapNdp | EventFamily::Dpgnn) {
             ensure!(self.degree >= 1, Error::invalid("--degree", "must be at least 1"));
         }
-        if matches!(m, Method::DparGm | Method::DparEm | Method::DparFeatures) {
+        if matches!(m, EventFamily::DparGm | EventFamily::DparEm | EventFamily::DparFeatures) {
             ensure!(self.steps >= 1 && self.steps <= MAX_COUNT, Error::invalid("--steps", "must be at least 1"));
             ensure!(
                 self.q_prime > 0.0 && self.q_prime <= 1.0,
@@ -186,7 +229,7 @@ impl MethodArgs {
             );
             ensure!(self.top_k >= 1, Error::invalid("--top-k", "must be at least 1"));
         }
-        if matches!(m, Method::Dpgnn | Method::DparGm | Method::DparEm | Method::DparFeatures) {
+        if matches!(m, EventFamily::Dpgnn | EventFamily::DparGm | EventFamily::DparEm | EventFamily::DparFeatures) {
             ensure!(
                 self.batch_size >= 1 && self.batch_size <= self.num_nodes,
                 Error::invalid("--batch-size", format!("must be in [1, --num-nodes = {}]", self.num_nodes))
@@ -209,7 +252,7 @@ impl MethodArgs {
                 Error::invalid("--delta", "give --delta (training defaults to 10^-digits of the node count)")
             })?;
             ensure!(delta > 0.0 && delta < 1.0, Error::invalid("--delta", format!("must be in (0, 1), got {delta}")));
-            crate::methods::class_dp::check_delta(m == Method::ClassDpMlp, delta, units, self.allow_large_delta)?;
+            crate::methods::class_dp::check_delta(m == EventFamily::ClassDpMlp, delta, units, self.allow_large_delta)?;
             return Ok(delta);
         }
         let delta = match (self.delta, self.units) {
@@ -230,19 +273,19 @@ impl MethodArgs {
     fn event(&self, sigma: f64) -> Result<Event> {
         let sched = SgdSchedule::new(self.sample_rate, self.steps);
         Ok(match self.method {
-            Method::GapEdp => methods::gap_edge(self.hops, sigma),
-            Method::GapNdp => methods::gap_node(
+            EventFamily::GapEdp => methods::gap_edge(self.hops, sigma),
+            EventFamily::GapNdp => methods::gap_node(
                 self.hops,
                 self.degree,
                 sigma,
                 (self.encoder_steps > 0).then(|| SgdSchedule::new(self.sample_rate, self.encoder_steps)),
                 sched,
             ),
-            Method::ProgapEdp => methods::progap_edge(self.hops, sigma),
-            Method::ProgapNdp => methods::progap_node(self.hops, self.degree, sigma, sched),
-            Method::Dpgnn => methods::dpgnn(self.num_nodes, self.degree, self.batch_size, sigma, self.steps),
-            Method::DpMlp | Method::DpSgd => methods::dp_sgd(self.sample_rate, self.steps, sigma),
-            Method::Lpgnn => {
+            EventFamily::ProgapEdp => methods::progap_edge(self.hops, sigma),
+            EventFamily::ProgapNdp => methods::progap_node(self.hops, self.degree, sigma, sched),
+            EventFamily::Dpgnn => methods::dpgnn(self.num_nodes, self.degree, self.batch_size, sigma, self.steps),
+            EventFamily::DpMlp | EventFamily::DpSgd => methods::dp_sgd(self.sample_rate, self.steps, sigma),
+            EventFamily::Lpgnn => {
                 let (x, y) = (self.epsilon_x.unwrap_or(f64::INFINITY), self.epsilon_y.unwrap_or(f64::INFINITY));
                 ensure!(
                     x.is_finite() || y.is_finite(),
@@ -250,14 +293,14 @@ impl MethodArgs {
                 );
                 methods::lpgnn(x, y)
             }
-            Method::ClassDpMlp | Method::SubclassDpMlp => {
-                let unit = if self.method == Method::ClassDpMlp { GroupUnit::Class } else { GroupUnit::Subclass };
+            EventFamily::ClassDpMlp | EventFamily::SubclassDpMlp => {
+                let unit = if self.method == EventFamily::ClassDpMlp { GroupUnit::Class } else { GroupUnit::Subclass };
                 class_dp_sgd(unit, self.relation, self.sample_rate, self.steps, sigma)
             }
-            Method::EdgeRand => methods::edge_rand(
+            EventFamily::EdgeRand => methods::edge_rand(
                 self.ldp_epsilon.ok_or_else(|| Error::invalid("--ldp-epsilon", "EdgeRand needs --ldp-epsilon"))?,
             ),
-            Method::DparGm | Method::DparEm | Method::DparFeatures => self.dpar_event(sigma)?,
+            EventFamily::DparGm | EventFamily::DparEm | EventFamily::DparFeatures => self.dpar_event(sigma)?,
         })
     }
 
@@ -271,11 +314,11 @@ impl MethodArgs {
             Ok(v)
         };
         let (variant, appr) = match self.method {
-            Method::DparGm => {
+            EventFamily::DparGm => {
                 ensure!(self.c1.is_finite() && self.c1 > 0.0, Error::invalid("--c1", "must be > 0 and finite"));
                 (Variant::Gm, ApprRelease::Gaussian { sigma: positive("--sigma-pr", self.sigma_pr)?, c1: self.c1 })
             }
-            Method::DparEm => {
+            EventFamily::DparEm => {
                 let eps2 = self.em_epsilon2.map(|e| positive("--em-epsilon2", Some(e))).transpose()?;
                 let v = if eps2.is_some() { Variant::Em1 } else { Variant::Em0 };
                 (v, ApprRelease::Exponential { eps: positive("--em-epsilon", self.em_epsilon)?, k: self.top_k, eps2 })
@@ -287,8 +330,20 @@ impl MethodArgs {
     }
 }
 
+/// `account budget`: the dataset prepared as `train` prepares it, then the registry's budget.
+fn budget_of(a: BudgetArgs) -> Result<()> {
+    let recipe = a.recipe.to_recipe()?;
+    recipe.validate()?;
+    let raw = crate::data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
+    let ds =
+        crate::data::transforms::prepare_like_gap(&raw, a.min_class_count, recipe.method.spec().split, a.split_seed)?;
+    let b = crate::methods::budget(&recipe, &ds, a.seed)?;
+    print_budget(recipe.method.name(), &b, a.json)
+}
+
 pub fn run(args: AccountArgs) -> Result<()> {
     match args.command {
+        AccountCommand::Budget(a) => budget_of(a),
         AccountCommand::Epsilon(a) => {
             let delta = a.m.validate()?;
             let sigma = if a.m.method.has_noise() {
@@ -312,7 +367,7 @@ pub fn run(args: AccountArgs) -> Result<()> {
                 ),
                 e => e,
             })?;
-            print_budget(&a.m, &b, a.m.json)
+            print_budget(&a.m.method.name(), &b, a.m.json)
         }
         AccountCommand::Calibrate(a) => {
             ensure!(
@@ -339,18 +394,18 @@ pub fn run(args: AccountArgs) -> Result<()> {
                     e => e,
                 },
             )?;
-            print_budget(&a.m, &b, a.m.json)
+            print_budget(&a.m.method.name(), &b, a.m.json)
         }
     }
 }
 
-fn print_budget(m: &MethodArgs, b: &Budget, json: bool) -> Result<()> {
+fn print_budget(name: &str, b: &Budget, json: bool) -> Result<()> {
     if json {
-        let v = serde_json::json!({ "method": m.method.name(), "budget": b });
+        let v = serde_json::json!({ "method": name, "budget": b });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    println!("method: {} ({:?}-level), delta = {:e}", m.method.name(), b.privacy_unit, b.delta);
+    println!("method: {name} ({:?}-level), delta = {:e}", b.privacy_unit, b.delta);
     for (k, v) in &b.noise {
         println!("{k} = {v:.6}");
     }

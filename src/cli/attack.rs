@@ -3,7 +3,7 @@
 //! claimed epsilon.
 use crate::audit::adapters::{attack_graph, carve_attribute, from_attack, node_split, ModelBlackBox, RecipeOracle};
 use crate::cli::train::RecipeArgs;
-use crate::data::{self, Split, SplitRatios};
+use crate::data::{self, Split};
 use crate::error::{Error, Result};
 use crate::train;
 use clap::Args;
@@ -341,13 +341,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
         Some(l) => Some(l.check_data(&raw, a.min_class_count)?.clone()),
         None => None,
     };
-    let ratios = if let Some(p) = &provenance {
-        p.split
-    } else if matches!(recipe.method, crate::methods::Method::Lpgnn | crate::methods::Method::Rgnn) {
-        SplitRatios::new(0.5, 0.25, 0.25)?
-    } else {
-        SplitRatios::default()
-    };
+    let ratios = if let Some(p) = &provenance { p.split } else { recipe.method.spec().split };
     let membership = matches!(a.attack, AttackKind::Mia | AttackKind::MiaMetric | AttackKind::Lira);
     let mut results: Vec<AttackResult> = Vec::new();
     let mut utility = Vec::new();

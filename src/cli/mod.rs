@@ -16,6 +16,7 @@ pub mod bench_scale;
 pub mod check;
 pub mod doctor;
 pub mod mechanism;
+pub mod methods;
 pub mod replay;
 pub mod report_diff;
 pub mod train;
@@ -44,8 +45,11 @@ pub enum Command {
     Datasets(datasets::DatasetsArgs),
     /// Train a method on a dataset and report accuracy, time and the privacy budget.
     Train(train::TrainArgs),
-    /// Privacy accounting: a method's epsilon at a noise level, or the noise for a target epsilon.
+    /// Privacy accounting: a method's budget on a dataset, an event family's epsilon at a noise
+    /// level, or the noise for a target epsilon.
     Account(account::AccountArgs),
+    /// The training methods (`methods NAME`: one method's knobs and their defaults).
+    Methods(methods::MethodsArgs),
     /// Speed benchmarks against the reference libraries' anchors.
     Bench(bench::BenchArgs),
     /// Train a target and run one privacy attack; reports AUC, TPR at low FPR and eps_lb.
@@ -92,6 +96,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Datasets(args) => datasets::run(args),
         Command::Train(a) => train::run(a),
         Command::Account(a) => account::run(a),
+        Command::Methods(a) => methods::run(a),
         Command::Bench(b) => bench::run(b),
         Command::Attack(a) => attack::run(a),
         Command::Mechanism(a) => mechanism::run(a),

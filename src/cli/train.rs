@@ -1,6 +1,6 @@
 //! `gnnaudit train`: train one method on one dataset over several seeds and report test accuracy
 //! (mean with a 95% bootstrap interval), wall time and the privacy budget breakdown.
-use crate::data::{self, SplitRatios};
+use crate::data;
 use crate::error::{Error, Result};
 use crate::methods::{self, Method, Recipe};
 use crate::models::Activation;
@@ -338,11 +338,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     // LPGNN's experiments use a 50/25/25 split (thesis Section 3.5.2); the others GAP's 75/10/15.
-    let ratios = if matches!(recipe.method, Method::Lpgnn | Method::Rgnn) {
-        SplitRatios::new(0.5, 0.25, 0.25)?
-    } else {
-        SplitRatios::default()
-    };
+    let ratios = recipe.method.spec().split;
     let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, a.split_seed)?;
     crate::methods::size::ensure_fits(&recipe, &ds)?;
     let mut runs = Vec::new();

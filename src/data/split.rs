@@ -14,10 +14,16 @@ pub struct SplitRatios {
     pub test: f64,
 }
 
-impl Default for SplitRatios {
+impl SplitRatios {
     /// 75/10/15, as GAP and ProGAP use.
+    pub const GAP: SplitRatios = SplitRatios { train: 0.75, val: 0.10, test: 0.15 };
+    /// 50/25/25, as LPGNN (thesis Section 3.5.2) and RGNN use.
+    pub const LPGNN: SplitRatios = SplitRatios { train: 0.5, val: 0.25, test: 0.25 };
+}
+
+impl Default for SplitRatios {
     fn default() -> Self {
-        SplitRatios { train: 0.75, val: 0.10, test: 0.15 }
+        SplitRatios::GAP
     }
 }
 

@@ -10,11 +10,9 @@
 //! Every method saves through the same three pieces: its VarStore ([`save_store`]), the named
 //! tensors it answers from ([`Cache`]: cached releases, randomized inputs, the graph it was trained
 //! on via [`graph_entries`]) and the [`Meta`]. A method added later implements
-//! [`TrainedModel::save`] with [`save_store`], writes a [`Loader`] and adds one arm to [`loader`].
-use super::decoupled::{build_gap, build_mlp, build_progap, GapModel, MlpModel, ProgapModel};
-use super::{Method, Recipe, TrainedModel};
+//! [`TrainedModel::save`] with [`save_store`] and names a [`Loader`] in its registry entry.
+use super::{Recipe, TrainedModel};
 use crate::error::{Error, Result};
-use crate::models::Rows;
 use crate::privacy::accountant::Budget;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -237,22 +235,6 @@ impl Cache {
 /// Rebuilds one method's model from its meta, cache and a VarStore loader.
 pub type Loader = fn(&Meta, &Cache, &dyn Fn(&mut tch::nn::VarStore) -> Result<()>) -> Result<Box<dyn TrainedModel>>;
 
-/// The loader of each method saved through [`save_store`] (MLP, GAP and ProGAP are read by
-/// [`load_model`] itself): one arm per method.
-fn loader(method: Method) -> Option<Loader> {
-    match method {
-        Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => Some(crate::methods::backbone::load_checkpoint),
-        Method::Dpgnn | Method::DpgnnRowclip => Some(crate::methods::dpgnn::load_checkpoint),
-        Method::Lpgnn => Some(crate::methods::lpgnn::load_checkpoint),
-        Method::Pgc => Some(crate::methods::pgc::load_checkpoint),
-        Method::PgcVgae => Some(crate::methods::pgc_vgae::load_checkpoint),
-        Method::Rgnn => Some(crate::methods::rgnn::load_checkpoint),
-        Method::GraphPate => Some(crate::methods::pate::load_checkpoint),
-        m if m.is_dpar() => Some(crate::methods::dpar::load_checkpoint),
-        _ => None,
-    }
-}
-
 /// Loads a directory written by [`TrainedModel::save`].
 pub fn load_model(dir: &Path) -> Result<LoadedModel> {
     let meta_path = dir.join("model.json");
@@ -264,62 +246,16 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
     let cache_path = dir.join("cache.safetensors");
     let cache = Tensor::read_safetensors(&cache_path).map_err(|e| Error::bad_file(&cache_path, e))?;
     let cache = Cache { path: cache_path, tensors: cache };
-    let get = |k: &str| cache.get(k);
-    let r = &meta.recipe;
-    let classes = meta.num_classes as usize;
     let params_path = dir.join("params.safetensors");
     let load_store = |vs: &mut tch::nn::VarStore| -> Result<()> {
         vs.load(&params_path).map_err(|e| Error::bad_file(&params_path, e))?;
         ensure_finite(vs, &params_path)
     };
-    let load_vs = |ps: &mut crate::models::ParamStore| load_store(&mut ps.vs);
-    if let Some(load) = loader(r.method) {
-        let model = load(&meta, &cache, &load_store)?;
-        return Ok(LoadedModel {
-            model,
-            recipe: meta.recipe,
-            budget: meta.budget,
-            data: meta.data,
-            dir: dir.to_path_buf(),
-        });
-    }
-    let model: Box<dyn TrainedModel> = match r.method {
-        Method::Mlp | Method::DpMlp | Method::ClassDpMlp | Method::SubclassDpMlp => {
-            let (mut ps, net) = build_mlp(r, get("x")?, classes);
-            load_vs(&mut ps)?;
-            Box::new(MlpModel { ps, net })
-        }
-        Method::GapInf
-        | Method::GapEdp
-        | Method::GapNdp
-        | Method::DemoGapEdpPlantedBug
-        | Method::DemoGapEdpNoiseOff => {
-            let empty = Tensor::zeros([0, meta.num_features], (tch::Kind::Float, crate::device::current()));
-            let (mut ps, encoder, mut classifier) = build_gap(r, empty, classes);
-            load_vs(&mut ps)?;
-            classifier.inputs = (0..=r.hops()).map(|k| get(&format!("x{k}"))).collect::<Result<_>>()?;
-            Box::new(GapModel {
-                ps,
-                encoder,
-                classifier,
-                hops: r.hops(),
-                noise_std: meta.noise_std,
-                max_degree: meta.max_degree,
-                graph: None,
-            })
-        }
-        Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp => {
-            let (mut ps, mut net) = build_progap(r, meta.num_features, classes);
-            load_vs(&mut ps)?;
-            net.inputs = (0..=r.depth())
-                .map(|k| get(&format!("x{k}")).map(|x| if k == 0 { Rows::features(x) } else { Rows::new(x) }))
-                .collect::<Result<_>>()?;
-            net.stage = r.depth();
-            Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree, graph: None })
-        }
-        m => {
-            return Err(Error::invalid("method", format!("checkpoints of {} are not supported", m.name())));
-        }
-    };
+    let method = meta.recipe.method;
+    let load = method
+        .spec()
+        .load
+        .ok_or_else(|| Error::invalid("method", format!("checkpoints of {} are not supported", method.name())))?;
+    let model = load(&meta, &cache, &load_store)?;
     Ok(LoadedModel { model, recipe: meta.recipe, budget: meta.budget, data: meta.data, dir: dir.to_path_buf() })
 }

@@ -157,19 +157,9 @@ pub fn expression(unit: GroupUnit, relation: Relation, sample_rate: f64, steps: 
     }
 }
 
-/// Trains `class-dp-mlp` / `subclass-dp-mlp` (the train dispatch arm).
-pub fn train_recipe(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    train_with_units(r, data, &[], seed)
-}
-
-/// Trains with `fixed` node groups as extra subclass units (the subclass canary game: each canary
-/// subclass is one unit whatever k-means would make of it).
-pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: u64) -> Result<TrainedRun> {
+/// Sigma and the budget of a run over `u` units (training and `account budget` share it).
+fn spend(r: &Recipe, data: &Dataset, u: usize) -> Result<(f64, Budget)> {
     let unit = group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
-    tch::manual_seed(seed as i64);
-    let labels = Labels::from_dataset(data)?;
-    let units = units(r, data, fixed, seed)?;
-    let u = units.len();
     let (q, t) = (sample_rate(r), steps(r));
     let delta = r.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
     let warning = check_unit_delta(delta, u, unit, r.allow_large_delta)?;
@@ -186,6 +176,24 @@ pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: 
     if warning.is_some() {
         budget.noise.push(("delta_times_units".into(), delta * u as f64));
     }
+    Ok((sigma, budget))
+}
+
+/// Trains `class-dp-mlp` / `subclass-dp-mlp` (the train dispatch arm).
+pub fn train_recipe(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    train_with_units(r, data, &[], seed)
+}
+
+/// Trains with `fixed` node groups as extra subclass units (the subclass canary game: each canary
+/// subclass is one unit whatever k-means would make of it).
+pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: u64) -> Result<TrainedRun> {
+    group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
+    tch::manual_seed(seed as i64);
+    let labels = Labels::from_dataset(data)?;
+    let units = units(r, data, fixed, seed)?;
+    let u = units.len();
+    let (q, t) = (sample_rate(r), steps(r));
+    let (sigma, budget) = spend(r, data, u)?;
     let mut ps = crate::models::ParamStore::new();
     let x = data.features.to_tensor().to_kind(Kind::Float);
     let style = MlpStyle { activation: r.activation, dropout: r.dropout, norm: r.norm() };
@@ -254,3 +262,70 @@ pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: 
     };
     Ok(TrainedRun { model: Box::new(MlpModel { ps, net }), accuracy: acc, budget, seconds: 0.0 })
 }
+// ---------------------------------------------------------------- registry entries
+
+use crate::methods::registry::{no_defaults, MethodSpec};
+
+/// The budget over the units k-means forms (their number only enters the delta check).
+fn class_dp_budget(r: &Recipe, data: &Dataset, seed: u64) -> Result<Budget> {
+    let u = units(r, data, &[], seed)?.len();
+    spend(r, data, u).map(|s| s.1)
+}
+
+const CLASS_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "mlp_layers",
+    "batch_norm",
+    "select_best_val",
+    "max_grad_norm",
+    "unit_rate",
+    "relation",
+    "allow_large_delta",
+];
+const SUBCLASS_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "mlp_layers",
+    "batch_norm",
+    "select_best_val",
+    "max_grad_norm",
+    "unit_rate",
+    "relation",
+    "allow_large_delta",
+    "subclasses",
+];
+
+pub const CLASS_DP_MLP: MethodSpec = MethodSpec {
+    name: "class-dp-mlp",
+    about: "Class-level DP-SGD (Zhang thesis ch.4 Algorithm 5) on an MLP: classes Poisson-sampled at \
+            --unit-rate, each class's mean gradient clipped, Gaussian noise; --epsilon is per class",
+    unit: PrivacyUnit::Class,
+    takes_epsilon: true,
+    utility: crate::methods::UtilityMetric::Accuracy,
+    split: crate::data::SplitRatios::GAP,
+    sweeps_local_budgets: false,
+    epochs: 100,
+    batch_norm: false,
+    knobs: CLASS_KNOBS,
+    defaults: no_defaults,
+    check: validate,
+    train: train_recipe,
+    budget: class_dp_budget,
+    load: Some(super::decoupled::load_mlp),
+    unsound: false,
+};
+pub const SUBCLASS_DP_MLP: MethodSpec = MethodSpec {
+    name: "subclass-dp-mlp",
+    about: "Subclass-level DP-SGD: Algorithm 5 over --subclasses k-means clusters per class; --epsilon is per \
+            subclass",
+    unit: PrivacyUnit::Subclass,
+    knobs: SUBCLASS_KNOBS,
+    ..CLASS_DP_MLP
+};

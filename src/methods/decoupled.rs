@@ -1,7 +1,9 @@
 //! One training function per model family; each calibrates its noise from (epsilon, delta)
 //! through its privacy expression in [`crate::train::accounting`] and records the budget.
-use super::checkpoint::{save_dir, Meta};
+use super::checkpoint::{save_dir, Cache, Loader, Meta};
+use super::recipe::UtilityMetric;
 use super::recipe::{Method, Recipe};
+use super::registry::{no_check, no_defaults, MethodSpec};
 use super::{Accuracy, TrainedModel, TrainedRun};
 use crate::data::{Dataset, Graph};
 use crate::error::Result;
@@ -80,27 +82,39 @@ pub fn accountant_failure(r: &Recipe, delta: f64, e: crate::Error) -> crate::Err
     }
 }
 
+/// The calibration of every method of this module, from one expression per method (the theorem
+/// each follows is in `crate::train::accounting`): training and `gnnaudit account budget` both call
+/// it, so they cannot disagree. The result is cached (`accounting`), so training after an audit's
+/// dry run does not pay twice.
+pub fn privacy(r: &Recipe, data: &Dataset) -> Result<Privacy> {
+    let n_train = data.split()?.train.len();
+    let sgd = || schedule(r, n_train);
+    let expr = match r.method {
+        Method::Mlp => return Ok(Privacy { sigma: 0.0, budget: edge_free_budget() }),
+        Method::DpMlp => accounting::dp_sgd(sgd()),
+        Method::GapNdp => accounting::gap_node(r.hops(), r.max_degree, sgd(), sgd()),
+        // The planted bugs claim GAP-EDP's epsilon; their noise is for a wrong sensitivity.
+        Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => accounting::gap_edge(r.hops()),
+        Method::ProgapNdp => accounting::progap_node(r.depth(), r.max_degree, sgd()),
+        Method::ProgapEdp => accounting::progap_edge(r.depth()),
+        _ => return Ok(Privacy { sigma: 0.0, budget: Budget::non_private() }),
+    };
+    calibrate(r, data, expr)
+}
+
+/// [`privacy`]'s budget (the registry's `budget`).
+fn budget(r: &Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+    privacy(r, data).map(|p| p.budget)
+}
+
 /// Calibrates a private recipe's noise on `data` without training, so that an audit's dry run
 /// catches a budget the accountant cannot meet or evaluate (the analytic Gaussian at eps = 10^8)
-/// before any cell runs. The result is cached (`accounting`), so training in the same process
-/// does not pay twice. SAGE-EDP, DP-GNN and LPGNN account in their own modules and are skipped.
+/// before any cell runs.
 pub fn check_privacy(r: &Recipe, data: &Dataset) -> Result<()> {
     if r.epsilon.is_none() {
         return Ok(());
     }
-    let n_train = data.split()?.train.len();
-    let expr = match r.method {
-        Method::DpMlp => accounting::dp_sgd(schedule(r, n_train)),
-        Method::GapNdp => {
-            let s = schedule(r, n_train);
-            accounting::gap_node(r.hops(), r.max_degree, s, s)
-        }
-        Method::GapEdp => accounting::gap_edge(r.hops()),
-        Method::ProgapNdp => accounting::progap_node(r.depth(), r.max_degree, schedule(r, n_train)),
-        Method::ProgapEdp => accounting::progap_edge(r.depth()),
-        _ => return Ok(()),
-    };
-    calibrate(r, data, expr).map(|_| ())
+    privacy(r, data).map(|_| ())
 }
 
 /// DP-SGD schedule of one training run over the training nodes.
@@ -210,10 +224,7 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<(MlpModel, Accur
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
-    let privacy = match r.method {
-        Method::DpMlp => calibrate(r, data, accounting::dp_sgd(schedule(r, n_train)))?,
-        _ => Privacy { sigma: 0.0, budget: edge_free_budget() },
-    };
+    let privacy = privacy(r, data)?;
     let mut ps = ParamStore::new();
     let net =
         MlpClassifier::new(&mut ps, features(data), r.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
@@ -318,18 +329,9 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(GapModel, Accur
     let n_train = labels.train.size()[0] as usize;
     let hops = r.hops();
     let node = r.method == Method::GapNdp;
-    let (graph, privacy, sensitivity) = if node {
-        let g = bound_out_degree(&data.graph, r.max_degree, seed)?;
-        let s = schedule(r, n_train);
-        (g, calibrate(r, data, accounting::gap_node(hops, r.max_degree, s, s))?, aggregation_sensitivity(r))
-    } else if r.method == Method::GapEdp {
-        (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
-    } else if matches!(r.method, Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff) {
-        // The planted bugs: the claim is GAP-EDP's, the noise is for a sensitivity of 0.1 or 0.
-        (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
-    } else {
-        (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)
-    };
+    let privacy = privacy(r, data)?;
+    let graph = if node { bound_out_degree(&data.graph, r.max_degree, seed)? } else { data.graph.clone() };
+    let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
     let (ps, encoder, mut classifier) = build_gap(r, features(data), data.num_classes);
     // 1. pre-train the encoder; 2-4. encode, normalise, PMA once (cached); 5. train CM.
@@ -422,15 +424,9 @@ pub fn fit_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(ProgapModel,
     let n_train = labels.train.size()[0] as usize;
     let depth = r.depth();
     let node = r.method == Method::ProgapNdp;
-    let (graph, privacy, sensitivity) = if node {
-        let g = bound_out_degree(&data.graph, r.max_degree, seed)?;
-        let s = schedule(r, n_train);
-        (g, calibrate(r, data, accounting::progap_node(depth, r.max_degree, s))?, aggregation_sensitivity(r))
-    } else if r.method == Method::ProgapEdp {
-        (data.graph.clone(), calibrate(r, data, accounting::progap_edge(depth))?, aggregation_sensitivity(r))
-    } else {
-        (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)
-    };
+    let privacy = privacy(r, data)?;
+    let graph = if node { bound_out_degree(&data.graph, r.max_degree, seed)? } else { data.graph.clone() };
+    let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
     let x = features(data);
     let (ps, mut net) = build_progap(r, x.size()[1], data.num_classes);
@@ -492,3 +488,304 @@ pub fn build_progap(r: &Recipe, features: i64, classes: usize) -> (ParamStore, P
     );
     (ps, net)
 }
+
+// ---------------------------------------------------------------- checkpoints
+
+type StoreLoader<'a> = &'a dyn Fn(&mut tch::nn::VarStore) -> Result<()>;
+
+/// Rebuilds a saved MLP (also the class/subclass-DP MLPs) from its cached features.
+pub fn load_mlp(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn TrainedModel>> {
+    let (mut ps, net) = build_mlp(&meta.recipe, cache.get("x")?, meta.num_classes as usize);
+    load(&mut ps.vs)?;
+    Ok(Box::new(MlpModel { ps, net }))
+}
+
+/// Rebuilds a saved GAP model from its cached private aggregations.
+fn load_gap(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn TrainedModel>> {
+    let r = &meta.recipe;
+    let empty = Tensor::zeros([0, meta.num_features], (Kind::Float, crate::device::current()));
+    let (mut ps, encoder, mut classifier) = build_gap(r, empty, meta.num_classes as usize);
+    load(&mut ps.vs)?;
+    classifier.inputs = (0..=r.hops()).map(|k| cache.get(&format!("x{k}"))).collect::<Result<_>>()?;
+    Ok(Box::new(GapModel {
+        ps,
+        encoder,
+        classifier,
+        hops: r.hops(),
+        noise_std: meta.noise_std,
+        max_degree: meta.max_degree,
+        graph: None,
+    }))
+}
+
+/// Rebuilds a saved ProGAP model from its cached stage inputs.
+fn load_progap(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn TrainedModel>> {
+    let r = &meta.recipe;
+    let (mut ps, mut net) = build_progap(r, meta.num_features, meta.num_classes as usize);
+    load(&mut ps.vs)?;
+    net.inputs = (0..=r.depth())
+        .map(|k| {
+            cache.get(&format!("x{k}")).map(|x| {
+                if k == 0 {
+                    crate::models::Rows::features(x)
+                } else {
+                    crate::models::Rows::new(x)
+                }
+            })
+        })
+        .collect::<Result<_>>()?;
+    net.stage = r.depth();
+    Ok(Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree, graph: None }))
+}
+
+// ---------------------------------------------------------------- registry entries
+
+const MLP_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "mlp_layers",
+    "batch_norm",
+    "batch_size",
+    "select_best_val",
+];
+const DP_MLP_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "mlp_layers",
+    "batch_norm",
+    "batch_size",
+    "select_best_val",
+    "max_grad_norm",
+    "norm_groups",
+    "accountant",
+];
+const GAP_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "hops",
+    "encoder_layers",
+    "base_layers",
+    "head_layers",
+    "batch_norm",
+    "batch_size",
+    "select_best_val",
+];
+const GAP_EDP_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "hops",
+    "encoder_layers",
+    "base_layers",
+    "head_layers",
+    "batch_norm",
+    "batch_size",
+    "select_best_val",
+    "accountant",
+];
+const GAP_NDP_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "hops",
+    "encoder_layers",
+    "base_layers",
+    "head_layers",
+    "batch_norm",
+    "batch_size",
+    "select_best_val",
+    "accountant",
+    "max_degree",
+    "max_grad_norm",
+    "norm_groups",
+];
+const PROGAP_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "depth",
+    "base_layers",
+    "head_layers",
+    "layerwise",
+    "batch_norm",
+    "batch_size",
+    "select_best_val",
+];
+const PROGAP_EDP_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "depth",
+    "base_layers",
+    "head_layers",
+    "layerwise",
+    "batch_norm",
+    "batch_size",
+    "select_best_val",
+    "accountant",
+];
+const PROGAP_NDP_KNOBS: &[&str] = &[
+    "hidden",
+    "weight_decay",
+    "dropout",
+    "activation",
+    "optimizer",
+    "depth",
+    "base_layers",
+    "head_layers",
+    "layerwise",
+    "batch_norm",
+    "batch_size",
+    "select_best_val",
+    "accountant",
+    "max_degree",
+    "max_grad_norm",
+    "norm_groups",
+];
+
+/// A method of this module; the fields that differ are given.
+const fn entry(
+    name: &'static str,
+    about: &'static str,
+    unit: PrivacyUnit,
+    takes_epsilon: bool,
+    knobs: &'static [&'static str],
+    train: fn(&Recipe, &Dataset, u64) -> Result<TrainedRun>,
+    load: Loader,
+) -> MethodSpec {
+    let node = matches!(unit, PrivacyUnit::Node);
+    MethodSpec {
+        name,
+        about,
+        unit,
+        takes_epsilon,
+        utility: UtilityMetric::Accuracy,
+        split: crate::data::SplitRatios::GAP,
+        sweeps_local_budgets: false,
+        epochs: if node { 10 } else { 100 },
+        batch_norm: true,
+        knobs,
+        defaults: no_defaults,
+        check: no_check,
+        train,
+        budget,
+        load: Some(load),
+        unsound: false,
+    }
+}
+
+pub const MLP: MethodSpec = entry(
+    "mlp",
+    "MLP on features only: perfect edge-level privacy (edge eps = 0)",
+    PrivacyUnit::Edge,
+    false,
+    MLP_KNOBS,
+    train_mlp,
+    load_mlp,
+);
+pub const DP_MLP: MethodSpec = MethodSpec {
+    batch_norm: false,
+    ..entry(
+        "dp-mlp",
+        "MLP trained with DP-Adam: node-level DP",
+        PrivacyUnit::Node,
+        true,
+        DP_MLP_KNOBS,
+        train_mlp,
+        load_mlp,
+    )
+};
+pub const GAP_INF: MethodSpec =
+    entry("gap-inf", "GAP without noise (eps = inf)", PrivacyUnit::None, false, GAP_KNOBS, train_gap, load_gap);
+pub const GAP_EDP: MethodSpec = entry(
+    "gap-edp",
+    "GAP with edge-level DP (PMA noise; thesis Prop. 6)",
+    PrivacyUnit::Edge,
+    true,
+    GAP_EDP_KNOBS,
+    train_gap,
+    load_gap,
+);
+pub const GAP_NDP: MethodSpec = MethodSpec {
+    batch_norm: false,
+    ..entry(
+        "gap-ndp",
+        "GAP with node-level DP (degree bound, PMA at sensitivity sqrt(D), DP-Adam; Prop. 7)",
+        PrivacyUnit::Node,
+        true,
+        GAP_NDP_KNOBS,
+        train_gap,
+        load_gap,
+    )
+};
+pub const DEMO_GAP_EDP_PLANTED_BUG: MethodSpec = MethodSpec {
+    unsound: true,
+    ..entry(
+        "demo-gap-edp-planted-bug",
+        "PLANTED BUG, a demo only: GAP-EDP whose PMA noise is calibrated to a sensitivity of 0.1 instead \
+         of 1, so it claims its epsilon with 10x too little noise; an audit must flag it",
+        PrivacyUnit::Edge,
+        true,
+        GAP_KNOBS,
+        train_gap,
+        load_gap,
+    )
+};
+pub const DEMO_GAP_EDP_NOISE_OFF: MethodSpec = MethodSpec {
+    unsound: true,
+    ..entry(
+        "demo-gap-edp-noise-off",
+        "PLANTED BUG, a demo only: GAP-EDP with its aggregation noise switched off while it still claims \
+         GAP-EDP's epsilon; the edge canary audit must report a violation",
+        PrivacyUnit::Edge,
+        true,
+        GAP_KNOBS,
+        train_gap,
+        load_gap,
+    )
+};
+pub const PROGAP_INF: MethodSpec = MethodSpec {
+    batch_norm: false,
+    ..entry("progap-inf", "ProGAP without noise", PrivacyUnit::None, false, PROGAP_KNOBS, train_progap, load_progap)
+};
+pub const PROGAP_EDP: MethodSpec = MethodSpec {
+    batch_norm: false,
+    ..entry(
+        "progap-edp",
+        "ProGAP with edge-level DP (Theorem 4)",
+        PrivacyUnit::Edge,
+        true,
+        PROGAP_EDP_KNOBS,
+        train_progap,
+        load_progap,
+    )
+};
+pub const PROGAP_NDP: MethodSpec = MethodSpec {
+    epochs: 5,
+    ..entry(
+        "progap-ndp",
+        "ProGAP with node-level DP (Theorem 5)",
+        PrivacyUnit::Node,
+        true,
+        PROGAP_NDP_KNOBS,
+        train_progap,
+        load_progap,
+    )
+};

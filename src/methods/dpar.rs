@@ -94,49 +94,9 @@ impl Variant {
     }
 }
 
-/// The DPAR knobs of a recipe (all optional; None = the default below). Fields not used by the
-/// method are refused by [`check_knobs`].
-pub const KNOBS: [&str; 10] =
-    ["alpha_ppr", "top_k", "m_rows", "c1", "c2", "tau", "ref_cap", "q_prime", "epsilon_pr_fraction", "calibration"];
-
-/// Which DPAR knobs a recipe sets.
-fn knobs_set(r: &Recipe) -> Vec<&'static str> {
-    let set = [
-        r.alpha_ppr.is_some(),
-        r.top_k.is_some(),
-        r.m_rows.is_some(),
-        r.c1.is_some(),
-        r.c2.is_some(),
-        r.tau.is_some(),
-        r.ref_cap.is_some(),
-        r.q_prime.is_some(),
-        r.epsilon_pr_fraction.is_some(),
-        r.calibration.is_some(),
-    ];
-    KNOBS.iter().zip(set).filter(|(_, s)| *s).map(|(k, _)| *k).collect()
-}
-
-/// Refuses DPAR knobs on other methods and, on a DPAR method, knobs it does not use; checks
-/// every value's range. Called by `Recipe::validate`.
+/// Checks every DPAR knob's range (the registry refuses the knobs a variant does not read).
 pub fn check_knobs(r: &Recipe) -> Result<()> {
-    let Some(v) = Variant::of(r.method) else {
-        if let Some(k) = knobs_set(r).first() {
-            return Err(Error::invalid(*k, format!("is a DPAR knob; method {} does not use it", r.method.name())));
-        }
-        return Ok(());
-    };
-    for k in knobs_set(r) {
-        let used = match k {
-            "alpha_ppr" => v.uses_appr(),
-            "top_k" => v != Variant::Features,
-            "c1" => v == Variant::Gm,
-            "c2" => matches!(v, Variant::Em0 | Variant::Em1),
-            "ref_cap" => v.capped(),
-            "epsilon_pr_fraction" | "calibration" => v.private_appr(),
-            _ => true,
-        };
-        ensure!(used, Error::invalid(k, format!("method {} does not use it", r.method.name())));
-    }
+    let v = Variant::of(r.method).ok_or_else(|| Error::invalid("method", "not a DPAR method"))?;
     let c = DparConfig::from_recipe(r);
     ensure!(
         c.appr.alpha > 0.0 && c.appr.alpha < 1.0,
@@ -531,6 +491,33 @@ pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<Traine
     train(data, &DparConfig::from_recipe(recipe), seed)
 }
 
+/// The sound budget of a run over `noise`'s rows (training and `account budget` share it), with
+/// the thesis's own total as `paper_epsilon` and the run's figures in `info`.
+fn claim(cfg: &DparConfig, noise: &DparNoise, delta: f64, mut info: Vec<(String, f64)>) -> Result<Budget> {
+    Ok(if cfg.private() {
+        let event = cfg.event(&noise);
+        match noise.appr {
+            Some(ApprNoise::Gm { sigma }) => info.push(("sigma_pr".into(), sigma)),
+            Some(ApprNoise::Em { eps, eps2 }) => {
+                info.push(("em_epsilon_per_pick".into(), eps));
+                if let Some(e2) = eps2 {
+                    info.push(("em_epsilon2".into(), e2));
+                }
+            }
+            None => {}
+        }
+        if noise.appr.is_some() {
+            info.push(("epsilon_pr_target".into(), noise.eps_pr));
+        }
+        info.push(("sigma_sgd".into(), noise.sigma_sgd));
+        info.push(("q_prime".into(), cfg.q_prime));
+        info.push(("paper_epsilon".into(), cfg.paper_epsilon(&noise, delta)?));
+        budget(&event, PrivacyUnit::Node, cfg.epsilon, delta, info)?
+    } else {
+        Budget { noise: info, ..Budget::non_private() }
+    })
+}
+
 /// Trains DPAR on `data` (which must carry a split): the training split is the private graph,
 /// val + test the disjoint test graph.
 pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> {
@@ -625,7 +612,7 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> 
     model.posteriors = model.logits(&x_all).softmax(-1, Kind::Float);
 
     let mean_degree = g.num_directed_edges() as f64 / g.num_nodes() as f64;
-    let mut info = vec![
+    let info = vec![
         ("kept_nodes".to_string(), kept.len() as f64),
         ("kept_mean_degree".to_string(), mean_degree),
         ("rows".to_string(), m as f64),
@@ -633,27 +620,162 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> 
         ("cap_dropped_entries".to_string(), dropped as f64),
         ("steps".to_string(), noise.steps as f64),
     ];
-    let spent = if private {
-        let event = cfg.event(&noise);
-        match noise.appr {
-            Some(ApprNoise::Gm { sigma }) => info.push(("sigma_pr".into(), sigma)),
-            Some(ApprNoise::Em { eps, eps2 }) => {
-                info.push(("em_epsilon_per_pick".into(), eps));
-                if let Some(e2) = eps2 {
-                    info.push(("em_epsilon2".into(), e2));
-                }
-            }
-            None => {}
-        }
-        if noise.appr.is_some() {
-            info.push(("epsilon_pr_target".into(), noise.eps_pr));
-        }
-        info.push(("sigma_sgd".into(), noise.sigma_sgd));
-        info.push(("q_prime".into(), cfg.q_prime));
-        info.push(("paper_epsilon".into(), cfg.paper_epsilon(&noise, delta)?));
-        budget(&event, PrivacyUnit::Node, cfg.epsilon, delta, info)?
-    } else {
-        Budget { noise: info, ..Budget::non_private() }
-    };
+    let spent = claim(cfg, &noise, delta, info)?;
     Ok(TrainedRun { model: Box::new(model), accuracy: acc, budget: spent, seconds: start.elapsed().as_secs_f64() })
 }
+// ---------------------------------------------------------------- registry entries
+
+use crate::methods::registry::MethodSpec;
+
+/// The budget of a run with `seed`: the same node subsampling as [`train`] fixes the row count M.
+fn dpar_budget(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<Budget> {
+    let cfg = DparConfig::from_recipe(recipe);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xd9a2_5eed);
+    let kept = data.split()?.train.iter().filter(|_| rng.gen::<f64>() < cfg.q_prime).count();
+    ensure!(
+        kept > 0,
+        Error::invalid("q_prime", format!("no training node was kept at q' = {} (raise it)", cfg.q_prime))
+    );
+    let m = cfg.m_rows.unwrap_or(kept).min(kept) as u64;
+    let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
+    claim(&cfg, &cfg.calibrate(m, delta)?, delta, vec![])
+}
+
+fn dpar_defaults(r: &mut Recipe) {
+    // Thesis l.1241: 2-layer net, hidden 32, lr 0.005, batch 60, 200 epochs (PPRGo: ReLU).
+    (r.hidden, r.lr, r.activation, r.batch_size, r.epochs) = (32, 0.005, Activation::Relu, Some(60), Some(200));
+}
+
+/// The knobs of each variant: the network and DP-SGD ones, plus what its rows need (APPR's alpha,
+/// the top-K, GM's row clip C1 or EM's entry clip C2, the referenced-row cap, the DP-APPR share).
+const GM_KNOBS: &[&str] = &[
+    "hidden",
+    "activation",
+    "optimizer",
+    "weight_decay",
+    "batch_size",
+    "max_grad_norm",
+    "m_rows",
+    "tau",
+    "q_prime",
+    "alpha_ppr",
+    "top_k",
+    "c1",
+    "ref_cap",
+    "epsilon_pr_fraction",
+    "calibration",
+];
+const EM_KNOBS: &[&str] = &[
+    "hidden",
+    "activation",
+    "optimizer",
+    "weight_decay",
+    "batch_size",
+    "max_grad_norm",
+    "m_rows",
+    "tau",
+    "q_prime",
+    "alpha_ppr",
+    "top_k",
+    "c2",
+    "ref_cap",
+    "epsilon_pr_fraction",
+    "calibration",
+];
+const DPSGD_KNOBS: &[&str] = &[
+    "hidden",
+    "activation",
+    "optimizer",
+    "weight_decay",
+    "batch_size",
+    "max_grad_norm",
+    "m_rows",
+    "tau",
+    "q_prime",
+    "alpha_ppr",
+    "top_k",
+];
+const FEATURES_KNOBS: &[&str] =
+    &["hidden", "activation", "optimizer", "weight_decay", "batch_size", "max_grad_norm", "m_rows", "tau", "q_prime"];
+const RANDOM_KNOBS: &[&str] = &[
+    "hidden",
+    "activation",
+    "optimizer",
+    "weight_decay",
+    "batch_size",
+    "max_grad_norm",
+    "m_rows",
+    "tau",
+    "q_prime",
+    "top_k",
+    "ref_cap",
+];
+const VANILLA_KNOBS: &[&str] = &[
+    "hidden",
+    "activation",
+    "optimizer",
+    "weight_decay",
+    "batch_size",
+    "m_rows",
+    "tau",
+    "q_prime",
+    "alpha_ppr",
+    "top_k",
+];
+
+const fn entry(name: &'static str, about: &'static str, private: bool, knobs: &'static [&'static str]) -> MethodSpec {
+    MethodSpec {
+        name,
+        about,
+        unit: if private { PrivacyUnit::Node } else { PrivacyUnit::None },
+        takes_epsilon: private,
+        utility: crate::methods::UtilityMetric::Accuracy,
+        split: crate::data::SplitRatios::GAP,
+        sweeps_local_budgets: false,
+        epochs: 200,
+        batch_norm: true,
+        knobs,
+        defaults: dpar_defaults,
+        check: check_knobs,
+        train: train_recipe,
+        budget: dpar_budget,
+        load: Some(load_checkpoint),
+        unsound: false,
+    }
+}
+
+pub const DPAR_GM: MethodSpec = entry(
+    "dpar-gm",
+    "DPAR (Zhang thesis ch.5): node-level DP by Gaussian DP-APPR rows (Alg. 7) + DP-SGD with the \
+     referenced-row cap; --epsilon is the node-level total",
+    true,
+    GM_KNOBS,
+);
+pub const DPAR_EM0: MethodSpec =
+    entry("dpar-em0", "DPAR with Gumbel top-K DP-APPR rows of weight 1/K (Alg. 8 option 1)", true, EM_KNOBS);
+pub const DPAR_EM1: MethodSpec = entry(
+    "dpar-em1",
+    "DPAR with Gumbel top-K DP-APPR rows carrying Laplace-noised values (Alg. 8 option 2)",
+    true,
+    EM_KNOBS,
+);
+pub const DPAR_DPSGD: MethodSpec = entry(
+    "dpar-dpsgd",
+    "DPAR baseline DPSGD: non-private APPR rows, DP-SGD at step sensitivity 2BC",
+    true,
+    DPSGD_KNOBS,
+);
+pub const DPAR_FEATURES: MethodSpec = entry(
+    "dpar-features",
+    "DPAR baseline Features: Pi = I, node-level DP-SGD on the features (Poisson batches)",
+    true,
+    FEATURES_KNOBS,
+);
+pub const DPAR_RANDOM: MethodSpec = entry(
+    "dpar-random",
+    "DPAR baseline Random: K random columns per row, DP-SGD with the referenced-row cap",
+    true,
+    RANDOM_KNOBS,
+);
+pub const DPAR_INF: MethodSpec =
+    entry("dpar-inf", "DPAR Vanilla (PPRGo): APPR rows and plain training, no privacy", false, VANILLA_KNOBS);

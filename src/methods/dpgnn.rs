@@ -340,13 +340,10 @@ fn accuracy(logits: &Tensor, y: &Tensor, idx: &[usize]) -> f64 {
     pred.eq_tensor(&y.index_select(0, &i)).to_kind(Kind::Float).mean(Kind::Float).double_value(&[])
 }
 
-/// Calibrates the noise scale for the target (epsilon, delta) and trains DP-GNN on `data` (which
-/// must carry a split). The degree bound is applied here, with the run's seed.
-pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun> {
-    let split = data.split()?;
-    cfg.validate(split.train.len())?;
-    let start = std::time::Instant::now();
-    let n_train = split.train.len();
+/// The budget of a run on `data` with the noise scales calibrated to it (training and
+/// `gnnaudit account budget` share it).
+fn spend(data: &Dataset, cfg: &DpgnnConfig) -> Result<(Budget, f64, f64)> {
+    let n_train = data.split()?.train.len();
     let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
     let (noise_scale, inference_scale) = cfg.calibrate(n_train, delta)?;
     let event = cfg.event(n_train, noise_scale, inference_scale);
@@ -365,6 +362,17 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
     if cfg.row_clipping {
         rowclip::label_unsound(&mut spent);
     }
+    Ok((spent, noise_scale, inference_scale))
+}
+
+/// Calibrates the noise scale for the target (epsilon, delta) and trains DP-GNN on `data` (which
+/// must carry a split). The degree bound is applied here, with the run's seed.
+pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun> {
+    let split = data.split()?;
+    cfg.validate(split.train.len())?;
+    let start = std::time::Instant::now();
+    let n_train = split.train.len();
+    let (spent, noise_scale, inference_scale) = spend(data, cfg)?;
     tch::manual_seed(seed as i64);
     let bounded = training_graph(data, cfg, seed)?;
     let (table, table_mask) = neighbour_table(&bounded.graph, cfg.max_degree);
@@ -490,6 +498,63 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
     };
     Ok(cfg)
 }
+
+// ---------------------------------------------------------------- registry entries
+
+use crate::methods::registry::{no_check, MethodSpec};
+
+fn dpgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+    let cfg = config(recipe, data)?;
+    cfg.validate(data.split()?.train.len())?;
+    spend(data, &cfg).map(|s| s.0)
+}
+
+fn dpgnn_defaults(r: &mut crate::methods::Recipe) {
+    // DP-GNN's tuned degree bound, width and learning rate.
+    let d = DpgnnConfig::default();
+    (r.max_degree, r.hidden, r.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
+}
+
+const KNOBS: &[&str] = &[
+    "max_degree",
+    "batch_size",
+    "max_grad_norm",
+    "hidden",
+    "base_layers",
+    "head_layers",
+    "weight_decay",
+    "dropout",
+    "batch_norm",
+    "norm_groups",
+    "inference_budget",
+];
+
+pub const DPGNN: MethodSpec = MethodSpec {
+    name: "dpgnn",
+    about: "DP-GNN (Daigavane et al. 2021; SAGE-NDP): node-level DP-Adam on a degree-bounded graph",
+    unit: PrivacyUnit::Node,
+    takes_epsilon: true,
+    utility: crate::methods::UtilityMetric::Accuracy,
+    split: crate::data::SplitRatios::GAP,
+    sweeps_local_budgets: false,
+    epochs: 10,
+    batch_norm: false,
+    knobs: KNOBS,
+    defaults: dpgnn_defaults,
+    check: no_check,
+    train: train_recipe,
+    budget: dpgnn_budget,
+    load: Some(load_checkpoint),
+    unsound: false,
+};
+pub const DPGNN_ROWCLIP: MethodSpec = MethodSpec {
+    name: "dpgnn-rowclip",
+    about: "UNSOUND, for auditing only: DP-GNN as the reference code runs it (in-degree bound only, one \
+            clipped gradient per row of each batch's 1-hop subgraph) under DP-GNN's noise, which assumes \
+            K+1 clipped terms per node; `gnnaudit replay` flags it",
+    unsound: true,
+    ..DPGNN
+};
 
 #[cfg(test)]
 mod tests {

@@ -626,7 +626,6 @@ pub fn load_checkpoint(
 
 /// The [`LpgnnConfig`] of a recipe (see [`train_recipe`]).
 pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
-    let d = LpgnnConfig::default();
     LpgnnConfig {
         epsilon_x: recipe.epsilon_x,
         epsilon_y: recipe.epsilon_y,
@@ -638,9 +637,52 @@ pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
         multibit_m: recipe.multibit_m,
         delta: recipe.delta,
         hidden: recipe.hidden as i64,
-        dropout: if recipe.dropout > 0.0 { recipe.dropout } else { d.dropout },
+        dropout: recipe.dropout,
         learning_rate: recipe.lr,
-        weight_decay: if recipe.weight_decay > 0.0 { recipe.weight_decay } else { d.weight_decay },
+        weight_decay: recipe.weight_decay,
         epochs: recipe.epochs(),
     }
 }
+// ---------------------------------------------------------------- registry entries
+
+use crate::methods::registry::{no_check, MethodSpec};
+
+fn lpgnn_defaults(r: &mut crate::methods::Recipe) {
+    let d = LpgnnConfig::default();
+    (r.dropout, r.weight_decay) = (d.dropout, d.weight_decay);
+}
+
+fn lpgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+    config(recipe).budget(data.num_features())
+}
+
+pub const LPGNN: MethodSpec = MethodSpec {
+    name: "lpgnn",
+    about: "LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y)",
+    unit: PrivacyUnit::Local,
+    takes_epsilon: false,
+    utility: crate::methods::UtilityMetric::Accuracy,
+    split: crate::data::SplitRatios::LPGNN,
+    sweeps_local_budgets: true,
+    epochs: 500,
+    batch_norm: true,
+    knobs: &[
+        "epsilon_x",
+        "epsilon_y",
+        "kx",
+        "ky",
+        "training",
+        "backbone",
+        "features",
+        "multibit_m",
+        "hidden",
+        "dropout",
+        "weight_decay",
+    ],
+    defaults: lpgnn_defaults,
+    check: no_check,
+    train: train_recipe,
+    budget: lpgnn_budget,
+    load: Some(load_checkpoint),
+    unsound: false,
+};

@@ -17,6 +17,7 @@ pub mod pate;
 pub mod pgc;
 pub mod pgc_vgae;
 pub mod recipe;
+pub mod registry;
 pub mod release;
 pub mod rgnn;
 pub mod size;
@@ -25,6 +26,7 @@ pub mod white_box;
 pub use crate::train::Accuracy;
 pub use checkpoint::{load_model, LoadedModel};
 pub use recipe::{Method, Recipe, UtilityMetric};
+pub use registry::MethodSpec;
 
 /// A trained target as a deployment exposes it. Attacks reach it only through the adapters in
 /// `audit`, which hand each attack what its threat model allows.
@@ -85,30 +87,15 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
     recipe.validate()?;
     data.split()?;
     let start = std::time::Instant::now();
-    let mut run = match recipe.method {
-        Method::Mlp => decoupled::train_mlp(recipe, data, seed)?,
-        Method::DpMlp => decoupled::train_mlp(recipe, data, seed)?,
-        Method::GapInf => decoupled::train_gap(recipe, data, seed)?,
-        Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => {
-            decoupled::train_gap(recipe, data, seed)?
-        }
-        Method::GapNdp => decoupled::train_gap(recipe, data, seed)?,
-        Method::ProgapInf => decoupled::train_progap(recipe, data, seed)?,
-        Method::ProgapEdp => decoupled::train_progap(recipe, data, seed)?,
-        Method::ProgapNdp => decoupled::train_progap(recipe, data, seed)?,
-        Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => {
-            crate::methods::backbone::train_recipe(recipe, data, seed)?
-        }
-        Method::Dpgnn | Method::DpgnnRowclip => crate::methods::dpgnn::train_recipe(recipe, data, seed)?,
-        Method::Lpgnn => crate::methods::lpgnn::train_recipe(recipe, data, seed)?,
-        Method::Rgnn => crate::methods::rgnn::train_recipe(recipe, data, seed)?,
-        Method::Pgc => crate::methods::pgc::train_recipe(recipe, data, seed)?,
-        Method::PgcVgae => crate::methods::pgc_vgae::train_recipe(recipe, data, seed)?,
-        Method::ClassDpMlp | Method::SubclassDpMlp => crate::methods::class_dp::train_recipe(recipe, data, seed)?,
-        Method::GraphPate => crate::methods::pate::train_recipe(recipe, data, seed)?,
-        m if m.is_dpar() => crate::methods::dpar::train_recipe(recipe, data, seed)?,
-        m => unreachable!("{} has no train arm", m.name()),
-    };
+    let mut run = (recipe.method.spec().train)(recipe, data, seed)?;
     run.seconds = start.elapsed().as_secs_f64();
     Ok(run)
+}
+
+/// The budget `train` would claim for `recipe` on `data` with `seed`, without training (the
+/// method's registry `budget`, which its training also uses).
+pub fn budget(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<Budget> {
+    recipe.validate()?;
+    data.split()?;
+    (recipe.method.spec().budget)(recipe, data, seed)
 }

@@ -325,3 +325,46 @@ pub fn config(recipe: &crate::methods::Recipe) -> PgcConfig {
         max_epochs: recipe.epochs(),
     }
 }
+// ---------------------------------------------------------------- registry entries
+
+use crate::methods::registry::MethodSpec;
+
+fn pgc_defaults(r: &mut crate::methods::Recipe) {
+    // Table 2.2, Cora row; hidden 32 (section 2.6.4).
+    (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.5);
+}
+
+/// PGC and PGC-VGAE: RAW randomises nothing, so an epsilon for it would be a false claim.
+pub fn check_mechanism(r: &crate::methods::Recipe) -> Result<()> {
+    if r.epsilon.is_some() && r.mechanism == crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind::Raw {
+        return Err(Error::invalid("mechanism", "raw randomises nothing: omit --epsilon for the RAW row"));
+    }
+    Ok(())
+}
+
+fn pgc_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+    config(recipe).budget(data.num_features())
+}
+
+/// The knobs of PGC and PGC-VGAE.
+pub const KNOBS: &[&str] = &["mechanism", "hidden", "dropout", "weight_decay"];
+
+pub const PGC: MethodSpec = MethodSpec {
+    name: "pgc",
+    about: "PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per feature; \
+            the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row",
+    unit: PrivacyUnit::Local,
+    takes_epsilon: true,
+    utility: crate::methods::UtilityMetric::Accuracy,
+    split: crate::data::SplitRatios::GAP,
+    sweeps_local_budgets: false,
+    epochs: 500,
+    batch_norm: true,
+    knobs: KNOBS,
+    defaults: pgc_defaults,
+    check: check_mechanism,
+    train: train_recipe,
+    budget: pgc_budget,
+    load: Some(load_checkpoint),
+    unsound: false,
+};

@@ -7,152 +7,12 @@ use crate::privacy::accountant::PrivacyUnit;
 use crate::privacy::dpsgd::OptimizerKind;
 use serde::{Deserialize, Serialize};
 
-/// Training methods. Each has one arm in [`crate::methods::train`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum, Default)]
-#[serde(rename_all = "kebab-case")]
-#[value(rename_all = "kebab-case")]
-pub enum Method {
-    /// MLP on features only: perfect edge-level privacy (edge eps = 0).
-    Mlp,
-    /// MLP trained with DP-Adam: node-level DP.
-    DpMlp,
-    /// GAP without noise (eps = inf).
-    GapInf,
-    /// GAP with edge-level DP (PMA noise; thesis Prop. 6).
-    #[default]
-    GapEdp,
-    /// GAP with node-level DP (degree bound, PMA at sensitivity sqrt(D), DP-Adam; Prop. 7).
-    GapNdp,
-    /// PLANTED BUG, a demo only: GAP-EDP whose PMA noise is calibrated to a sensitivity of 0.1
-    /// instead of 1, so it claims its epsilon with 10x too little noise. An audit must flag it.
-    #[value(name = "demo-gap-edp-planted-bug")]
-    #[serde(rename = "demo-gap-edp-planted-bug")]
-    DemoGapEdpPlantedBug,
-    /// PLANTED BUG, a demo only: GAP-EDP with its aggregation noise switched off (sigma = 0) while
-    /// it still claims GAP-EDP's epsilon. The edge canary audit must report a violation.
-    #[value(name = "demo-gap-edp-noise-off")]
-    #[serde(rename = "demo-gap-edp-noise-off")]
-    DemoGapEdpNoiseOff,
-    /// ProGAP without noise.
-    ProgapInf,
-    /// ProGAP with edge-level DP (Theorem 4).
-    ProgapEdp,
-    /// ProGAP with node-level DP (Theorem 5).
-    ProgapNdp,
-    /// GraphSAGE, non-private (pre-MLP, 1-5 SAGE layers, jumping knowledge, post-MLP).
-    Sage,
-    /// GraphSAGE on a graph perturbed by asymmetric randomized response (EdgeRand): edge-level DP.
-    SageEdp,
-    /// GCN (2 layers), non-private.
-    Gcn,
-    /// GAT (2 layers, 4 heads), non-private.
-    Gat,
-    /// DP-GNN (Daigavane et al. 2021; SAGE-NDP): node-level DP-Adam on a degree-bounded graph.
-    Dpgnn,
-    /// UNSOUND, for auditing only: DP-GNN as the reference code runs it (in-degree bound only,
-    /// one clipped gradient per row of each batch's 1-hop subgraph) under DP-GNN's noise, which
-    /// assumes K+1 clipped terms per node. Its epsilon is not a guarantee; `gnnaudit replay` flags it.
-    DpgnnRowclip,
-    /// LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y).
-    Lpgnn,
-    /// RGNN (Bhaila et al.): GRR-FS features (--epsilon-x per sampled feature, --sampled m), GRR
-    /// labels (--epsilon-y), frequency-estimation reconstruction and the label-proportion loss.
-    Rgnn,
-    /// PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per
-    /// feature; the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row.
-    Pgc,
-    /// Graph PATE (thesis ch.3 adapted, spec 5.7): GNN teachers on disjoint node partitions,
-    /// Confident-GNMax labelling of public nodes, a GNN student (--student plain|coteach|
-    /// coteach-plus|cleanse = PATE, co-teaching, PATE+, PATE++); node-level DP.
-    GraphPate,
-    /// DPAR (Zhang thesis ch.5): node-level DP by Gaussian DP-APPR rows (Alg. 7) + DP-SGD with
-    /// the referenced-row cap; --epsilon is the node-level total (see models::dpar_method).
-    DparGm,
-    /// DPAR with Gumbel top-K DP-APPR rows of weight 1/K (Alg. 8 option 1).
-    #[value(name = "dpar-em0")]
-    #[serde(rename = "dpar-em0")]
-    DparEm0,
-    /// DPAR with Gumbel top-K DP-APPR rows carrying Laplace-noised values (Alg. 8 option 2).
-    #[value(name = "dpar-em1")]
-    #[serde(rename = "dpar-em1")]
-    DparEm1,
-    /// DPAR baseline DPSGD: non-private APPR rows, DP-SGD at step sensitivity 2BC.
-    DparDpsgd,
-    /// DPAR baseline Features: Pi = I, node-level DP-SGD on the features (Poisson batches).
-    DparFeatures,
-    /// DPAR baseline Random: K random columns per row, DP-SGD with the referenced-row cap.
-    DparRandom,
-    /// DPAR Vanilla (PPRGo): APPR rows and plain training, no privacy.
-    DparInf,
-    /// Class-level DP-SGD (Zhang thesis ch.4 Algorithm 5) on an MLP: classes Poisson-sampled at
-    /// --unit-rate, each class's mean gradient clipped, Gaussian noise; --epsilon is per class.
-    ClassDpMlp,
-    /// Subclass-level DP-SGD: Algorithm 5 over --subclasses k-means clusters per class; --epsilon
-    /// is per subclass.
-    SubclassDpMlp,
-    /// PGC link prediction (thesis ch.2): a VGAE whose first layer reads PGC's estimate of the
-    /// privatised features (--mechanism, --epsilon per feature); 85/5/10 edge split; ROC-AUC.
-    PgcVgae,
-}
+pub use super::registry::Method;
 
 impl Method {
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Mlp => "mlp",
-            Method::DpMlp => "dp-mlp",
-            Method::GapInf => "gap-inf",
-            Method::GapEdp => "gap-edp",
-            Method::GapNdp => "gap-ndp",
-            Method::DemoGapEdpPlantedBug => "demo-gap-edp-planted-bug",
-            Method::DemoGapEdpNoiseOff => "demo-gap-edp-noise-off",
-            Method::ProgapInf => "progap-inf",
-            Method::ProgapEdp => "progap-edp",
-            Method::ProgapNdp => "progap-ndp",
-            Method::Sage => "sage",
-            Method::SageEdp => "sage-edp",
-            Method::Gcn => "gcn",
-            Method::Gat => "gat",
-            Method::Dpgnn => "dpgnn",
-            Method::DpgnnRowclip => "dpgnn-rowclip",
-            Method::Lpgnn => "lpgnn",
-            Method::Rgnn => "rgnn",
-            Method::Pgc => "pgc",
-            Method::GraphPate => "graph-pate",
-            Method::DparGm => "dpar-gm",
-            Method::DparEm0 => "dpar-em0",
-            Method::DparEm1 => "dpar-em1",
-            Method::DparDpsgd => "dpar-dpsgd",
-            Method::DparFeatures => "dpar-features",
-            Method::DparRandom => "dpar-random",
-            Method::DparInf => "dpar-inf",
-            Method::ClassDpMlp => "class-dp-mlp",
-            Method::SubclassDpMlp => "subclass-dp-mlp",
-            Method::PgcVgae => "pgc-vgae",
-        }
-    }
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
     pub fn privacy_unit(self) -> PrivacyUnit {
-        match self {
-            Method::Mlp | Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => {
-                PrivacyUnit::Edge
-            }
-            Method::ProgapEdp => PrivacyUnit::Edge,
-            Method::DpMlp | Method::GapNdp | Method::ProgapNdp => PrivacyUnit::Node,
-            Method::GapInf | Method::ProgapInf => PrivacyUnit::None,
-            Method::Sage | Method::Gcn | Method::Gat => PrivacyUnit::None,
-            Method::SageEdp => PrivacyUnit::Edge,
-            Method::Dpgnn | Method::DpgnnRowclip | Method::GraphPate => PrivacyUnit::Node,
-            Method::Lpgnn | Method::Rgnn | Method::Pgc | Method::PgcVgae => PrivacyUnit::Local,
-            Method::DparInf => PrivacyUnit::None,
-            Method::DparGm
-            | Method::DparEm0
-            | Method::DparEm1
-            | Method::DparDpsgd
-            | Method::DparFeatures
-            | Method::DparRandom => PrivacyUnit::Node,
-            Method::ClassDpMlp => PrivacyUnit::Class,
-            Method::SubclassDpMlp => PrivacyUnit::Subclass,
-        }
+        self.spec().unit
     }
     /// Trained with DP-Adam (node level).
     pub fn is_node_level(self) -> bool {
@@ -160,41 +20,15 @@ impl Method {
     }
     /// Needs an epsilon to calibrate noise (None means no noise).
     pub fn takes_epsilon(self) -> bool {
-        matches!(
-            self,
-            Method::DpMlp
-                | Method::GapEdp
-                | Method::DemoGapEdpPlantedBug
-                | Method::DemoGapEdpNoiseOff
-                | Method::GapNdp
-                | Method::ProgapEdp
-                | Method::ProgapNdp
-                | Method::SageEdp
-                | Method::Dpgnn
-                | Method::DpgnnRowclip
-                | Method::Pgc
-                | Method::ClassDpMlp
-                | Method::SubclassDpMlp
-                | Method::GraphPate
-                | Method::PgcVgae
-        ) || (self.is_dpar() && self != Method::DparInf)
+        self.spec().takes_epsilon
     }
-    /// The DPAR family (models::dpar_method).
+    /// The DPAR family (methods::dpar).
     pub fn is_dpar(self) -> bool {
-        matches!(
-            self,
-            Method::DparGm
-                | Method::DparEm0
-                | Method::DparEm1
-                | Method::DparDpsgd
-                | Method::DparFeatures
-                | Method::DparRandom
-                | Method::DparInf
-        )
+        super::dpar::Variant::of(self).is_some()
     }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
     pub fn is_unsound(self) -> bool {
-        self == Method::DpgnnRowclip
+        self.spec().unsound
     }
     pub fn is_gap(self) -> bool {
         matches!(
@@ -208,10 +42,7 @@ impl Method {
     }
     /// What the utility measures: accuracy (node classification) or ROC-AUC (link prediction).
     pub fn utility_metric(self) -> UtilityMetric {
-        match self {
-            Method::PgcVgae => UtilityMetric::RocAuc,
-            _ => UtilityMetric::Accuracy,
-        }
+        self.spec().utility
     }
     pub fn is_progap(self) -> bool {
         matches!(self, Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp)
@@ -439,33 +270,10 @@ impl Default for Recipe {
 const NDP_GROUPS_PROGAP: usize = 1;
 
 impl Recipe {
+    /// The method's recipe: `Recipe::default()` with the method's own defaults on top.
     pub fn new(method: Method, epsilon: Option<f64>) -> Self {
         let mut r = Recipe { method, epsilon, ..Default::default() };
-        if matches!(method, Method::Dpgnn | Method::DpgnnRowclip) {
-            // DP-GNN's tuned degree bound, width and learning rate (models::dpgnn's defaults).
-            let d = crate::methods::dpgnn::DpgnnConfig::default();
-            (r.max_degree, r.hidden, r.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
-        }
-        if method == Method::Rgnn {
-            r.ky = 16; // the RGNN code's K_y (LPGNN's Cora default is 8)
-        }
-        if method == Method::SageEdp {
-            // The reference's `gnn edge` uses mean aggregation; on the randomized-response graph
-            // (many added edges, inflated degrees) sum aggregation loses ~10 points on Cora.
-            r.aggregation = crate::models::sage::Aggregation::Mean;
-        }
-        if method == Method::Pgc {
-            // Table 2.2, Cora row; hidden 32 (section 2.6.4).
-            (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.5);
-        }
-        if method.is_dpar() {
-            // Thesis l.1241: 2-layer net, hidden 32, lr 0.005, batch 60, 200 epochs (PPRGo: ReLU).
-            (r.hidden, r.lr, r.activation, r.batch_size, r.epochs) = (32, 0.005, Activation::Relu, Some(60), Some(200));
-        }
-        if method == Method::PgcVgae {
-            // Table 2.2, Cora VGAE row; encoder widths 32 -> 16 (section 2.6.4).
-            (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.0);
-        }
+        (method.spec().defaults)(&mut r);
         r
     }
     pub fn hops(&self) -> usize {
@@ -475,13 +283,7 @@ impl Recipe {
         self.depth.unwrap_or(if self.method.is_node_level() { 4 } else { 5 })
     }
     pub fn epochs(&self) -> usize {
-        self.epochs.unwrap_or(match self.method {
-            Method::ProgapNdp => 5,
-            Method::Lpgnn | Method::Pgc | Method::PgcVgae => 500,
-            Method::Rgnn | Method::GraphPate => 100,
-            m if m.is_node_level() => 10,
-            _ => 100,
-        })
+        self.epochs.unwrap_or(self.method.spec().epochs)
     }
     /// The (expected) batch size, None = full batch.
     pub fn batch_size(&self) -> Option<usize> {
@@ -509,17 +311,7 @@ impl Recipe {
         // inputs (noise std sigma sqrt(D)); ProGAP at edge level / non-private does better
         // without batch norm (with it, progressive training overfits the noisy stage inputs:
         // Cora eps 4, 57% with vs 73% without, seed 1), unlike the reference script.
-        let on = self.batch_norm.unwrap_or(match self.method {
-            Method::GapNdp
-            | Method::DpMlp
-            | Method::ProgapInf
-            | Method::ProgapEdp
-            | Method::Dpgnn
-            | Method::DpgnnRowclip
-            | Method::ClassDpMlp
-            | Method::SubclassDpMlp => false,
-            _ => true,
-        });
+        let on = self.batch_norm.unwrap_or(self.method.spec().batch_norm);
         match (on, self.method.is_node_level()) {
             (false, _) => NormKind::None,
             (true, false) => NormKind::Batch,
@@ -528,7 +320,7 @@ impl Recipe {
     }
     /// Is noise added (a finite epsilon for a private method)?
     pub fn is_private(&self) -> bool {
-        if matches!(self.method, Method::Lpgnn | Method::Rgnn) {
+        if self.method.spec().sweeps_local_budgets {
             return self.epsilon_x.is_finite() || self.epsilon_y.is_finite();
         }
         self.method.takes_epsilon() && self.epsilon.is_some()
@@ -596,23 +388,11 @@ impl Recipe {
                 format!("{} must be > 0 and finite: an unbounded clip voids the DP-SGD guarantee", self.max_grad_norm),
             ));
         }
-        if self.method == Method::PgcVgae {
-            crate::methods::pgc_vgae::check_knobs(self)?;
-        }
-        if matches!(self.method, Method::Pgc | Method::PgcVgae)
-            && self.epsilon.is_some()
-            && self.mechanism == crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind::Raw
-        {
-            return Err(Error::invalid("mechanism", "raw randomises nothing: omit --epsilon for the RAW row"));
-        }
         if !self.accountant.is_rdp() {
             // Only the methods whose noise `train::methods` calibrates from one event can follow
             // another accountant; elsewhere the knob would be ignored. (At eps = inf these methods
             // add no noise: an audit grid that includes inf keeps the knob for its finite cells.)
-            let calibrated = matches!(
-                self.method,
-                Method::DpMlp | Method::GapEdp | Method::GapNdp | Method::ProgapEdp | Method::ProgapNdp
-            );
+            let calibrated = self.method.spec().knobs.contains(&"accountant");
             if !calibrated {
                 return Err(Error::invalid(
                     "accountant",
@@ -625,12 +405,28 @@ impl Recipe {
                 ));
             }
         }
-        crate::methods::pate::check_recipe(self)?;
-        crate::methods::dpar::check_knobs(self)?;
-        crate::methods::class_dp::validate(self)?;
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
             if !(e > 0.0) {
                 return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));
+            }
+        }
+        (self.method.spec().check)(self)?;
+        self.refuse_unread_knobs()
+    }
+
+    /// A field the method never reads, set away from the method's default, is an error naming the
+    /// method and the field: nothing is silently ignored.
+    fn refuse_unread_knobs(&self) -> Result<()> {
+        let spec = self.method.spec();
+        let set = serde_json::to_value(self)?;
+        let default = serde_json::to_value(Recipe::new(self.method, self.epsilon))?;
+        for (k, v) in set.as_object().into_iter().flatten() {
+            let read = super::registry::ALWAYS_READ.contains(&k.as_str()) || spec.knobs.contains(&k.as_str());
+            if !read && default.get(k) != Some(v) {
+                return Err(Error::invalid(
+                    k,
+                    format!("{} does not use {k} (it reads {})", spec.name, spec.knobs.join(", ")),
+                ));
             }
         }
         Ok(())

@@ -626,3 +626,52 @@ pub fn config(recipe: &crate::methods::Recipe) -> RgnnConfig {
         epochs: recipe.epochs(),
     }
 }
+// ---------------------------------------------------------------- registry entries
+
+use crate::methods::registry::{no_check, MethodSpec};
+
+fn rgnn_defaults(r: &mut crate::methods::Recipe) {
+    r.ky = 16; // the RGNN code's K_y (LPGNN's Cora default is 8)
+}
+
+/// The budget over the grouped binary features GRR-FS randomises (grouping is deterministic).
+fn rgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+    let cfg = config(recipe);
+    cfg.validate()?;
+    let grouped = grouping::group_features(&data.features, cfg.group_size_for(data.num_features())?)?;
+    cfg.budget(grouped.size()[1] as usize)
+}
+
+pub const RGNN: MethodSpec = MethodSpec {
+    name: "rgnn",
+    about: "RGNN (Bhaila et al.): GRR-FS features (--epsilon-x per sampled feature, --sampled m), GRR labels \
+            (--epsilon-y), frequency-estimation reconstruction and the label-proportion loss",
+    unit: PrivacyUnit::Local,
+    takes_epsilon: false,
+    utility: crate::methods::UtilityMetric::Accuracy,
+    split: crate::data::SplitRatios::LPGNN,
+    sweeps_local_budgets: true,
+    epochs: 100,
+    batch_norm: true,
+    knobs: &[
+        "epsilon_x",
+        "epsilon_y",
+        "sampled",
+        "kx",
+        "ky",
+        "clusters",
+        "alpha",
+        "group_size",
+        "kl_direction",
+        "backbone",
+        "hidden",
+        "dropout",
+        "weight_decay",
+    ],
+    defaults: rgnn_defaults,
+    check: no_check,
+    train: train_recipe,
+    budget: rgnn_budget,
+    load: Some(load_checkpoint),
+    unsound: false,
+};

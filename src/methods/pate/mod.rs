@@ -33,7 +33,7 @@ pub use student::StudentKind;
 use crate::data::{Dataset, Graph, Split};
 use crate::error::{Error, Result};
 use crate::methods::backbone::{self, BaselineSpec, FitConfig, FullBatchModel, GnnKind, Network, TwoLayerGnn};
-use crate::methods::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
+use crate::methods::{Accuracy, Recipe, TrainedModel, TrainedRun};
 use crate::privacy::accountant::{pate as acc, Budget, PrivacyUnit};
 use aggregator::{vote_counts, ConfidentGnmax};
 use rand::seq::SliceRandom;
@@ -90,28 +90,9 @@ pub fn config(r: &Recipe) -> PateConfig {
     }
 }
 
-/// Recipe checks: graph-pate's knobs are in range, other methods do not set them, and graph-pate
-/// refuses the knobs it does not use (each named).
+/// graph-pate's knobs are in range and used by the chosen student (the registry refuses knobs
+/// graph-pate never reads).
 pub fn check_recipe(r: &Recipe) -> Result<()> {
-    let pate_knobs = [
-        ("teachers", r.teachers.is_some()),
-        ("queries", r.queries.is_some()),
-        ("vote_threshold", r.vote_threshold.is_some()),
-        ("check_noise_ratio", r.check_noise_ratio.is_some()),
-        ("student", r.student.is_some()),
-        ("noise_rate", r.noise_rate.is_some()),
-        ("removal_ratio", r.removal_ratio.is_some()),
-        ("count_decay", r.count_decay.is_some()),
-    ];
-    if r.method != Method::GraphPate {
-        if let Some((name, _)) = pate_knobs.iter().find(|(_, set)| *set) {
-            return Err(Error::invalid(
-                *name,
-                format!("is a graph-pate knob; method {} does not use it", r.method.name()),
-            ));
-        }
-        return Ok(());
-    }
     let c = config(r);
     crate::ensure!(
         c.teachers >= 2,
@@ -150,40 +131,6 @@ pub fn check_recipe(r: &Recipe) -> Result<()> {
     if let Some((name, _, who)) = used_by.iter().find(|(_, bad, _)| *bad) {
         return Err(Error::invalid(*name, format!("only {who} use(s) it")));
     }
-    let d = Recipe::new(Method::GraphPate, None);
-    let unused = [
-        ("hops", r.hops.is_some()),
-        ("depth", r.depth.is_some()),
-        ("mp_layers", r.mp_layers.is_some()),
-        ("inference_budget", r.inference_budget.is_some()),
-        ("batch_size", r.batch_size.is_some()),
-        ("base_layers", r.base_layers.is_some()),
-        ("batch_norm", r.batch_norm.is_some()),
-        ("norm_groups", r.norm_groups.is_some()),
-        ("group_size", r.group_size.is_some()),
-        ("max_degree", r.max_degree != d.max_degree),
-        ("max_grad_norm", r.max_grad_norm != d.max_grad_norm),
-        ("mlp_layers", r.mlp_layers != d.mlp_layers),
-        ("encoder_layers", r.encoder_layers != d.encoder_layers),
-        ("head_layers", r.head_layers != d.head_layers),
-        ("layerwise", r.layerwise != d.layerwise),
-        ("epsilon_x", r.epsilon_x != d.epsilon_x),
-        ("epsilon_y", r.epsilon_y != d.epsilon_y),
-        ("kx", r.kx != d.kx),
-        ("ky", r.ky != d.ky),
-        ("sampled", r.sampled != d.sampled),
-        ("clusters", r.clusters != d.clusters),
-        ("alpha", r.alpha != d.alpha),
-        ("features", r.features != d.features),
-        ("training", r.training != d.training),
-        ("mechanism", r.mechanism != d.mechanism),
-        ("aggregation", r.aggregation != d.aggregation),
-        ("activation", r.activation != d.activation),
-        ("optimizer", r.optimizer != d.optimizer),
-    ];
-    if let Some((name, _)) = unused.iter().find(|(_, set)| *set) {
-        return Err(Error::invalid(*name, "graph-pate does not use it"));
-    }
     crate::ensure!(
         r.backbone != GnnKind::Gat,
         Error::invalid("backbone", "graph-pate's teachers and student are gcn or sage")
@@ -211,6 +158,26 @@ pub struct LabellingReport {
     pub sigma1: f64,
     pub sigma2: f64,
     pub threshold: f64,
+}
+
+/// Sigma1, sigma2, the budget and delta of `m` Confident-GNMax queries on a graph of `n` nodes:
+/// sigma2 calibrated to (epsilon, delta) on the sound event (every query charged), sigma1 = ratio
+/// sigma2. Training and `account budget` share it.
+fn calibrate(c: &PateConfig, n: usize, m: usize) -> Result<(f64, f64, Budget, f64)> {
+    let delta = c.delta.unwrap_or_else(|| crate::privacy::accountant::default_delta(n));
+    let (sigma1, sigma2, budget) = match c.epsilon {
+        Some(eps) => {
+            let (ratio, mq) = (c.check_noise_ratio, m as u64);
+            let expr = crate::train::accounting::Expression {
+                unit: PrivacyUnit::Node,
+                event: Box::new(move |s| acc::confident_gnmax_event(mq, ratio * s, s)),
+            };
+            let (s2, b) = expr.calibrate(eps, delta)?;
+            (ratio * s2, s2, b)
+        }
+        None => (0.0, 0.0, Budget::non_private()),
+    };
+    Ok((sigma1, sigma2, budget, delta))
 }
 
 /// Trains graph-pate on `data` (with a split), deterministically given `seed`.
@@ -265,19 +232,7 @@ pub fn train(data: &Dataset, c: &PateConfig, seed: u64) -> Result<(FullBatchMode
 
     // Noise and budget: sigma2 calibrated to (epsilon, delta) on the sound event, sigma1 = ratio sigma2.
     let threshold = c.vote_threshold * c.teachers as f64;
-    let delta = c.delta.unwrap_or_else(|| crate::privacy::accountant::default_delta(n));
-    let (sigma1, sigma2, mut budget) = match c.epsilon {
-        Some(eps) => {
-            let (ratio, mq) = (c.check_noise_ratio, m as u64);
-            let expr = crate::train::accounting::Expression {
-                unit: PrivacyUnit::Node,
-                event: Box::new(move |s| acc::confident_gnmax_event(mq, ratio * s, s)),
-            };
-            let (s2, b) = expr.calibrate(eps, delta)?;
-            (ratio * s2, s2, b)
-        }
-        None => (0.0, 0.0, Budget::non_private()),
-    };
+    let (sigma1, sigma2, mut budget, delta) = calibrate(c, n, m)?;
     let agg = ConfidentGnmax { threshold, sigma1, sigma2 };
     let answers = agg.label(&counts, seed ^ 0x6e6d);
     let answered = answers.iter().filter(|a| a.is_some()).count();
@@ -369,3 +324,47 @@ pub fn load_checkpoint(
     let (features, graph) = (cache.get("features")?, cache.graph()?);
     Ok(Box::new(released(vs, net, features, graph)))
 }
+// ---------------------------------------------------------------- registry entries
+
+use crate::methods::registry::{no_defaults, MethodSpec};
+
+/// The budget of answering the query set: `queries`, or every public validation node.
+fn pate_budget(recipe: &Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+    let c = config(recipe);
+    let m = c.queries.unwrap_or(data.split()?.val.len());
+    calibrate(&c, data.num_nodes(), m).map(|r| r.2)
+}
+
+pub const GRAPH_PATE: MethodSpec = MethodSpec {
+    name: "graph-pate",
+    about: "Graph PATE (thesis ch.3 adapted, spec 5.7): GNN teachers on disjoint node partitions, \
+            Confident-GNMax labelling of public nodes, a GNN student (--student plain|coteach|coteach-plus|\
+            cleanse = PATE, co-teaching, PATE+, PATE++); node-level DP",
+    unit: PrivacyUnit::Node,
+    takes_epsilon: true,
+    utility: crate::methods::UtilityMetric::Accuracy,
+    split: crate::data::SplitRatios::GAP,
+    sweeps_local_budgets: false,
+    epochs: 100,
+    batch_norm: true,
+    knobs: &[
+        "teachers",
+        "queries",
+        "vote_threshold",
+        "check_noise_ratio",
+        "student",
+        "noise_rate",
+        "removal_ratio",
+        "count_decay",
+        "backbone",
+        "hidden",
+        "dropout",
+        "weight_decay",
+    ],
+    defaults: no_defaults,
+    check: check_recipe,
+    train: train_recipe,
+    budget: pate_budget,
+    load: Some(load_checkpoint),
+    unsound: false,
+};

@@ -1,0 +1,237 @@
+//! The only list of methods. Each method's module declares a [`MethodSpec`] (its name, unit,
+//! knobs, defaults, training, budget and checkpoint loader) and [`methods!`] turns one line per
+//! method into the `Method` enum that the CLI, the audit configs, checkpoints, `account` and the
+//! docs read. Adding a method is one module plus one line below.
+use super::checkpoint::Loader;
+use super::recipe::{Recipe, UtilityMetric};
+use super::TrainedRun;
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::privacy::accountant::{Budget, PrivacyUnit};
+
+/// Everything the rest of gnnaudit needs to know about one method.
+pub struct MethodSpec {
+    /// The name `--method` and configs spell.
+    pub name: &'static str,
+    /// One line for `train --help`, `gnnaudit methods` and the README table.
+    pub about: &'static str,
+    /// The unit its guarantee protects (None: not private).
+    pub unit: PrivacyUnit,
+    /// Calibrates noise to `--epsilon` (LPGNN-style local methods take `epsilon_x`/`epsilon_y`).
+    pub takes_epsilon: bool,
+    /// What its utility measures.
+    pub utility: UtilityMetric,
+    /// The split its paper uses when a run does not set one.
+    pub split: crate::data::SplitRatios,
+    /// An audit's epsilon grid sets `epsilon_x` or `epsilon_y` (its `sweep`), not `epsilon`.
+    pub sweeps_local_budgets: bool,
+    /// Epochs when the recipe leaves them unset.
+    pub epochs: usize,
+    /// Whether normalisation is on when the recipe leaves `batch_norm` unset.
+    pub batch_norm: bool,
+    /// Recipe fields it reads besides [`ALWAYS_READ`]; any other field set away from the
+    /// method's default is refused by name.
+    pub knobs: &'static [&'static str],
+    /// Its defaults on top of `Recipe::default()` (the paper's hyper-parameters).
+    pub defaults: fn(&mut Recipe),
+    /// Range checks of its own knobs (beyond the generic ones in `Recipe::validate`).
+    pub check: fn(&Recipe) -> Result<()>,
+    pub train: fn(&Recipe, &Dataset, u64) -> Result<TrainedRun>,
+    /// The budget a run on `data` with a seed claims, from the same events and calibration as
+    /// `train`, without training: `gnnaudit account budget` prints it and audits check it before any cell runs.
+    pub budget: fn(&Recipe, &Dataset, u64) -> Result<Budget>,
+    /// Rebuilds a saved model (None: the method cannot be saved).
+    pub load: Option<Loader>,
+    /// Deliberately broken (a demo or an unsound reference variant): never a default.
+    pub unsound: bool,
+}
+
+/// Recipe fields every method reads.
+pub const ALWAYS_READ: &[&str] = &["method", "epsilon", "delta", "epochs", "lr"];
+
+/// No extra checks.
+pub fn no_check(_: &Recipe) -> Result<()> {
+    Ok(())
+}
+
+/// No extra defaults.
+pub fn no_defaults(_: &mut Recipe) {}
+
+/// Generates `Method` (one variant per line, named by its spec), `Method::ALL` and
+/// `Method::spec`, with serde and clap spelling each method by its spec's name.
+macro_rules! methods {
+    ($($variant:ident => $spec:path,)*) => {
+        /// A training method; see [`Method::spec`] for what each one is.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Method {
+            $($variant,)*
+        }
+
+        impl Method {
+            /// Every method, in registry order.
+            pub const ALL: &'static [Method] = &[$(Method::$variant,)*];
+
+            pub fn spec(self) -> &'static MethodSpec {
+                match self {
+                    $(Method::$variant => &$spec,)*
+                }
+            }
+        }
+    };
+}
+
+methods! {
+    Mlp => super::decoupled::MLP,
+    DpMlp => super::decoupled::DP_MLP,
+    GapInf => super::decoupled::GAP_INF,
+    GapEdp => super::decoupled::GAP_EDP,
+    GapNdp => super::decoupled::GAP_NDP,
+    DemoGapEdpPlantedBug => super::decoupled::DEMO_GAP_EDP_PLANTED_BUG,
+    DemoGapEdpNoiseOff => super::decoupled::DEMO_GAP_EDP_NOISE_OFF,
+    ProgapInf => super::decoupled::PROGAP_INF,
+    ProgapEdp => super::decoupled::PROGAP_EDP,
+    ProgapNdp => super::decoupled::PROGAP_NDP,
+    Sage => super::backbone::SAGE,
+    SageEdp => super::backbone::SAGE_EDP,
+    Gcn => super::backbone::GCN,
+    Gat => super::backbone::GAT,
+    Dpgnn => super::dpgnn::DPGNN,
+    DpgnnRowclip => super::dpgnn::DPGNN_ROWCLIP,
+    Lpgnn => super::lpgnn::LPGNN,
+    Rgnn => super::rgnn::RGNN,
+    Pgc => super::pgc::PGC,
+    GraphPate => super::pate::GRAPH_PATE,
+    DparGm => super::dpar::DPAR_GM,
+    DparEm0 => super::dpar::DPAR_EM0,
+    DparEm1 => super::dpar::DPAR_EM1,
+    DparDpsgd => super::dpar::DPAR_DPSGD,
+    DparFeatures => super::dpar::DPAR_FEATURES,
+    DparRandom => super::dpar::DPAR_RANDOM,
+    DparInf => super::dpar::DPAR_INF,
+    ClassDpMlp => super::class_dp::CLASS_DP_MLP,
+    SubclassDpMlp => super::class_dp::SUBCLASS_DP_MLP,
+    PgcVgae => super::pgc_vgae::PGC_VGAE,
+}
+
+impl Default for Method {
+    fn default() -> Self {
+        Method::GapEdp
+    }
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The method `--method`/`method =` names, or None.
+    pub fn from_name(name: &str) -> Option<Method> {
+        Method::ALL.iter().copied().find(|m| m.name() == name)
+    }
+
+    /// Every method name, in registry order.
+    pub fn names() -> Vec<&'static str> {
+        Method::ALL.iter().map(|m| m.name()).collect()
+    }
+}
+
+impl serde::Serialize for Method {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Method {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Method::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown method '{name}' (known: {})", Method::names().join(", ")))
+        })
+    }
+}
+
+impl clap::ValueEnum for Method {
+    fn value_variants<'a>() -> &'a [Self] {
+        Method::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.spec().about))
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The privacy unit as the docs name it.
+fn unit_name(u: PrivacyUnit) -> &'static str {
+    match u {
+        PrivacyUnit::None => "none",
+        PrivacyUnit::Edge => "edge",
+        PrivacyUnit::Node => "node",
+        PrivacyUnit::Local => "local",
+        PrivacyUnit::Class => "class",
+        PrivacyUnit::Subclass => "subclass",
+    }
+}
+
+/// How a method takes its privacy target.
+fn target_of(s: &MethodSpec) -> &'static str {
+    if s.takes_epsilon {
+        "`--epsilon`"
+    } else if s.sweeps_local_budgets {
+        "`--epsilon-x`, `--epsilon-y`"
+    } else {
+        "none"
+    }
+}
+
+/// The README's Methods table (a test keeps the README equal to it).
+pub fn markdown_table() -> String {
+    let mut out = String::from(
+        "| method | unit | target | knobs besides epochs, lr | what it is |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for m in Method::ALL {
+        let s = m.spec();
+        out += &format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            s.name,
+            unit_name(s.unit),
+            target_of(s),
+            s.knobs.join(", "),
+            s.about.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|")
+        );
+    }
+    out
+}
+
+/// The field reference in `configs/quick.toml` (a test keeps the config equal to it).
+pub fn toml_comment() -> String {
+    let mut out = String::new();
+    for m in Method::ALL {
+        let s = m.spec();
+        out += &format!("# {} ({}): {}\n", s.name, unit_name(s.unit), s.knobs.join(", "));
+    }
+    out
+}
+
+/// One method's knobs with their defaults, as a `[[methods]]` table would set them.
+pub fn describe(m: Method) -> Result<String> {
+    let spec = m.spec();
+    let defaults = toml::Table::try_from(Recipe::new(m, None))
+        .map_err(|e| crate::Error::Other(format!("cannot render the defaults of {}: {e}", spec.name)))?;
+    let mut out =
+        format!("# {}: {}\n# unit: {}, target: {}\n", spec.name, spec.about, unit_name(spec.unit), target_of(spec));
+    out += &format!("method = \"{}\"\n", spec.name);
+    for k in ALWAYS_READ.iter().chain(spec.knobs).filter(|k| !matches!(**k, "method" | "epsilon" | "delta")) {
+        match defaults.get(*k) {
+            Some(v) => out += &format!("{k} = {v}\n"),
+            None if *k == "epochs" => out += &format!("epochs = {}\n", spec.epochs),
+            None => out += &format!("# {k} = (the method's default; unset)\n"),
+        }
+    }
+    Ok(out)
+}
