@@ -190,8 +190,85 @@ pub struct RecipeArgs {
 }
 
 impl RecipeArgs {
+    /// The recipe fields given on the command line (each flag is named after its field).
+    fn given(&self) -> Vec<&'static str> {
+        let mut out = vec![];
+        macro_rules! given {
+            ($($f:ident),*) => { $( if self.$f.is_some() { out.push(stringify!($f)); } )* };
+        }
+        given!(
+            hops,
+            depth,
+            max_degree,
+            epochs,
+            batch_size,
+            hidden,
+            lr,
+            dropout,
+            activation,
+            max_grad_norm,
+            encoder_layers,
+            base_layers,
+            head_layers,
+            mlp_layers,
+            batch_norm,
+            norm_groups,
+            mp_layers,
+            aggregation,
+            epsilon_x,
+            epsilon_y,
+            kx,
+            ky,
+            training,
+            backbone,
+            features,
+            multibit_m,
+            inference_budget,
+            sampled,
+            clusters,
+            alpha,
+            group_size,
+            kl_direction,
+            mechanism,
+            accountant,
+            teachers,
+            queries,
+            vote_threshold,
+            check_noise_ratio,
+            student,
+            noise_rate,
+            removal_ratio,
+            count_decay,
+            alpha_ppr,
+            top_k,
+            m_rows,
+            c1,
+            c2,
+            tau,
+            ref_cap,
+            q_prime,
+            epsilon_pr_fraction,
+            calibration,
+            unit_rate,
+            subclasses,
+            relation
+        );
+        out.extend(self.layerwise.then_some("layerwise"));
+        out.extend(self.allow_large_delta.then_some("allow_large_delta"));
+        out
+    }
+
     pub fn to_recipe(&self) -> Result<Recipe> {
         let method = self.method.ok_or_else(|| Error::invalid("method", "--method is required"))?;
+        // A flag the method does not read is refused even at its default value.
+        let spec = method.spec();
+        let read = |k: &&str| crate::methods::registry::ALWAYS_READ.contains(k) || spec.knobs.contains(k);
+        if let Some(k) = self.given().into_iter().find(|k| !read(k)) {
+            return Err(Error::invalid(
+                k,
+                format!("{} does not use --{} (it reads {})", spec.name, k.replace('_', "-"), spec.knobs.join(", ")),
+            ));
+        }
         let mut r = Recipe::new(method, self.epsilon);
         r.delta = self.delta;
         r.hops = self.hops;

@@ -80,14 +80,6 @@ impl Variant {
             _ => return None,
         })
     }
-    /// Releases its rows by DP-APPR (spends eps_pr).
-    fn private_appr(self) -> bool {
-        matches!(self, Variant::Gm | Variant::Em0 | Variant::Em1)
-    }
-    /// Computes APPR rows at all.
-    fn uses_appr(self) -> bool {
-        matches!(self, Variant::Gm | Variant::Em0 | Variant::Em1 | Variant::Dpsgd | Variant::Vanilla)
-    }
     /// Accounted through the referenced-row cap.
     fn capped(self) -> bool {
         matches!(self, Variant::Gm | Variant::Em0 | Variant::Em1 | Variant::Random)
