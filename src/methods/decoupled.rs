@@ -3,7 +3,7 @@
 use super::checkpoint::{save_dir, Meta};
 use super::recipe::{Method, Recipe};
 use super::{Accuracy, TrainedModel, TrainedRun};
-use crate::data::{Dataset, Graph};
+use crate::data::{bound_degree, Dataset, DegreeBound, Graph};
 use crate::error::Result;
 use crate::models::aggregation::{aggregation_operator, nap, pma};
 use crate::models::gap::{GapClassifier, GapEncoder};
@@ -15,9 +15,6 @@ use crate::privacy::accountant::{Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{steps_per_epoch, DpSgd};
 use crate::train::accounting::{self, Expression, SgdSchedule};
 use crate::train::fit::{accuracy, fit, Batching, FitConfig, Labels};
-use rand::seq::index::sample;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Tensor};
 
 /// What the privacy calibration decided for one run.
@@ -143,32 +140,11 @@ fn measure(model: &dyn NodeClassifier, labels: &Labels) -> Accuracy {
     }
 }
 
-/// Keeps at most `d` out-edges per node, chosen uniformly without replacement (Daigavane et al.
-/// 2021 neighbour sampling): afterwards every node feeds at most `d` aggregations, which is the
-/// node-level sensitivity bound of Lemma 8 / Theorem 3.
-pub fn bound_out_degree(g: &Graph, d: usize, seed: u64) -> Result<Graph> {
-    let n = g.num_nodes();
-    let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (u, v) in g.edges() {
-        out[u].push(v);
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut edges = Vec::with_capacity(g.num_directed_edges());
-    for (u, vs) in out.iter().enumerate() {
-        if vs.len() <= d {
-            edges.extend(vs.iter().map(|&v| (u, v)));
-        } else {
-            edges.extend(sample(&mut rng, vs.len(), d).into_iter().map(|i| (u, vs[i])));
-        }
-    }
-    Graph::from_edges(n, edges)
-}
-
 /// The graph a GAP/ProGAP model trained on `data` with `seed` aggregated over: the degree-bounded
 /// one at node level (the same draw as in training), the graph itself otherwise.
 fn training_graph(data: &Dataset, max_degree: Option<usize>, seed: u64) -> Result<Graph> {
     match max_degree {
-        Some(d) => bound_out_degree(&data.graph, d, seed),
+        Some(d) => bound_degree(&data.graph, DegreeBound::Out, d, seed),
         None => Ok(data.graph.clone()),
     }
 }
@@ -270,7 +246,7 @@ impl TrainedModel for GapModel {
     /// Inductive inference (Algorithm 8): encoder, then PMA on the new graph with fresh noise.
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         let g = match self.max_degree {
-            Some(d) => bound_out_degree(&data.graph, d, 0)?,
+            Some(d) => bound_degree(&data.graph, DegreeBound::Out, d, 0)?,
             None => data.graph.clone(),
         };
         let x0 = self.encoder.embed(&features(data));
@@ -319,7 +295,7 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(GapModel, Accur
     let hops = r.hops();
     let node = r.method == Method::GapNdp;
     let (graph, privacy, sensitivity) = if node {
-        let g = bound_out_degree(&data.graph, r.max_degree, seed)?;
+        let g = bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)?;
         let s = schedule(r, n_train);
         (g, calibrate(r, data, accounting::gap_node(hops, r.max_degree, s, s))?, aggregation_sensitivity(r))
     } else if r.method == Method::GapEdp {
@@ -386,7 +362,7 @@ impl TrainedModel for ProgapModel {
     /// Inductive inference: run the stages on the new graph, with fresh NAP noise per stage.
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         let g = match self.max_degree {
-            Some(d) => bound_out_degree(&data.graph, d, 0)?,
+            Some(d) => bound_degree(&data.graph, DegreeBound::Out, d, 0)?,
             None => data.graph.clone(),
         };
         let adj = aggregation_operator(&g);
@@ -423,7 +399,7 @@ pub fn fit_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(ProgapModel,
     let depth = r.depth();
     let node = r.method == Method::ProgapNdp;
     let (graph, privacy, sensitivity) = if node {
-        let g = bound_out_degree(&data.graph, r.max_degree, seed)?;
+        let g = bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)?;
         let s = schedule(r, n_train);
         (g, calibrate(r, data, accounting::progap_node(depth, r.max_degree, s))?, aggregation_sensitivity(r))
     } else if r.method == Method::ProgapEdp {

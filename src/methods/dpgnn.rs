@@ -28,7 +28,7 @@
 //! the reference clips one gradient per row of each batch's 1-hop subgraph (about 35 m rows on
 //! Cornell5 at D = 100) under the same 2(K+1)C noise, and bounds only in-degrees, so one node can
 //! reach far more than K+1 clipped rows; per-node clipping as here gives up to 35x less signal.
-use crate::data::{bound_degree, Dataset, Graph, Split};
+use crate::data::{bound_degree, Dataset, DegreeBound, Graph, Split};
 use crate::error::{Error, Result};
 use crate::methods::{Accuracy, TrainedModel, TrainedRun};
 use crate::models::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
@@ -434,11 +434,10 @@ pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) 
 /// The graph DP-GNN trains on: degrees bounded by D (in and out), or, for the unsound
 /// `dpgnn-rowclip`, in-degrees only as the reference's sampler does.
 pub fn training_graph(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<Dataset> {
-    if cfg.row_clipping {
-        rowclip::bound_in_degree(data, cfg.max_degree, seed)
-    } else {
-        bound_degree(data, cfg.max_degree, seed)
-    }
+    let bound = if cfg.row_clipping { DegreeBound::In } else { DegreeBound::Both };
+    let mut out = data.clone();
+    out.graph = bound_degree(&data.graph, bound, cfg.max_degree, seed)?;
+    Ok(out)
 }
 
 /// The [`DpgnnConfig`] of a recipe (see [`train_recipe`]).
