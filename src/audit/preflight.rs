@@ -61,8 +61,12 @@ pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
                     .map_err(|e| within(&format!("methods[{j}]"), "hidden", e))?;
                 if let Epsilon::Finite(_) = eps {
                     recipe.validate().map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
-                    crate::methods::decoupled::check_privacy(&recipe, ds)
-                        .map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
+                    crate::methods::decoupled::check_privacy(
+                        &recipe,
+                        ds,
+                        &crate::train::accounting::Accounting::default(),
+                    )
+                    .map_err(|e| within(&format!("methods[{j}]"), "epsilons", e))?;
                 }
             }
         }

@@ -481,7 +481,7 @@ mod tests {
         r.batch_norm = Some(true);
         r.epochs = Some(20);
         assert_eq!(r.norm(), NormKind::Batch);
-        let (model, _, _) = crate::methods::decoupled::fit_mlp(&r, &data, 1).unwrap();
+        let (model, _, _) = crate::methods::decoupled::fit_mlp(&r, &data, 1, &Default::default()).unwrap();
         let norms: Vec<&Norm> = model.net.mlp.norms.iter().filter(|n| matches!(n, Norm::Batch { .. })).collect();
         assert!(!norms.is_empty(), "the recipe asked for batch norm");
         for n in norms {

@@ -26,7 +26,7 @@ use crate::models::{Fwd, MlpStyle};
 use crate::privacy::accountant::class_dp::{check_unit_delta, class_dp_sgd, theorem5_epsilon, GroupUnit, Relation};
 use crate::privacy::accountant::{default_delta, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer};
-use crate::train::accounting::Expression;
+use crate::train::accounting::{Accounting, Expression};
 use crate::train::fit::{accuracy, Labels};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -158,13 +158,24 @@ pub fn expression(unit: GroupUnit, relation: Relation, sample_rate: f64, steps: 
 }
 
 /// Trains `class-dp-mlp` / `subclass-dp-mlp` (the train dispatch arm).
-pub fn train_recipe(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    train_with_units(r, data, &[], seed)
+pub fn train_recipe(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
+    train_units_by(r, data, &[], seed, acct)
 }
 
 /// Trains with `fixed` node groups as extra subclass units (the subclass canary game: each canary
 /// subclass is one unit whatever k-means would make of it).
 pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: u64) -> Result<TrainedRun> {
+    train_units_by(r, data, fixed, seed, &Accounting::default())
+}
+
+/// [`train_with_units`] with the caller's accounting.
+pub fn train_units_by(
+    r: &Recipe,
+    data: &Dataset,
+    fixed: &[Vec<usize>],
+    seed: u64,
+    acct: &Accounting,
+) -> Result<TrainedRun> {
     let unit = group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
@@ -175,7 +186,9 @@ pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: 
     let warning = check_unit_delta(delta, u, unit, r.allow_large_delta)?;
     let (sigma, mut budget) = match r.epsilon {
         Some(eps) => {
-            expression(unit, r.relation, q, t).calibrate(eps, delta).map_err(|e| accountant_failure(r, delta, e))?
+            let expr = expression(unit, r.relation, q, t);
+            acct.calibrate(&expr, crate::privacy::accountant::Accountant::Rdp, eps, delta)
+                .map_err(|e| accountant_failure(r, delta, e))?
         }
         None => (0.0, Budget::non_private()),
     };

@@ -13,7 +13,7 @@ use crate::models::NodeClassifier;
 use crate::models::{Fwd, MlpStyle, ParamStore};
 use crate::privacy::accountant::{Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{steps_per_epoch, DpSgd};
-use crate::train::accounting::{self, Expression, SgdSchedule};
+use crate::train::accounting::{self, Accounting, Expression, SgdSchedule};
 use crate::train::fit::{accuracy, fit, Batching, FitConfig, Labels};
 use tch::{Kind, Tensor};
 
@@ -40,13 +40,13 @@ pub fn delta_for(r: &Recipe, data: &Dataset) -> f64 {
 }
 
 /// Calibrates sigma for `expr` when the recipe has an epsilon; otherwise no noise.
-fn calibrate(r: &Recipe, data: &Dataset, expr: Expression) -> Result<Privacy> {
+fn calibrate(r: &Recipe, data: &Dataset, acct: &Accounting, expr: Expression) -> Result<Privacy> {
     match r.epsilon {
         Some(eps) => {
             let t = std::time::Instant::now();
             let delta = delta_for(r, data);
             let (sigma, budget) =
-                expr.calibrate_by(r.accountant, eps, delta).map_err(|e| accountant_failure(r, delta, e))?;
+                acct.calibrate(&expr, r.accountant, eps, delta).map_err(|e| accountant_failure(r, delta, e))?;
             tracing::info!("calibrated sigma {sigma:.4} and budget in {:.2} s", t.elapsed().as_secs_f64());
             Ok(Privacy { sigma, budget })
         }
@@ -79,9 +79,9 @@ pub fn accountant_failure(r: &Recipe, delta: f64, e: crate::Error) -> crate::Err
 
 /// Calibrates a private recipe's noise on `data` without training, so that an audit's dry run
 /// catches a budget the accountant cannot meet or evaluate (the analytic Gaussian at eps = 10^8)
-/// before any cell runs. The result is cached (`accounting`), so training in the same process
-/// does not pay twice. SAGE-EDP, DP-GNN and LPGNN account in their own modules and are skipped.
-pub fn check_privacy(r: &Recipe, data: &Dataset) -> Result<()> {
+/// before any cell runs. The result is cached in `acct`, so training through the same value does
+/// not pay twice. SAGE-EDP, DP-GNN and LPGNN account in their own modules and are skipped.
+pub fn check_privacy(r: &Recipe, data: &Dataset, acct: &Accounting) -> Result<()> {
     if r.epsilon.is_none() {
         return Ok(());
     }
@@ -97,7 +97,7 @@ pub fn check_privacy(r: &Recipe, data: &Dataset) -> Result<()> {
         Method::ProgapEdp => accounting::progap_edge(r.depth()),
         _ => return Ok(()),
     };
-    calibrate(r, data, expr).map(|_| ())
+    calibrate(r, data, acct, expr).map(|_| ())
 }
 
 /// DP-SGD schedule of one training run over the training nodes.
@@ -176,18 +176,18 @@ impl TrainedModel for MlpModel {
     }
 }
 
-pub fn train_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    let (model, accuracy, privacy) = fit_mlp(r, data, seed)?;
+pub fn train_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
+    let (model, accuracy, privacy) = fit_mlp(r, data, seed, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
 }
 
 /// [`train_mlp`] with the concrete model and its calibration (for `crate::replay`).
-pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<(MlpModel, Accuracy, Privacy)> {
+pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<(MlpModel, Accuracy, Privacy)> {
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
     let privacy = match r.method {
-        Method::DpMlp => calibrate(r, data, accounting::dp_sgd(schedule(r, n_train)))?,
+        Method::DpMlp => calibrate(r, data, acct, accounting::dp_sgd(schedule(r, n_train)))?,
         _ => Privacy { sigma: 0.0, budget: edge_free_budget() },
     };
     let mut ps = ParamStore::new();
@@ -282,13 +282,13 @@ pub fn aggregation_sensitivity(r: &Recipe) -> f64 {
     }
 }
 
-pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    let (model, accuracy, privacy) = fit_gap(r, data, seed)?;
+pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
+    let (model, accuracy, privacy) = fit_gap(r, data, seed, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
 }
 
 /// [`train_gap`] with the concrete model and its calibration (for `crate::replay`).
-pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(GapModel, Accuracy, Privacy)> {
+pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<(GapModel, Accuracy, Privacy)> {
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
@@ -297,12 +297,12 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(GapModel, Accur
     let (graph, privacy, sensitivity) = if node {
         let g = bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)?;
         let s = schedule(r, n_train);
-        (g, calibrate(r, data, accounting::gap_node(hops, r.max_degree, s, s))?, aggregation_sensitivity(r))
+        (g, calibrate(r, data, acct, accounting::gap_node(hops, r.max_degree, s, s))?, aggregation_sensitivity(r))
     } else if r.method == Method::GapEdp {
-        (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
+        (data.graph.clone(), calibrate(r, data, acct, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
     } else if matches!(r.method, Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff) {
         // The planted bugs: the claim is GAP-EDP's, the noise is for a sensitivity of 0.1 or 0.
-        (data.graph.clone(), calibrate(r, data, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
+        (data.graph.clone(), calibrate(r, data, acct, accounting::gap_edge(hops))?, aggregation_sensitivity(r))
     } else {
         (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)
     };
@@ -386,13 +386,18 @@ impl TrainedModel for ProgapModel {
     }
 }
 
-pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    let (model, accuracy, privacy) = fit_progap(r, data, seed)?;
+pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
+    let (model, accuracy, privacy) = fit_progap(r, data, seed, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
 }
 
 /// [`train_progap`] with the concrete model and its calibration (for `crate::replay`).
-pub fn fit_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(ProgapModel, Accuracy, Privacy)> {
+pub fn fit_progap(
+    r: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    acct: &Accounting,
+) -> Result<(ProgapModel, Accuracy, Privacy)> {
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
@@ -401,9 +406,9 @@ pub fn fit_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(ProgapModel,
     let (graph, privacy, sensitivity) = if node {
         let g = bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)?;
         let s = schedule(r, n_train);
-        (g, calibrate(r, data, accounting::progap_node(depth, r.max_degree, s))?, aggregation_sensitivity(r))
+        (g, calibrate(r, data, acct, accounting::progap_node(depth, r.max_degree, s))?, aggregation_sensitivity(r))
     } else if r.method == Method::ProgapEdp {
-        (data.graph.clone(), calibrate(r, data, accounting::progap_edge(depth))?, aggregation_sensitivity(r))
+        (data.graph.clone(), calibrate(r, data, acct, accounting::progap_edge(depth))?, aggregation_sensitivity(r))
     } else {
         (data.graph.clone(), Privacy { sigma: 0.0, budget: Budget::non_private() }, 1.0)
     };

@@ -82,20 +82,31 @@ pub struct TrainedRun {
 /// Validates the recipe first; private methods calibrate their noise to (epsilon, delta) and the
 /// run records the budget spent.
 pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    train_with(recipe, data, seed, &crate::train::accounting::Accounting::default())
+}
+
+/// [`train`] with the caller's accounting: whether budgets state the PLD epsilon, and the
+/// calibrations shared by every run trained through the same value (repeats, an audit's cells).
+pub fn train_with(
+    recipe: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     recipe.validate()?;
     data.split()?;
     let start = std::time::Instant::now();
     let mut run = match recipe.method {
-        Method::Mlp => decoupled::train_mlp(recipe, data, seed)?,
-        Method::DpMlp => decoupled::train_mlp(recipe, data, seed)?,
-        Method::GapInf => decoupled::train_gap(recipe, data, seed)?,
+        Method::Mlp => decoupled::train_mlp(recipe, data, seed, acct)?,
+        Method::DpMlp => decoupled::train_mlp(recipe, data, seed, acct)?,
+        Method::GapInf => decoupled::train_gap(recipe, data, seed, acct)?,
         Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => {
-            decoupled::train_gap(recipe, data, seed)?
+            decoupled::train_gap(recipe, data, seed, acct)?
         }
-        Method::GapNdp => decoupled::train_gap(recipe, data, seed)?,
-        Method::ProgapInf => decoupled::train_progap(recipe, data, seed)?,
-        Method::ProgapEdp => decoupled::train_progap(recipe, data, seed)?,
-        Method::ProgapNdp => decoupled::train_progap(recipe, data, seed)?,
+        Method::GapNdp => decoupled::train_gap(recipe, data, seed, acct)?,
+        Method::ProgapInf => decoupled::train_progap(recipe, data, seed, acct)?,
+        Method::ProgapEdp => decoupled::train_progap(recipe, data, seed, acct)?,
+        Method::ProgapNdp => decoupled::train_progap(recipe, data, seed, acct)?,
         Method::Sage | Method::SageEdp | Method::Gcn | Method::Gat => {
             crate::methods::backbone::train_recipe(recipe, data, seed)?
         }
@@ -104,8 +115,8 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
         Method::Rgnn => crate::methods::rgnn::train_recipe(recipe, data, seed)?,
         Method::Pgc => crate::methods::pgc::train_recipe(recipe, data, seed)?,
         Method::PgcVgae => crate::methods::pgc_vgae::train_recipe(recipe, data, seed)?,
-        Method::ClassDpMlp | Method::SubclassDpMlp => crate::methods::class_dp::train_recipe(recipe, data, seed)?,
-        Method::GraphPate => crate::methods::pate::train_recipe(recipe, data, seed)?,
+        Method::ClassDpMlp | Method::SubclassDpMlp => crate::methods::class_dp::train_recipe(recipe, data, seed, acct)?,
+        Method::GraphPate => crate::methods::pate::train_recipe(recipe, data, seed, acct)?,
         m if m.is_dpar() => crate::methods::dpar::train_recipe(recipe, data, seed)?,
         m => unreachable!("{} has no train arm", m.name()),
     };

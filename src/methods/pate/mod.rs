@@ -214,7 +214,12 @@ pub struct LabellingReport {
 }
 
 /// Trains graph-pate on `data` (with a split), deterministically given `seed`.
-pub fn train(data: &Dataset, c: &PateConfig, seed: u64) -> Result<(FullBatchModel, Accuracy, Budget, LabellingReport)> {
+pub fn train(
+    data: &Dataset,
+    c: &PateConfig,
+    seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<(FullBatchModel, Accuracy, Budget, LabellingReport)> {
     let split = data.split()?;
     let n = data.num_nodes();
     let mut private = vec![false; n];
@@ -273,7 +278,7 @@ pub fn train(data: &Dataset, c: &PateConfig, seed: u64) -> Result<(FullBatchMode
                 unit: PrivacyUnit::Node,
                 event: Box::new(move |s| acc::confident_gnmax_event(mq, ratio * s, s)),
             };
-            let (s2, b) = expr.calibrate(eps, delta)?;
+            let (s2, b) = acct.calibrate(&expr, crate::privacy::accountant::Accountant::Rdp, eps, delta)?;
             (ratio * s2, s2, b)
         }
         None => (0.0, 0.0, Budget::non_private()),
@@ -343,9 +348,14 @@ fn released(vs: nn::VarStore, net: Network, features: Tensor, graph: Graph) -> F
 }
 
 /// The `train` arm of `--method graph-pate`.
-pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(
+    recipe: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     let start = std::time::Instant::now();
-    let (model, accuracy, budget, _) = train(data, &config(recipe), seed)?;
+    let (model, accuracy, budget, _) = train(data, &config(recipe), seed, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 

@@ -3,7 +3,7 @@ use serde::{Deserialize, Serialize};
 
 /// The private unit a guarantee protects; an attack's epsilon lower bound is only comparable with
 /// a claim about the same unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PrivacyUnit {
     /// No formal guarantee (non-private model).
