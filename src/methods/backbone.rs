@@ -440,25 +440,19 @@ pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) 
         let out = arr.perturb(&data.graph, &mut rng)?;
         noisy.graph = out.graph;
         data = &noisy;
-        budget = Budget {
-            privacy_unit: PrivacyUnit::Edge,
-            target_epsilon: Some(eps),
-            delta: 0.0,
-            epsilon_rdp: eps,
-            rdp_order: None,
-            epsilon_pld: None,
-            pld_fallback: None,
-            event: Some(crate::privacy::accountant::methods::edge_rand(eps)),
-            noise: vec![("arr_keep_prob".into(), out.keep_prob), ("arr_add_prob".into(), out.add_prob)],
-            components: vec![BudgetComponent {
-                name: "graph".into(),
-                mechanism: format!(
-                    "asymmetric randomized response on the adjacency ({RR}% of eps on the bits, the rest on the density)",
-                    RR = (crate::privacy::mechanisms::edge_rand::RR_SHARE * 100.0) as u32
-                ),
-                epsilon: eps,
-            }],
-        };
+        budget = crate::privacy::accountant::pure_budget(
+            &crate::privacy::accountant::methods::edge_rand(eps),
+            PrivacyUnit::Edge,
+            vec![("arr_keep_prob".into(), out.keep_prob), ("arr_add_prob".into(), out.add_prob)],
+        )?;
+        budget.components = vec![BudgetComponent {
+            name: "graph".into(),
+            mechanism: format!(
+                "asymmetric randomized response on the adjacency ({RR}% of eps on the bits, the rest on the density)",
+                RR = (crate::privacy::mechanisms::edge_rand::RR_SHARE * 100.0) as u32
+            ),
+            epsilon: eps,
+        }];
     }
     let (model, accuracy) = train_baseline(data, &spec, &fit, seed)?;
     Ok(crate::methods::TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })

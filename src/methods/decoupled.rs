@@ -11,7 +11,7 @@ use crate::models::mlp::MlpClassifier;
 use crate::models::progap::ProgapNet;
 use crate::models::NodeClassifier;
 use crate::models::{Fwd, MlpStyle, ParamStore};
-use crate::privacy::accountant::{Budget, PrivacyUnit};
+use crate::privacy::accountant::{methods, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{steps_per_epoch, DpSgd};
 use crate::train::accounting::{self, Accounting, Expression, SgdSchedule};
 use crate::train::fit::{accuracy, fit, Batching, FitConfig, Labels};
@@ -188,7 +188,7 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     let n_train = labels.train.size()[0] as usize;
     let privacy = match r.method {
         Method::DpMlp => calibrate(r, data, acct, accounting::dp_sgd(schedule(r, n_train)))?,
-        _ => Privacy { sigma: 0.0, budget: edge_free_budget() },
+        _ => Privacy { sigma: 0.0, budget: edge_free_budget()? },
     };
     let mut ps = ParamStore::new();
     let net =
@@ -198,20 +198,9 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     Ok((MlpModel { ps, net }, accuracy, privacy))
 }
 
-/// The MLP uses no edge: edge-level epsilon 0 (delta 0).
-fn edge_free_budget() -> Budget {
-    Budget {
-        privacy_unit: PrivacyUnit::Edge,
-        target_epsilon: Some(0.0),
-        delta: 0.0,
-        epsilon_rdp: 0.0,
-        rdp_order: None,
-        epsilon_pld: Some(0.0),
-        pld_fallback: None,
-        event: None,
-        noise: vec![],
-        components: vec![],
-    }
+/// The MLP uses no edge: at edge level no mechanism runs, epsilon 0 at delta 0.
+fn edge_free_budget() -> Result<Budget> {
+    crate::privacy::accountant::pure_budget(&methods::no_mechanism(), PrivacyUnit::Edge, vec![])
 }
 
 // ---------------------------------------------------------------- GAP

@@ -277,18 +277,14 @@ impl LpgnnConfig {
             b.components = components;
             return Ok(b);
         }
-        Ok(Budget {
-            privacy_unit: unit,
-            target_epsilon: total.is_finite().then_some(total),
-            delta: 0.0,
-            epsilon_rdp: total,
-            rdp_order: None,
-            epsilon_pld: None,
-            pld_fallback: None,
-            event,
-            noise,
-            components,
-        })
+        let Some(e) = event else {
+            // A part in the clear: no guarantee, only the breakdown of what was released.
+            return Ok(Budget { noise, components, ..Budget::non_private() });
+        };
+        // Pure parts only: eps_x + eps_y at delta 0 by basic composition.
+        let mut b = crate::privacy::accountant::pure_budget(&e, unit, noise)?;
+        b.components = components;
+        Ok(b)
     }
 }
 

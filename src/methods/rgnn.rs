@@ -184,18 +184,14 @@ impl RgnnConfig {
                 );
             }
         }
-        Ok(Budget {
-            privacy_unit: if total.is_finite() { PrivacyUnit::Local } else { PrivacyUnit::None },
-            target_epsilon: total.is_finite().then_some(total),
-            delta: 0.0,
-            epsilon_rdp: total,
-            rdp_order: None,
-            epsilon_pld: None,
-            pld_fallback: None,
-            event: total.is_finite().then_some(Event::Composed(parts)),
-            noise,
-            components,
-        })
+        if !total.is_finite() {
+            // A part in the clear: no guarantee, only the breakdown of what was released.
+            return Ok(Budget { noise, components, ..Budget::non_private() });
+        }
+        // Pure parts only: m eps_x + eps_y at delta 0 by basic composition.
+        let mut b = crate::privacy::accountant::pure_budget(&Event::Composed(parts), PrivacyUnit::Local, noise)?;
+        b.components = components;
+        Ok(b)
     }
 }
 
