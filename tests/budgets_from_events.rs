@@ -1,6 +1,7 @@
 //! Budgets that used to be written by hand as `Budget { .. }` literals (the MLP at edge level,
 //! SAGE-EDP, LPGNN) now come from their events through `pure_budget`; these tests pin them to
 //! the old literals, field by field, so that no claim changed on the way.
+use gnnaudit::audit::{cell::BudgetRecord, claim::check_claim};
 use gnnaudit::data::{self, SplitRatios};
 use gnnaudit::methods::lpgnn::LpgnnConfig;
 use gnnaudit::methods::{self, Method, Recipe};
@@ -34,6 +35,9 @@ fn mlp_edge_budget_is_the_empty_composition() {
     assert_eq!(b, Budget { epsilon_pld: None, event: Some(events::no_mechanism()), ..old.clone() });
     assert_eq!(b.claimed_epsilon(), old.claimed_epsilon());
     assert_eq!(b.epsilon_rdp.to_bits(), 0.0f64.to_bits(), "+0, not -0");
+    // The audit recomputes the 0 from the recorded event and explains it as before.
+    let c = check_claim(&BudgetRecord::from(&b), Some(10_556));
+    assert!(!c.is_flagged() && c.delta_reason.contains("no mechanism reads the edges"), "{c:?}");
 }
 
 /// SAGE-EDP: asymmetric randomized response, pure eps edge-level DP.
