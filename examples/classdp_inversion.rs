@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let subclass = list(args.get(6), "30,8,3");
     let k_sub: usize = args.get(7).map_or(Ok(50), |s| s.parse())?;
     tch::set_num_threads(2);
-    gnnaudit::train::accounting::set_pld(false);
+    let accounting = gnnaudit::train::accounting::Accounting::rdp_only();
     let raw = data::load_dataset(name, None)?;
     let ds = data::transforms::prepare_like_gap(&raw, min_class, SplitRatios::default(), seed)?;
     let g = attack_graph(&ds)?;
@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for r in rows {
         let t = std::time::Instant::now();
-        let run = methods::train(&r, &ds, seed)?;
+        let run = methods::train_with(&r, &ds, seed, &accounting)?;
         let bb = ModelBlackBox::new(run.model.as_ref());
         let target = Target {
             graph: &g,

@@ -15,7 +15,6 @@ fn data_dir() -> std::path::PathBuf {
 }
 
 fn cora() -> data::Dataset {
-    accounting::set_pld(false);
     let raw = data::load_dataset("cora", Some(&data_dir())).unwrap();
     data::transforms::prepare_like_gap(&raw, 1, SplitRatios::default(), 0).unwrap()
 }
@@ -43,7 +42,7 @@ fn every_method_answers_the_same_after_loading() {
     ] {
         let mut r = Recipe::new(method, eps);
         r.epochs = Some(if method == Method::Dpgnn { 1 } else { 20 });
-        let run = train::train(&r, &ds, 5).unwrap();
+        let run = train::train_with(&r, &ds, 5, &accounting::Accounting::rdp_only()).unwrap();
         let path = dir.path().join(method.name());
         run.model.save(&path, &r, &run.budget).unwrap();
         let loaded = train::load_model(&path).unwrap();
@@ -71,7 +70,7 @@ fn local_dp_methods_answer_the_same_after_loading() {
     for (method, eps) in [(Method::Pgc, Some(1.0)), (Method::Rgnn, None)] {
         let mut r = Recipe::new(method, eps);
         r.epochs = Some(20);
-        let run = train::train(&r, &ds, 5).unwrap();
+        let run = train::train_with(&r, &ds, 5, &accounting::Accounting::rdp_only()).unwrap();
         let path = dir.path().join(method.name());
         run.model.save(&path, &r, &run.budget).unwrap();
         let loaded = train::load_model(&path).unwrap();
@@ -90,7 +89,7 @@ fn a_damaged_cache_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut r = Recipe::new(Method::Gcn, None);
     r.epochs = Some(2);
-    let run = train::train(&r, &ds, 1).unwrap();
+    let run = train::train_with(&r, &ds, 1, &accounting::Accounting::rdp_only()).unwrap();
     run.model.save(dir.path(), &r, &run.budget).unwrap();
     let cache = dir.path().join("cache.safetensors");
     let features = ds.features.to_tensor().to_kind(Kind::Float);

@@ -140,9 +140,9 @@ fn gap_preprocessing_reproduces_the_reference_datasets() {
             let degrees = ds.graph.in_degrees();
             let kept: usize = degrees[..nodes - 1].iter().map(|&d| d.min(100)).sum();
             assert_eq!(kept, want as usize, "reference in-degree sampling count");
-            let b = data::bound_degree(&ds, 100, 1).unwrap();
-            assert!(b.graph.in_degrees().iter().zip(&degrees).all(|(&a, &d)| a <= d.min(100)));
-            assert!(b.graph.out_degrees().iter().all(|&d| d <= 100));
+            let b = data::bound_degree(&ds.graph, data::DegreeBound::Both, 100, 1).unwrap();
+            assert!(b.in_degrees().iter().zip(&degrees).all(|(&a, &d)| a <= d.min(100)));
+            assert!(b.out_degrees().iter().all(|&d| d <= 100));
         }
         for (got, want) in [s.train.len(), s.val.len(), s.test.len()].into_iter().zip(split) {
             let tol = (0.03 * want as f64).max(3.0);
@@ -158,20 +158,20 @@ fn transforms_keep_their_invariants_on_real_data() {
 
     // Degree bound: every node at most D in- and out-edges, a subset of the original edges.
     for d in [5, 20] {
-        let b = data::bound_degree(&ds, d, 1).unwrap();
+        let b = Dataset { graph: data::bound_degree(&ds.graph, data::DegreeBound::Both, d, 1).unwrap(), ..ds.clone() };
         assert!(b.graph.in_degrees().iter().all(|&x| x <= d), "in-degree bound {d}");
         assert!(b.graph.out_degrees().iter().all(|&x| x <= d), "out-degree bound {d}");
         assert!(b.graph.edges().all(|(u, v)| ds.graph.has_edge(u, v)));
         assert!(b.graph.num_directed_edges() > n * d / 3, "sampling keeps a fair share of edges");
-        assert_eq!(b, data::bound_degree(&ds, d, 1).unwrap(), "deterministic");
-        assert_ne!(b.graph, data::bound_degree(&ds, d, 2).unwrap().graph, "seed matters");
+        assert_eq!(b.graph, data::bound_degree(&ds.graph, data::DegreeBound::Both, d, 1).unwrap(), "deterministic");
+        assert_ne!(b.graph, data::bound_degree(&ds.graph, data::DegreeBound::Both, d, 2).unwrap(), "seed matters");
         // Symmetrising again doubles the bound at most.
         let u = data::to_undirected(&b);
         assert!(u.graph.is_symmetric());
         assert!(u.graph.in_degrees().iter().all(|&x| x <= 2 * d));
     }
     // A loose bound keeps the graph.
-    assert_eq!(data::bound_degree(&ds, 10_000, 0).unwrap().graph, ds.graph);
+    assert_eq!(data::bound_degree(&ds.graph, data::DegreeBound::Both, 10_000, 0).unwrap(), ds.graph);
 
     // Isolated nodes: README says 3; edges unchanged.
     let r = data::remove_isolated_nodes(&ds);
@@ -200,7 +200,8 @@ fn transforms_keep_their_invariants_on_real_data() {
 
 #[test]
 fn directed_input_becomes_symmetric_and_loops_go() {
-    let ds = data::bound_degree(&load("cora"), 2, 3).unwrap();
+    let cora = load("cora");
+    let ds = Dataset { graph: data::bound_degree(&cora.graph, data::DegreeBound::Both, 2, 3).unwrap(), ..cora.clone() };
     assert!(!ds.graph.is_symmetric());
     let u = data::to_undirected(&ds);
     assert!(u.graph.is_symmetric());

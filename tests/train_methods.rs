@@ -12,16 +12,18 @@ fn data_dir() -> std::path::PathBuf {
     })
 }
 
+/// Trains with budgets by RDP only: the PLD epsilon costs seconds per budget and is the
+/// accountant's own test subject.
+fn train_rdp(r: &Recipe, ds: &data::Dataset, seed: u64) -> gnnaudit::Result<train::TrainedRun> {
+    train::train_with(r, ds, seed, &accounting::Accounting::rdp_only())
+}
+
 fn synthetic() -> data::Dataset {
-    // Budgets by RDP only here: the PLD epsilon costs seconds per budget and is the accountant's
-    // own test subject.
-    accounting::set_pld(false);
     let raw = data::load_dataset("synthetic", None).unwrap();
     data::transforms::prepare_like_gap(&raw, 1, SplitRatios::default(), 0).unwrap()
 }
 
 fn cora() -> data::Dataset {
-    accounting::set_pld(false);
     let raw = data::load_dataset("cora", Some(&data_dir())).unwrap();
     data::transforms::prepare_like_gap(&raw, 1, SplitRatios::default(), 0).unwrap()
 }
@@ -36,8 +38,8 @@ fn recipe(method: Method, eps: Option<f64>) -> Recipe {
 #[test]
 fn gap_inf_beats_mlp_on_cora() {
     let ds = cora();
-    let mlp = train::train(&Recipe::new(Method::Mlp, None), &ds, 1).unwrap();
-    let gap = train::train(&Recipe::new(Method::GapInf, None), &ds, 1).unwrap();
+    let mlp = train_rdp(&Recipe::new(Method::Mlp, None), &ds, 1).unwrap();
+    let gap = train_rdp(&Recipe::new(Method::GapInf, None), &ds, 1).unwrap();
     // Reference anchors: MLP 71.3 +- 1.7, GAP-inf 84.6 +- 1.0.
     assert!(mlp.accuracy.test > 0.65, "mlp {}", mlp.accuracy.test);
     assert!(gap.accuracy.test > 0.80, "gap-inf {}", gap.accuracy.test);
@@ -47,12 +49,12 @@ fn gap_inf_beats_mlp_on_cora() {
 #[test]
 fn gap_edp_without_noise_equals_gap_inf() {
     let ds = synthetic();
-    let a = train::train(&recipe(Method::GapEdp, None), &ds, 7).unwrap();
-    let b = train::train(&recipe(Method::GapInf, None), &ds, 7).unwrap();
+    let a = train_rdp(&recipe(Method::GapEdp, None), &ds, 7).unwrap();
+    let b = train_rdp(&recipe(Method::GapInf, None), &ds, 7).unwrap();
     let d = (a.model.posteriors() - b.model.posteriors()).abs().max().double_value(&[]);
     assert_eq!(d, 0.0);
     // With noise the aggregations, hence the posteriors, differ.
-    let c = train::train(&recipe(Method::GapEdp, Some(1.0)), &ds, 7).unwrap();
+    let c = train_rdp(&recipe(Method::GapEdp, Some(1.0)), &ds, 7).unwrap();
     assert!((c.model.posteriors() - b.model.posteriors()).abs().max().double_value(&[]) > 1e-3);
 }
 
@@ -61,7 +63,7 @@ fn edge_level_budgets_match_their_expressions() {
     let ds = synthetic();
     let delta = accounting::default_delta(ds.graph.num_directed_edges());
     for (m, k) in [(Method::GapEdp, 2usize), (Method::ProgapEdp, 2)] {
-        let run = train::train(&recipe(m, Some(2.0)), &ds, 1).unwrap();
+        let run = train_rdp(&recipe(m, Some(2.0)), &ds, 1).unwrap();
         let b = &run.budget;
         assert_eq!(b.privacy_unit, PrivacyUnit::Edge);
         assert_eq!(b.delta, delta);
@@ -69,7 +71,11 @@ fn edge_level_budgets_match_their_expressions() {
         assert!((b.epsilon_rdp - 2.0).abs() < 1e-3, "{m:?}: {}", b.epsilon_rdp);
         let sigma = b.noise[0].1;
         let expr = if m == Method::GapEdp { accounting::gap_edge(k) } else { accounting::progap_edge(k) };
-        assert!((expr.budget(sigma, None, delta).unwrap().epsilon_rdp - b.epsilon_rdp).abs() < 1e-9);
+        assert!(
+            (accounting::Accounting::rdp_only().budget(&expr, sigma, None, delta).unwrap().epsilon_rdp - b.epsilon_rdp)
+                .abs()
+                < 1e-9
+        );
         // Thesis Prop. 6 / Theorem 4 closed form (classic RDP conversion) is an upper bound.
         let closed = k as f64 / (2.0 * sigma * sigma) + (2.0 * k as f64 * (1.0 / delta).ln()).sqrt() / sigma;
         assert!(closed >= b.epsilon_rdp && closed < b.epsilon_rdp * 1.3, "closed form {closed}");
@@ -82,26 +88,40 @@ fn node_level_budgets_compose_dp_sgd_and_aggregations_with_one_sigma() {
     let n_train = ds.split().unwrap().train.len();
     let delta = accounting::default_delta(ds.num_nodes());
     let r = recipe(Method::GapNdp, Some(8.0));
-    let run = train::train(&r, &ds, 1).unwrap();
+    let run = train_rdp(&r, &ds, 1).unwrap();
     let b = &run.budget;
     assert_eq!(b.privacy_unit, PrivacyUnit::Node);
     assert!((b.epsilon_rdp - 8.0).abs() < 1e-3);
     let sigma = b.noise[0].1;
     let s = accounting::SgdSchedule::new(256.0 / n_train as f64, (2 * (n_train / 256)) as u64);
     let expr = accounting::gap_node(3, 100, s, s);
-    assert!((expr.budget(sigma, None, delta).unwrap().epsilon_rdp - b.epsilon_rdp).abs() < 1e-9);
+    assert!(
+        (accounting::Accounting::rdp_only().budget(&expr, sigma, None, delta).unwrap().epsilon_rdp - b.epsilon_rdp)
+            .abs()
+            < 1e-9
+    );
     assert_eq!(b.components.len(), 3);
 
     let r = recipe(Method::ProgapNdp, Some(8.0));
-    let run = train::train(&r, &ds, 1).unwrap();
+    let run = train_rdp(&r, &ds, 1).unwrap();
     let sigma = run.budget.noise[0].1;
     let expr = accounting::progap_node(2, 100, s);
-    assert!((expr.budget(sigma, None, delta).unwrap().epsilon_rdp - run.budget.epsilon_rdp).abs() < 1e-9);
+    assert!(
+        (accounting::Accounting::rdp_only().budget(&expr, sigma, None, delta).unwrap().epsilon_rdp
+            - run.budget.epsilon_rdp)
+            .abs()
+            < 1e-9
+    );
 
     let r = recipe(Method::DpMlp, Some(8.0));
-    let run = train::train(&r, &ds, 1).unwrap();
+    let run = train_rdp(&r, &ds, 1).unwrap();
     let expr = accounting::dp_sgd(s);
-    assert!((expr.budget(run.budget.noise[0].1, None, delta).unwrap().epsilon_rdp - 8.0).abs() < 1e-3);
+    assert!(
+        (accounting::Accounting::rdp_only().budget(&expr, run.budget.noise[0].1, None, delta).unwrap().epsilon_rdp
+            - 8.0)
+            .abs()
+            < 1e-3
+    );
     // One DP-SGD run costs less than GAP-NDP's three mechanisms: DP-MLP gets less noise.
     assert!(run.budget.noise[0].1 < sigma);
 }
@@ -118,7 +138,7 @@ fn bad_recipes_are_rejected_before_training() {
     ] {
         let mut r = Recipe::new(m, eps);
         r.delta = delta;
-        let e = train::train(&r, &ds, 0).err().expect("must fail");
+        let e = train_rdp(&r, &ds, 0).err().expect("must fail");
         assert_eq!(e.exit_code(), 2, "{e}");
     }
     let mut r = Recipe::new(Method::GapInf, None);
@@ -132,7 +152,7 @@ fn saved_models_answer_the_same_after_loading() {
     let dir = tempfile::tempdir().unwrap();
     for m in [Method::GapEdp, Method::ProgapEdp, Method::DpMlp] {
         let r = recipe(m, Some(4.0));
-        let run = train::train(&r, &ds, 3).unwrap();
+        let run = train_rdp(&r, &ds, 3).unwrap();
         let path = dir.path().join(m.name());
         run.model.save(&path, &r, &run.budget).unwrap();
         let loaded = train::load_model(&path).unwrap();
@@ -152,10 +172,10 @@ fn saved_models_answer_the_same_after_loading() {
 #[test]
 fn progap_and_gap_beat_mlp_on_a_homophilous_synthetic_graph() {
     let ds = synthetic();
-    let mlp = train::train(&recipe(Method::Mlp, None), &ds, 2).unwrap().accuracy.test;
+    let mlp = train_rdp(&recipe(Method::Mlp, None), &ds, 2).unwrap().accuracy.test;
     for m in [Method::GapInf, Method::ProgapInf, Method::ProgapEdp] {
         let eps = (m == Method::ProgapEdp).then_some(4.0);
-        let acc = train::train(&recipe(m, eps), &ds, 2).unwrap().accuracy.test;
+        let acc = train_rdp(&recipe(m, eps), &ds, 2).unwrap().accuracy.test;
         assert!(acc > mlp + 0.1, "{m:?} {acc} vs mlp {mlp}");
     }
 }

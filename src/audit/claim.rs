@@ -123,7 +123,10 @@ pub fn check_claim(b: &BudgetRecord, units: Option<u64>) -> ClaimCheck {
     };
     let word = unit_word(unit);
     let delta_reason = match units {
-        _ if b.delta == 0.0 && b.event.is_none() && recomputed == Some(Epsilon::Finite(0.0)) => {
+        _ if b.delta == 0.0
+            && b.event.as_ref().is_none_or(|e| e.normalized() == Event::Composed(vec![]))
+            && recomputed == Some(Epsilon::Finite(0.0)) =>
+        {
             format!("no mechanism reads the {word}: epsilon 0 by construction")
         }
         _ if b.delta == 0.0 => "pure DP: delta = 0".to_string(),

@@ -91,7 +91,7 @@ pub fn run(args: DatasetsArgs) -> Result<()> {
                 ds = data::filter_classes(&ds, m)?;
             }
             if let Some(d) = max_degree {
-                ds = data::bound_degree(&ds, d, seed)?;
+                ds.graph = data::bound_degree(&ds.graph, data::DegreeBound::Both, d, seed)?;
             }
             let t = std::time::Instant::now();
             let stats = DatasetStats::of(&ds);

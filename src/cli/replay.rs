@@ -41,7 +41,6 @@ pub fn run(a: ReplayArgs) -> Result<()> {
         recipe.epsilon = Some(1.0);
     }
     recipe.validate()?;
-    crate::train::accounting::set_pld(false);
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, SplitRatios::default(), a.split_seed)?;
     let rep = replay(&recipe, &ds, &ReplayOptions { seed: a.seed, random_units: a.random_units })?;

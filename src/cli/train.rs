@@ -411,7 +411,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let seeds = seeds(a.seed, a.repeats)?;
     set_threads(a.threads)?;
     crate::device::select(a.device)?;
-    crate::train::accounting::set_pld(!a.no_pld);
+    let accounting = crate::train::accounting::Accounting::new(!a.no_pld);
     let start = std::time::Instant::now();
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     // LPGNN's experiments use a 50/25/25 split (thesis Section 3.5.2); the others GAP's 75/10/15.
@@ -424,7 +424,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let mut diagnostics: Vec<Vec<(String, f64)>> = vec![];
     let metric = recipe.method.utility_metric();
     for (i, &seed) in seeds.iter().enumerate() {
-        let run = methods::train(&recipe, &ds, seed)?;
+        let run = methods::train_with(&recipe, &ds, seed, &accounting)?;
         diagnostics.push(run.model.diagnostics());
         ensure_converged(&run, &recipe)?;
         if i == 0 {

@@ -7,7 +7,7 @@
 //! | a synthetic graph with set homophily | [`Csbm::generate`] |
 //! | the GAP/ProGAP reference preprocessing | [`prepare_like_gap`] |
 //! | a split | [`random_split`] (75/10/15 default), [`split_per_class`] |
-//! | node-level DP degree bound | [`bound_degree`] |
+//! | node-level DP degree bound (in, out or both, as the theorem needs) | [`bound_degree`], [`DegreeBound`] |
 //! | shadow graph | [`induced_subgraph`] |
 //! | counts as `datasets describe` prints them | [`DatasetStats::of`] |
 //!
@@ -15,6 +15,7 @@
 //! names and split aligned.
 pub mod csbm;
 pub mod dataset;
+pub mod degree;
 pub mod graph;
 pub mod grouping;
 pub mod link_split;
@@ -30,11 +31,11 @@ pub mod transforms;
 
 pub use csbm::Csbm;
 pub use dataset::{Dataset, Features, Split};
+pub use degree::{bound_degree, DegreeBound};
 pub use graph::Graph;
 pub use registry::{list_datasets, load_dataset, load_path, search_dirs, SYNTHETIC};
 pub use split::{random_split, split_per_class, SplitRatios};
 pub use stats::DatasetStats;
 pub use transforms::{
-    bound_degree, filter_classes, induced_subgraph, prepare_like_gap, remove_isolated_nodes, remove_self_loops,
-    to_undirected,
+    filter_classes, induced_subgraph, prepare_like_gap, remove_isolated_nodes, remove_self_loops, to_undirected,
 };

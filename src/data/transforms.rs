@@ -5,9 +5,6 @@ use super::dataset::{Dataset, Split};
 use super::graph::Graph;
 use super::split::SplitRatios;
 use crate::error::{Error, Result};
-use rand::seq::index;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 /// A copy of `ds` with another graph over the same nodes (clones everything but the edges).
 fn with_graph(ds: &Dataset, graph: Graph) -> Dataset {
@@ -152,74 +149,6 @@ fn subgraph(ds: &Dataset, keep: &[usize]) -> Dataset {
         class_names: ds.class_names.clone(),
         attr_names: ds.attr_names.clone(),
     }
-}
-
-/// Degree bounding for node-level DP by random neighbour sampling (thesis ch.4 §4.4.3 and ch.5:
-/// "randomly sample edges from the graph to ensure that each node has no more than D outgoing
-/// edges", after Daigavane et al. 2021).
-///
-/// Two passes with one seeded stream: (1) every node keeps a uniform random `max_degree` of its
-/// in-neighbours when it has more (what the GAP/ProGAP reference does per node); (2) every node
-/// that still sends more than `max_degree` edges keeps a uniform random `max_degree` of them. Pass 2
-/// only removes edges, so afterwards every node has at most D in-edges *and* at most D out-edges:
-/// the out-bound is what Theorem 3's sensitivity needs (a node enters at most D aggregations of
-/// A^T X), the in-bound what DP-GNN's needs. Like the reference the result is directed (an edge
-/// may survive in one direction only). Unlike it, every node is processed (the reference's seed
-/// list `arange(0, N-1)` leaves the last node out).
-pub fn bound_degree(ds: &Dataset, max_degree: usize, seed: u64) -> Result<Dataset> {
-    crate::ensure!(max_degree >= 1, Error::invalid("max_degree", "must be at least 1"));
-    let g = &ds.graph;
-    let n = g.num_nodes();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-
-    // Pass 1: in-neighbour sampling, kept as sorted in-lists.
-    let mut in_lists: Vec<Vec<usize>> = Vec::with_capacity(n);
-    for v in 0..n {
-        let nb = g.in_neighbors(v);
-        if nb.len() <= max_degree {
-            in_lists.push(nb.to_vec());
-        } else {
-            let mut pick: Vec<usize> =
-                index::sample(&mut rng, nb.len(), max_degree).into_iter().map(|k| nb[k]).collect();
-            pick.sort_unstable();
-            in_lists.push(pick);
-        }
-    }
-
-    // Pass 2: out-edge sampling for nodes still above the bound.
-    let mut out_lists: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (v, list) in in_lists.iter().enumerate() {
-        for &u in list {
-            out_lists[u].push(v);
-        }
-    }
-    let mut removed: Vec<(usize, usize)> = Vec::new(); // (target, source)
-    for (u, outs) in out_lists.iter().enumerate() {
-        if outs.len() > max_degree {
-            let keep = index::sample(&mut rng, outs.len(), max_degree).into_vec();
-            let mut keep_mask = vec![false; outs.len()];
-            keep.into_iter().for_each(|k| keep_mask[k] = true);
-            removed.extend(outs.iter().zip(&keep_mask).filter(|(_, &k)| !k).map(|(&v, _)| (v, u)));
-        }
-    }
-    removed.sort_unstable();
-    let mut indptr = Vec::with_capacity(n + 1);
-    let mut indices = Vec::new();
-    indptr.push(0);
-    let mut r = 0;
-    for (v, list) in in_lists.iter().enumerate() {
-        for &u in list {
-            while r < removed.len() && removed[r] < (v, u) {
-                r += 1;
-            }
-            if r < removed.len() && removed[r] == (v, u) {
-                continue;
-            }
-            indices.push(u);
-        }
-        indptr.push(indices.len());
-    }
-    Ok(with_graph(ds, Graph::from_in_csr(n, indptr, indices)?))
 }
 
 /// The GAP/ProGAP reference preprocessing, in its order: symmetrise, RandomNodeSplit (ratios,

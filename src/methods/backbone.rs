@@ -422,7 +422,12 @@ fn spec_of(recipe: &crate::methods::Recipe) -> Result<BaselineSpec> {
 /// The `train` arms of the GraphSAGE, SAGE-EDP, GCN and GAT baselines: maps the recipe onto the
 /// network, perturbs the graph with ARR for SAGE-EDP (pure eps edge-level DP, Imola et al. 2022),
 /// and trains full batch with best-validation selection.
-pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<crate::methods::TrainedRun> {
+pub fn train_recipe(
+    recipe: &crate::methods::Recipe,
+    data: &Dataset,
+    seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<crate::methods::TrainedRun> {
     use crate::methods::Method;
     use crate::privacy::accountant::Budget;
     use crate::privacy::mechanisms::edge_rand::AsymmetricRandomizedResponse;
@@ -440,7 +445,7 @@ pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) 
         let out = arr.perturb(&data.graph, &mut rng)?;
         noisy.graph = out.graph;
         data = &noisy;
-        budget = baseline_budget(recipe, data, seed)?;
+        budget = baseline_budget(recipe, data, seed, acct)?;
         budget.noise = vec![("arr_keep_prob".into(), out.keep_prob), ("arr_add_prob".into(), out.add_prob)];
     }
     let (model, accuracy) = train_baseline(data, &spec, &fit, seed)?;
@@ -452,30 +457,26 @@ fn baseline_budget(
     recipe: &crate::methods::Recipe,
     _data: &Dataset,
     _seed: u64,
+    _acct: &crate::train::accounting::Accounting,
 ) -> Result<crate::privacy::accountant::Budget> {
     use crate::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
     let (crate::methods::Method::SageEdp, Some(eps)) = (recipe.method, recipe.epsilon) else {
         return Ok(Budget::non_private());
     };
-    Ok(Budget {
-        privacy_unit: PrivacyUnit::Edge,
-        target_epsilon: Some(eps),
-        delta: 0.0,
-        epsilon_rdp: eps,
-        rdp_order: None,
-        epsilon_pld: None,
-        pld_fallback: None,
-        event: Some(crate::privacy::accountant::methods::edge_rand(eps)),
-        noise: vec![],
-        components: vec![BudgetComponent {
-            name: "graph".into(),
-            mechanism: format!(
-                "asymmetric randomized response on the adjacency ({RR}% of eps on the bits, the rest on the density)",
-                RR = (crate::privacy::mechanisms::edge_rand::RR_SHARE * 100.0) as u32
-            ),
-            epsilon: eps,
-        }],
-    })
+    let mut budget = crate::privacy::accountant::pure_budget(
+        &crate::privacy::accountant::methods::edge_rand(eps),
+        PrivacyUnit::Edge,
+        vec![],
+    )?;
+    budget.components = vec![BudgetComponent {
+        name: "graph".into(),
+        mechanism: format!(
+            "asymmetric randomized response on the adjacency ({RR}% of eps on the bits, the rest on the density)",
+            RR = (crate::privacy::mechanisms::edge_rand::RR_SHARE * 100.0) as u32
+        ),
+        epsilon: eps,
+    }];
+    Ok(budget)
 }
 
 // ---------------------------------------------------------------- registry entries
@@ -549,7 +550,7 @@ mod tests {
         r.batch_norm = Some(true);
         r.epochs = Some(20);
         assert_eq!(r.norm(), NormKind::Batch);
-        let (model, _, _) = crate::methods::decoupled::fit_mlp(&r, &data, 1).unwrap();
+        let (model, _, _) = crate::methods::decoupled::fit_mlp(&r, &data, 1, &Default::default()).unwrap();
         let norms: Vec<&Norm> = model.net.mlp.norms.iter().filter(|n| matches!(n, Norm::Batch { .. })).collect();
         assert!(!norms.is_empty(), "the recipe asked for batch norm");
         for n in norms {

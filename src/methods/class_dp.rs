@@ -26,7 +26,7 @@ use crate::models::{Fwd, MlpStyle};
 use crate::privacy::accountant::class_dp::{check_unit_delta, class_dp_sgd, theorem5_epsilon, GroupUnit, Relation};
 use crate::privacy::accountant::{default_delta, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer};
-use crate::train::accounting::Expression;
+use crate::train::accounting::{Accounting, Expression};
 use crate::train::fit::{accuracy, Labels};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -158,14 +158,16 @@ pub fn expression(unit: GroupUnit, relation: Relation, sample_rate: f64, steps: 
 }
 
 /// Sigma and the budget of a run over `u` units (training and `account budget` share it).
-fn spend(r: &Recipe, data: &Dataset, u: usize) -> Result<(f64, Budget)> {
+fn spend(r: &Recipe, data: &Dataset, u: usize, acct: &Accounting) -> Result<(f64, Budget)> {
     let unit = group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
     let (q, t) = (sample_rate(r), steps(r));
     let delta = r.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
     let warning = check_unit_delta(delta, u, unit, r.allow_large_delta)?;
     let (sigma, mut budget) = match r.epsilon {
         Some(eps) => {
-            expression(unit, r.relation, q, t).calibrate(eps, delta).map_err(|e| accountant_failure(r, delta, e))?
+            let expr = expression(unit, r.relation, q, t);
+            acct.calibrate(&expr, crate::privacy::accountant::Accountant::Rdp, eps, delta)
+                .map_err(|e| accountant_failure(r, delta, e))?
         }
         None => (0.0, Budget::non_private()),
     };
@@ -180,20 +182,31 @@ fn spend(r: &Recipe, data: &Dataset, u: usize) -> Result<(f64, Budget)> {
 }
 
 /// Trains `class-dp-mlp` / `subclass-dp-mlp` (the train dispatch arm).
-pub fn train_recipe(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    train_with_units(r, data, &[], seed)
+pub fn train_recipe(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
+    train_units_by(r, data, &[], seed, acct)
 }
 
 /// Trains with `fixed` node groups as extra subclass units (the subclass canary game: each canary
 /// subclass is one unit whatever k-means would make of it).
 pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: u64) -> Result<TrainedRun> {
+    train_units_by(r, data, fixed, seed, &Accounting::default())
+}
+
+/// [`train_with_units`] with the caller's accounting.
+pub fn train_units_by(
+    r: &Recipe,
+    data: &Dataset,
+    fixed: &[Vec<usize>],
+    seed: u64,
+    acct: &Accounting,
+) -> Result<TrainedRun> {
     group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let units = units(r, data, fixed, seed)?;
     let u = units.len();
     let (q, t) = (sample_rate(r), steps(r));
-    let (sigma, budget) = spend(r, data, u)?;
+    let (sigma, budget) = spend(r, data, u, acct)?;
     let mut ps = crate::models::ParamStore::new();
     let x = data.features.to_tensor().to_kind(Kind::Float);
     let style = MlpStyle { activation: r.activation, dropout: r.dropout, norm: r.norm() };
@@ -267,9 +280,9 @@ pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: 
 use crate::methods::registry::{no_defaults, MethodSpec};
 
 /// The budget over the units k-means forms (their number only enters the delta check).
-fn class_dp_budget(r: &Recipe, data: &Dataset, seed: u64) -> Result<Budget> {
+fn class_dp_budget(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<Budget> {
     let u = units(r, data, &[], seed)?.len();
-    spend(r, data, u).map(|s| s.1)
+    spend(r, data, u, acct).map(|s| s.1)
 }
 
 const CLASS_KNOBS: &[&str] = &[

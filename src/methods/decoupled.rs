@@ -5,7 +5,7 @@ use super::recipe::UtilityMetric;
 use super::recipe::{Method, Recipe};
 use super::registry::{no_check, no_defaults, MethodSpec};
 use super::{Accuracy, TrainedModel, TrainedRun};
-use crate::data::{Dataset, Graph};
+use crate::data::{bound_degree, Dataset, DegreeBound, Graph};
 use crate::error::Result;
 use crate::models::aggregation::{aggregation_operator, nap, pma};
 use crate::models::gap::{GapClassifier, GapEncoder};
@@ -13,13 +13,10 @@ use crate::models::mlp::MlpClassifier;
 use crate::models::progap::ProgapNet;
 use crate::models::NodeClassifier;
 use crate::models::{Fwd, MlpStyle, ParamStore};
-use crate::privacy::accountant::{Budget, PrivacyUnit};
+use crate::privacy::accountant::{methods, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{steps_per_epoch, DpSgd};
-use crate::train::accounting::{self, Expression, SgdSchedule};
+use crate::train::accounting::{self, Accounting, Expression, SgdSchedule};
 use crate::train::fit::{accuracy, fit, Batching, FitConfig, Labels};
-use rand::seq::index::sample;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Tensor};
 
 /// What the privacy calibration decided for one run.
@@ -45,13 +42,13 @@ pub fn delta_for(r: &Recipe, data: &Dataset) -> f64 {
 }
 
 /// Calibrates sigma for `expr` when the recipe has an epsilon; otherwise no noise.
-fn calibrate(r: &Recipe, data: &Dataset, expr: Expression) -> Result<Privacy> {
+fn calibrate(r: &Recipe, data: &Dataset, acct: &Accounting, expr: Expression) -> Result<Privacy> {
     match r.epsilon {
         Some(eps) => {
             let t = std::time::Instant::now();
             let delta = delta_for(r, data);
             let (sigma, budget) =
-                expr.calibrate_by(r.accountant, eps, delta).map_err(|e| accountant_failure(r, delta, e))?;
+                acct.calibrate(&expr, r.accountant, eps, delta).map_err(|e| accountant_failure(r, delta, e))?;
             tracing::info!("calibrated sigma {sigma:.4} and budget in {:.2} s", t.elapsed().as_secs_f64());
             Ok(Privacy { sigma, budget })
         }
@@ -86,11 +83,11 @@ pub fn accountant_failure(r: &Recipe, delta: f64, e: crate::Error) -> crate::Err
 /// each follows is in `crate::train::accounting`): training and `gnnaudit account budget` both call
 /// it, so they cannot disagree. The result is cached (`accounting`), so training after an audit's
 /// dry run does not pay twice.
-pub fn privacy(r: &Recipe, data: &Dataset) -> Result<Privacy> {
+pub fn privacy(r: &Recipe, data: &Dataset, acct: &Accounting) -> Result<Privacy> {
     let n_train = data.split()?.train.len();
     let sgd = || schedule(r, n_train);
     let expr = match r.method {
-        Method::Mlp => return Ok(Privacy { sigma: 0.0, budget: edge_free_budget() }),
+        Method::Mlp => return Ok(Privacy { sigma: 0.0, budget: edge_free_budget()? }),
         Method::DpMlp => accounting::dp_sgd(sgd()),
         Method::GapNdp => accounting::gap_node(r.hops(), r.max_degree, sgd(), sgd()),
         // The planted bugs claim GAP-EDP's epsilon; their noise is for a wrong sensitivity.
@@ -99,22 +96,12 @@ pub fn privacy(r: &Recipe, data: &Dataset) -> Result<Privacy> {
         Method::ProgapEdp => accounting::progap_edge(r.depth()),
         _ => return Ok(Privacy { sigma: 0.0, budget: Budget::non_private() }),
     };
-    calibrate(r, data, expr)
+    calibrate(r, data, acct, expr)
 }
 
 /// [`privacy`]'s budget (the registry's `budget`).
-fn budget(r: &Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
-    privacy(r, data).map(|p| p.budget)
-}
-
-/// Calibrates a private recipe's noise on `data` without training, so that an audit's dry run
-/// catches a budget the accountant cannot meet or evaluate (the analytic Gaussian at eps = 10^8)
-/// before any cell runs.
-pub fn check_privacy(r: &Recipe, data: &Dataset) -> Result<()> {
-    if r.epsilon.is_none() {
-        return Ok(());
-    }
-    privacy(r, data).map(|_| ())
+fn budget(r: &Recipe, data: &Dataset, _seed: u64, acct: &Accounting) -> Result<Budget> {
+    privacy(r, data, acct).map(|p| p.budget)
 }
 
 /// DP-SGD schedule of one training run over the training nodes.
@@ -157,32 +144,11 @@ fn measure(model: &dyn NodeClassifier, labels: &Labels) -> Accuracy {
     }
 }
 
-/// Keeps at most `d` out-edges per node, chosen uniformly without replacement (Daigavane et al.
-/// 2021 neighbour sampling): afterwards every node feeds at most `d` aggregations, which is the
-/// node-level sensitivity bound of Lemma 8 / Theorem 3.
-pub fn bound_out_degree(g: &Graph, d: usize, seed: u64) -> Result<Graph> {
-    let n = g.num_nodes();
-    let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (u, v) in g.edges() {
-        out[u].push(v);
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut edges = Vec::with_capacity(g.num_directed_edges());
-    for (u, vs) in out.iter().enumerate() {
-        if vs.len() <= d {
-            edges.extend(vs.iter().map(|&v| (u, v)));
-        } else {
-            edges.extend(sample(&mut rng, vs.len(), d).into_iter().map(|i| (u, vs[i])));
-        }
-    }
-    Graph::from_edges(n, edges)
-}
-
 /// The graph a GAP/ProGAP model trained on `data` with `seed` aggregated over: the degree-bounded
 /// one at node level (the same draw as in training), the graph itself otherwise.
 fn training_graph(data: &Dataset, max_degree: Option<usize>, seed: u64) -> Result<Graph> {
     match max_degree {
-        Some(d) => bound_out_degree(&data.graph, d, seed),
+        Some(d) => bound_degree(&data.graph, DegreeBound::Out, d, seed),
         None => Ok(data.graph.clone()),
     }
 }
@@ -214,17 +180,17 @@ impl TrainedModel for MlpModel {
     }
 }
 
-pub fn train_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    let (model, accuracy, privacy) = fit_mlp(r, data, seed)?;
+pub fn train_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
+    let (model, accuracy, privacy) = fit_mlp(r, data, seed, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
 }
 
 /// [`train_mlp`] with the concrete model and its calibration (for `crate::replay`).
-pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<(MlpModel, Accuracy, Privacy)> {
+pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<(MlpModel, Accuracy, Privacy)> {
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
-    let privacy = privacy(r, data)?;
+    let privacy = privacy(r, data, acct)?;
     let mut ps = ParamStore::new();
     let net =
         MlpClassifier::new(&mut ps, features(data), r.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
@@ -233,20 +199,9 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64) -> Result<(MlpModel, Accur
     Ok((MlpModel { ps, net }, accuracy, privacy))
 }
 
-/// The MLP uses no edge: edge-level epsilon 0 (delta 0).
-fn edge_free_budget() -> Budget {
-    Budget {
-        privacy_unit: PrivacyUnit::Edge,
-        target_epsilon: Some(0.0),
-        delta: 0.0,
-        epsilon_rdp: 0.0,
-        rdp_order: None,
-        epsilon_pld: Some(0.0),
-        pld_fallback: None,
-        event: None,
-        noise: vec![],
-        components: vec![],
-    }
+/// The MLP uses no edge: at edge level no mechanism runs, epsilon 0 at delta 0.
+fn edge_free_budget() -> Result<Budget> {
+    crate::privacy::accountant::pure_budget(&methods::no_mechanism(), PrivacyUnit::Edge, vec![])
 }
 
 // ---------------------------------------------------------------- GAP
@@ -281,7 +236,7 @@ impl TrainedModel for GapModel {
     /// Inductive inference (Algorithm 8): encoder, then PMA on the new graph with fresh noise.
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         let g = match self.max_degree {
-            Some(d) => bound_out_degree(&data.graph, d, 0)?,
+            Some(d) => bound_degree(&data.graph, DegreeBound::Out, d, 0)?,
             None => data.graph.clone(),
         };
         let x0 = self.encoder.embed(&features(data));
@@ -317,20 +272,21 @@ pub fn aggregation_sensitivity(r: &Recipe) -> f64 {
     }
 }
 
-pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    let (model, accuracy, privacy) = fit_gap(r, data, seed)?;
+pub fn train_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
+    let (model, accuracy, privacy) = fit_gap(r, data, seed, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
 }
 
 /// [`train_gap`] with the concrete model and its calibration (for `crate::replay`).
-pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(GapModel, Accuracy, Privacy)> {
+pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<(GapModel, Accuracy, Privacy)> {
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
     let hops = r.hops();
     let node = r.method == Method::GapNdp;
-    let privacy = privacy(r, data)?;
-    let graph = if node { bound_out_degree(&data.graph, r.max_degree, seed)? } else { data.graph.clone() };
+    let privacy = privacy(r, data, acct)?;
+    let graph =
+        if node { bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)? } else { data.graph.clone() };
     let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
     let (ps, encoder, mut classifier) = build_gap(r, features(data), data.num_classes);
@@ -388,7 +344,7 @@ impl TrainedModel for ProgapModel {
     /// Inductive inference: run the stages on the new graph, with fresh NAP noise per stage.
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         let g = match self.max_degree {
-            Some(d) => bound_out_degree(&data.graph, d, 0)?,
+            Some(d) => bound_degree(&data.graph, DegreeBound::Out, d, 0)?,
             None => data.graph.clone(),
         };
         let adj = aggregation_operator(&g);
@@ -412,20 +368,26 @@ impl TrainedModel for ProgapModel {
     }
 }
 
-pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
-    let (model, accuracy, privacy) = fit_progap(r, data, seed)?;
+pub fn train_progap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
+    let (model, accuracy, privacy) = fit_progap(r, data, seed, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: privacy.budget, seconds: 0.0 })
 }
 
 /// [`train_progap`] with the concrete model and its calibration (for `crate::replay`).
-pub fn fit_progap(r: &Recipe, data: &Dataset, seed: u64) -> Result<(ProgapModel, Accuracy, Privacy)> {
+pub fn fit_progap(
+    r: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    acct: &Accounting,
+) -> Result<(ProgapModel, Accuracy, Privacy)> {
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
     let depth = r.depth();
     let node = r.method == Method::ProgapNdp;
-    let privacy = privacy(r, data)?;
-    let graph = if node { bound_out_degree(&data.graph, r.max_degree, seed)? } else { data.graph.clone() };
+    let privacy = privacy(r, data, acct)?;
+    let graph =
+        if node { bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)? } else { data.graph.clone() };
     let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
     let x = features(data);
@@ -667,7 +629,7 @@ const fn entry(
     unit: PrivacyUnit,
     takes_epsilon: bool,
     knobs: &'static [&'static str],
-    train: fn(&Recipe, &Dataset, u64) -> Result<TrainedRun>,
+    train: fn(&Recipe, &Dataset, u64, &Accounting) -> Result<TrainedRun>,
     load: Loader,
 ) -> MethodSpec {
     let node = matches!(unit, PrivacyUnit::Node);

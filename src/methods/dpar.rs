@@ -479,7 +479,12 @@ fn accuracy(logits: &Tensor, y: &[usize]) -> f64 {
 }
 
 /// The `train` arm of every `dpar-*` method.
-pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(
+    recipe: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     train(data, &DparConfig::from_recipe(recipe), seed)
 }
 
@@ -620,7 +625,12 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> 
 use crate::methods::registry::MethodSpec;
 
 /// The budget of a run with `seed`: the same node subsampling as [`train`] fixes the row count M.
-fn dpar_budget(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<Budget> {
+fn dpar_budget(
+    recipe: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<Budget> {
     let cfg = DparConfig::from_recipe(recipe);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xd9a2_5eed);
     let kept = data.split()?.train.iter().filter(|_| rng.gen::<f64>() < cfg.q_prime).count();

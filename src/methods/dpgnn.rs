@@ -28,7 +28,7 @@
 //! the reference clips one gradient per row of each batch's 1-hop subgraph (about 35 m rows on
 //! Cornell5 at D = 100) under the same 2(K+1)C noise, and bounds only in-degrees, so one node can
 //! reach far more than K+1 clipped rows; per-node clipping as here gives up to 35x less signal.
-use crate::data::{bound_degree, Dataset, Graph, Split};
+use crate::data::{bound_degree, Dataset, DegreeBound, Graph, Split};
 use crate::error::{Error, Result};
 use crate::methods::{Accuracy, TrainedModel, TrainedRun};
 use crate::models::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
@@ -435,18 +435,22 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
 /// [`DpgnnConfig`]. Knobs the recipe leaves open (batch size, epochs, inference share) take
 /// DP-GNN's own defaults (the batch capped at the training set); [`crate::methods::Recipe::new`]
 /// sets its D, width and learning rate, and [`crate::methods::Recipe::norm`] its normalisation.
-pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(
+    recipe: &crate::methods::Recipe,
+    data: &Dataset,
+    seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     train(data, &config(recipe, data)?, seed)
 }
 
 /// The graph DP-GNN trains on: degrees bounded by D (in and out), or, for the unsound
 /// `dpgnn-rowclip`, in-degrees only as the reference's sampler does.
 pub fn training_graph(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<Dataset> {
-    if cfg.row_clipping {
-        rowclip::bound_in_degree(data, cfg.max_degree, seed)
-    } else {
-        bound_degree(data, cfg.max_degree, seed)
-    }
+    let bound = if cfg.row_clipping { DegreeBound::In } else { DegreeBound::Both };
+    let mut out = data.clone();
+    out.graph = bound_degree(&data.graph, bound, cfg.max_degree, seed)?;
+    Ok(out)
 }
 
 /// The [`DpgnnConfig`] of a recipe (see [`train_recipe`]).
@@ -503,7 +507,12 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
 
 use crate::methods::registry::{no_check, MethodSpec};
 
-fn dpgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+fn dpgnn_budget(
+    recipe: &crate::methods::Recipe,
+    data: &Dataset,
+    _seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<Budget> {
     let cfg = config(recipe, data)?;
     cfg.validate(data.split()?.train.len())?;
     spend(data, &cfg).map(|s| s.0)

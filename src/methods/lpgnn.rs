@@ -277,18 +277,14 @@ impl LpgnnConfig {
             b.components = components;
             return Ok(b);
         }
-        Ok(Budget {
-            privacy_unit: unit,
-            target_epsilon: total.is_finite().then_some(total),
-            delta: 0.0,
-            epsilon_rdp: total,
-            rdp_order: None,
-            epsilon_pld: None,
-            pld_fallback: None,
-            event,
-            noise,
-            components,
-        })
+        let Some(e) = event else {
+            // A part in the clear: no guarantee, only the breakdown of what was released.
+            return Ok(Budget { noise, components, ..Budget::non_private() });
+        };
+        // Pure parts only: eps_x + eps_y at delta 0 by basic composition.
+        let mut b = crate::privacy::accountant::pure_budget(&e, unit, noise)?;
+        b.components = components;
+        Ok(b)
     }
 }
 
@@ -594,7 +590,12 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
 
 /// The `train` arm for `--method lpgnn`. Dropout and weight decay keep LPGNN's defaults (0.5 and
 /// 1e-3) unless the recipe sets them to non-zero values.
-pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(
+    recipe: &crate::methods::Recipe,
+    data: &Dataset,
+    seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     train(data, &config(recipe), seed)
 }
 
@@ -652,7 +653,12 @@ fn lpgnn_defaults(r: &mut crate::methods::Recipe) {
     (r.dropout, r.weight_decay) = (d.dropout, d.weight_decay);
 }
 
-fn lpgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+fn lpgnn_budget(
+    recipe: &crate::methods::Recipe,
+    data: &Dataset,
+    _seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<Budget> {
     config(recipe).budget(data.num_features())
 }
 

@@ -84,10 +84,21 @@ pub struct TrainedRun {
 /// Validates the recipe first; private methods calibrate their noise to (epsilon, delta) and the
 /// run records the budget spent.
 pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+    train_with(recipe, data, seed, &crate::train::accounting::Accounting::default())
+}
+
+/// [`train`] with the caller's accounting: whether budgets state the PLD epsilon, and the
+/// calibrations shared by every run trained through the same value (repeats, an audit's cells).
+pub fn train_with(
+    recipe: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     recipe.validate()?;
     data.split()?;
     let start = std::time::Instant::now();
-    let mut run = (recipe.method.spec().train)(recipe, data, seed)?;
+    let mut run = (recipe.method.spec().train)(recipe, data, seed, acct)?;
     run.seconds = start.elapsed().as_secs_f64();
     Ok(run)
 }
@@ -95,7 +106,17 @@ pub fn train(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
 /// The budget `train` would claim for `recipe` on `data` with `seed`, without training (the
 /// method's registry `budget`, which its training also uses).
 pub fn budget(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<Budget> {
+    budget_with(recipe, data, seed, &crate::train::accounting::Accounting::default())
+}
+
+/// [`budget`] with the caller's accounting (its calibrations are then reused by training).
+pub fn budget_with(
+    recipe: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<Budget> {
     recipe.validate()?;
     data.split()?;
-    (recipe.method.spec().budget)(recipe, data, seed)
+    (recipe.method.spec().budget)(recipe, data, seed, acct)
 }

@@ -75,26 +75,18 @@ impl PgcConfig {
         let event = Event::PureDp { epsilon: eps }
             .labelled(format!("{} mechanism, one feature", m.kind().name()))
             .times(num_features as u64);
-        let total = event.pure_epsilon();
-        Ok(Budget {
-            privacy_unit: PrivacyUnit::Local,
-            target_epsilon: Some(total),
-            delta: 0.0,
-            epsilon_rdp: total,
-            rdp_order: None,
-            epsilon_pld: None,
-            pld_fallback: None,
-            event: Some(event),
-            noise: vec![("epsilon_per_feature".into(), eps), ("features".into(), num_features as f64)],
-            components: vec![BudgetComponent {
-                name: "features".into(),
-                mechanism: format!(
-                    "{} per feature, eps {eps} per feature (the chapter's claim) x {num_features} features",
-                    m.kind().name()
-                ),
-                epsilon: total,
-            }],
-        })
+        let noise = vec![("epsilon_per_feature".into(), eps), ("features".into(), num_features as f64)];
+        let mut b = crate::privacy::accountant::pure_budget(&event, PrivacyUnit::Local, noise)?;
+        let total = b.epsilon_rdp;
+        b.components = vec![BudgetComponent {
+            name: "features".into(),
+            mechanism: format!(
+                "{} per feature, eps {eps} per feature (the chapter's claim) x {num_features} features",
+                m.kind().name()
+            ),
+            epsilon: total,
+        }];
+        Ok(b)
     }
 }
 
@@ -309,7 +301,12 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
 
 /// The `train` arm for `--method pgc`: `--epsilon` is the budget per feature, `--mechanism` the
 /// randomiser; hidden, lr, weight decay, dropout and epochs (the maximum) from the recipe.
-pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(
+    recipe: &crate::methods::Recipe,
+    data: &Dataset,
+    seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     train(data, &config(recipe), seed)
 }
 
@@ -342,7 +339,12 @@ pub fn check_mechanism(r: &crate::methods::Recipe) -> Result<()> {
     Ok(())
 }
 
-fn pgc_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+fn pgc_budget(
+    recipe: &crate::methods::Recipe,
+    data: &Dataset,
+    _seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<Budget> {
     config(recipe).budget(data.num_features())
 }
 

@@ -360,7 +360,12 @@ pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRu
 }
 
 /// The `train` arm for `--method pgc-vgae`.
-pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(
+    recipe: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     debug_assert_eq!(recipe.method, Method::PgcVgae);
     train(data, &config(recipe), seed)
 }
@@ -387,7 +392,12 @@ fn vgae_defaults(r: &mut Recipe) {
     (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.0);
 }
 
-fn vgae_budget(recipe: &Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+fn vgae_budget(
+    recipe: &Recipe,
+    data: &Dataset,
+    _seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<Budget> {
     config(recipe).budget(data.num_features())
 }
 

@@ -36,10 +36,10 @@ pub struct MethodSpec {
     pub defaults: fn(&mut Recipe),
     /// Range checks of its own knobs (beyond the generic ones in `Recipe::validate`).
     pub check: fn(&Recipe) -> Result<()>,
-    pub train: fn(&Recipe, &Dataset, u64) -> Result<TrainedRun>,
+    pub train: fn(&Recipe, &Dataset, u64, &crate::train::accounting::Accounting) -> Result<TrainedRun>,
     /// The budget a run on `data` with a seed claims, from the same events and calibration as
     /// `train`, without training: `gnnaudit account budget` prints it and audits check it before any cell runs.
-    pub budget: fn(&Recipe, &Dataset, u64) -> Result<Budget>,
+    pub budget: fn(&Recipe, &Dataset, u64, &crate::train::accounting::Accounting) -> Result<Budget>,
     /// Rebuilds a saved model (None: the method cannot be saved).
     pub load: Option<Loader>,
     /// Deliberately broken (a demo or an unsound reference variant): never a default.

@@ -184,18 +184,14 @@ impl RgnnConfig {
                 );
             }
         }
-        Ok(Budget {
-            privacy_unit: if total.is_finite() { PrivacyUnit::Local } else { PrivacyUnit::None },
-            target_epsilon: total.is_finite().then_some(total),
-            delta: 0.0,
-            epsilon_rdp: total,
-            rdp_order: None,
-            epsilon_pld: None,
-            pld_fallback: None,
-            event: total.is_finite().then_some(Event::Composed(parts)),
-            noise,
-            components,
-        })
+        if !total.is_finite() {
+            // A part in the clear: no guarantee, only the breakdown of what was released.
+            return Ok(Budget { noise, components, ..Budget::non_private() });
+        }
+        // Pure parts only: m eps_x + eps_y at delta 0 by basic composition.
+        let mut b = crate::privacy::accountant::pure_budget(&Event::Composed(parts), PrivacyUnit::Local, noise)?;
+        b.components = components;
+        Ok(b)
     }
 }
 
@@ -602,7 +598,12 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
 }
 
 /// The `train` arm for `--method rgnn`.
-pub fn train_recipe(recipe: &crate::methods::Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(
+    recipe: &crate::methods::Recipe,
+    data: &Dataset,
+    seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     train(data, &config(recipe), seed)
 }
 
@@ -635,7 +636,12 @@ fn rgnn_defaults(r: &mut crate::methods::Recipe) {
 }
 
 /// The budget over the grouped binary features GRR-FS randomises (grouping is deterministic).
-fn rgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+fn rgnn_budget(
+    recipe: &crate::methods::Recipe,
+    data: &Dataset,
+    _seed: u64,
+    _acct: &crate::train::accounting::Accounting,
+) -> Result<Budget> {
     let cfg = config(recipe);
     cfg.validate()?;
     let grouped = grouping::group_features(&data.features, cfg.group_size_for(data.num_features())?)?;

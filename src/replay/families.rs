@@ -10,6 +10,7 @@ use crate::methods::Recipe;
 use crate::models::aggregation::{nap, perturbed_sum};
 use crate::models::NodeClassifier;
 use crate::models::{log_softmax_rows, Fwd, ParamStore, Rows};
+use crate::train::accounting::Accounting;
 use crate::train::fit::{Batching, Labels};
 use std::collections::HashSet;
 use tch::{Kind, Reduction, Tensor};
@@ -134,7 +135,7 @@ fn chosen_units(r: &Recipe, graph: &Graph, train: &[usize], random: usize, seed:
 /// GAP (Algorithm 5): K PMA aggregations; at node level also the encoder's and the
 /// classification module's DP-SGD steps.
 pub fn gap(r: &Recipe, data: &Dataset, opts: &super::ReplayOptions) -> Result<Replayed> {
-    let (mut model, _, _) = fit_gap(r, data, opts.seed)?;
+    let (mut model, _, _) = fit_gap(r, data, opts.seed, &Accounting::rdp_only())?;
     double_params(&mut model.ps);
     model.encoder.x = Rows::new(double(&model.encoder.x.x));
     model.classifier.inputs = model.classifier.inputs.iter().map(double).collect();
@@ -169,7 +170,7 @@ pub fn gap(r: &Recipe, data: &Dataset, opts: &super::ReplayOptions) -> Result<Re
 /// ProGAP (Algorithm 9): one NAP aggregation per stage 1..K; at node level also each stage's
 /// DP-SGD step (stages 0..K).
 pub fn progap(r: &Recipe, data: &Dataset, opts: &super::ReplayOptions) -> Result<Replayed> {
-    let (mut model, _, _) = fit_progap(r, data, opts.seed)?;
+    let (mut model, _, _) = fit_progap(r, data, opts.seed, &Accounting::rdp_only())?;
     double_params(&mut model.ps);
     model.net.inputs = model.net.inputs.iter().map(|x| Rows::new(double(&x.x))).collect();
     let graph = model.graph.clone().expect("a trained ProGAP model keeps its graph");
@@ -204,7 +205,7 @@ pub fn progap(r: &Recipe, data: &Dataset, opts: &super::ReplayOptions) -> Result
 
 /// DP-MLP: DP-SGD alone (the graph is never read).
 pub fn dp_mlp(r: &Recipe, data: &Dataset, opts: &super::ReplayOptions) -> Result<Replayed> {
-    let (mut model, _, _) = fit_mlp(r, data, opts.seed)?;
+    let (mut model, _, _) = fit_mlp(r, data, opts.seed, &Accounting::rdp_only())?;
     double_params(&mut model.ps);
     model.net.x = Rows::new(double(&model.net.x.x));
     let labels = Labels::from_dataset(data)?;

@@ -9,6 +9,8 @@
 //! The DP-SGD schedule is the one the training loop runs: q = B/n and `epochs * floor(n/B)` steps.
 use crate::error::Result;
 use crate::privacy::accountant::{self as acc, methods, Budget, Event, PrivacyUnit};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 pub use crate::privacy::accountant::default_delta;
 pub use crate::privacy::accountant::SgdSchedule;
@@ -19,53 +21,90 @@ pub struct Expression {
     pub event: Box<dyn Fn(f64) -> Event>,
 }
 
-thread_local! {
-    /// Calibrations already done in this process (repeats of a run share them): the PLD part of a
-    /// budget costs seconds, the training it accounts for sometimes less.
-    static DONE: std::cell::RefCell<Vec<(String, (f64, Budget))>> = const { std::cell::RefCell::new(Vec::new()) };
+/// How a caller wants its budgets computed, and the calibrations it has already paid for. The
+/// caller owns one value and passes it to every run that should share it (the repeats of
+/// `gnnaudit train`, an audit's dry run and its cells): no process-wide switch, no hidden cache.
+#[derive(Debug)]
+pub struct Accounting {
+    pld_epsilon: bool,
+    /// Calibrations done through this value: the PLD part of a budget costs seconds, the training
+    /// it accounts for sometimes less.
+    done: RefCell<HashMap<CalibrationKey, (f64, Budget)>>,
 }
 
-/// Whether budgets include the PLD epsilon (default on; `gnnaudit train --no-pld` turns it off).
-static PLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
-pub fn set_pld(on: bool) {
-    PLD.store(on, std::sync::atomic::Ordering::Relaxed);
+/// What a calibration depends on: the expression (named by its event at sigma = 1, in canonical
+/// JSON, whose shortest round-trip floats tell every two parameters apart), the unit, the target,
+/// delta, the accountant calibrated by, and whether the budget carries the PLD epsilon.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CalibrationKey {
+    event: String,
+    unit: PrivacyUnit,
+    target_bits: u64,
+    delta_bits: u64,
+    accountant: acc::Accountant,
+    pld_epsilon: bool,
 }
 
-impl Expression {
-    /// Calibrates sigma to (target, delta) and returns sigma with the budget it spends.
-    pub fn calibrate(&self, target: f64, delta: f64) -> Result<(f64, Budget)> {
-        self.calibrate_by(acc::Accountant::Rdp, target, delta)
+impl Default for Accounting {
+    /// Budgets with the PLD epsilon (what `gnnaudit train` states unless `--no-pld`).
+    fn default() -> Self {
+        Accounting::new(true)
     }
-    /// [`Expression::calibrate`] by a chosen accountant. Under PLD the budget always carries the
-    /// PLD epsilon (even with `--no-pld`): it is the claim.
-    pub fn calibrate_by(&self, accountant: acc::Accountant, target: f64, delta: f64) -> Result<(f64, Budget)> {
-        let key = format!(
-            "{:?}|{target}|{delta}|{:?}|{}|{accountant:?}",
-            (self.event)(1.0),
-            self.unit,
-            PLD.load(std::sync::atomic::Ordering::Relaxed)
-        );
-        if let Some(hit) = DONE.with(|d| d.borrow().iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone())) {
-            return Ok(hit);
+}
+
+impl Accounting {
+    /// `pld_epsilon`: whether budgets also state the PLD epsilon (seconds each); without it they
+    /// state the RDP epsilon only (`gnnaudit train --no-pld`, replay, the tests).
+    pub fn new(pld_epsilon: bool) -> Self {
+        Accounting { pld_epsilon, done: RefCell::new(HashMap::new()) }
+    }
+    /// Budgets by RDP only.
+    pub fn rdp_only() -> Self {
+        Accounting::new(false)
+    }
+    pub fn pld_epsilon(&self) -> bool {
+        self.pld_epsilon
+    }
+
+    /// Calibrates sigma of `expr` to (target, delta) by `accountant` and returns sigma with the
+    /// budget it spends. Under PLD the budget always carries the PLD epsilon (even for an
+    /// RDP-only accounting): it is the claim.
+    pub fn calibrate(
+        &self,
+        expr: &Expression,
+        accountant: acc::Accountant,
+        target: f64,
+        delta: f64,
+    ) -> Result<(f64, Budget)> {
+        let key = CalibrationKey {
+            event: serde_json::to_string(&(expr.event)(1.0))?,
+            unit: expr.unit,
+            target_bits: target.to_bits(),
+            delta_bits: delta.to_bits(),
+            accountant,
+            pld_epsilon: self.pld_epsilon,
+        };
+        if let Some(hit) = self.done.borrow().get(&key) {
+            return Ok(hit.clone());
         }
-        let sigma = acc::calibrate_by(accountant, target, delta, |s| (self.event)(s))?;
+        let sigma = acc::calibrate_by(accountant, target, delta, |s| (expr.event)(s))?;
         let budget = match accountant {
-            acc::Accountant::Rdp => self.budget(sigma, Some(target), delta)?,
+            acc::Accountant::Rdp => self.budget(expr, sigma, Some(target), delta)?,
             acc::Accountant::Pld => {
-                acc::budget(&(self.event)(sigma), self.unit, Some(target), delta, vec![("sigma".into(), sigma)])?
+                acc::budget(&(expr.event)(sigma), expr.unit, Some(target), delta, vec![("sigma".into(), sigma)])?
             }
         };
-        let out = (sigma, budget);
-        DONE.with(|d| d.borrow_mut().push((key, out.clone())));
-        Ok(out)
+        self.done.borrow_mut().insert(key, (sigma, budget.clone()));
+        Ok((sigma, budget))
     }
-    /// The budget (RDP and PLD epsilon, per-component breakdown) spent at a given sigma.
-    pub fn budget(&self, sigma: f64, target: Option<f64>, delta: f64) -> Result<Budget> {
-        let event = (self.event)(sigma);
+
+    /// The budget (RDP and, if asked for, PLD epsilon, per-component breakdown) `expr` spends at
+    /// a given sigma.
+    pub fn budget(&self, expr: &Expression, sigma: f64, target: Option<f64>, delta: f64) -> Result<Budget> {
+        let event = (expr.event)(sigma);
         let noise = vec![("sigma".into(), sigma)];
-        if PLD.load(std::sync::atomic::Ordering::Relaxed) {
-            return acc::budget(&event, self.unit, target, delta, noise);
+        if self.pld_epsilon {
+            return acc::budget(&event, expr.unit, target, delta, noise);
         }
         let total = acc::rdp_epsilon(&event, delta)?;
         let components = event
@@ -80,7 +119,7 @@ impl Expression {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Budget {
-            privacy_unit: self.unit,
+            privacy_unit: expr.unit,
             target_epsilon: target,
             delta,
             epsilon_rdp: total.epsilon,
@@ -120,5 +159,32 @@ pub fn dp_sgd(schedule: SgdSchedule) -> Expression {
     Expression {
         unit: PrivacyUnit::Node,
         event: Box::new(move |s| methods::dp_sgd(schedule.sample_rate, schedule.steps, s)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cache is keyed on the event: two expressions that differ in one parameter never share
+    /// a calibration, a repeat is served from the cache, and an RDP-only accounting neither
+    /// states the PLD epsilon nor reuses a calibration made with it.
+    #[test]
+    fn calibrations_are_cached_per_event_and_per_accounting() {
+        let acct = Accounting::default();
+        let (two, b2) = acct.calibrate(&gap_edge(2), acc::Accountant::Rdp, 1.0, 1e-5).unwrap();
+        let (three, _) = acct.calibrate(&gap_edge(3), acc::Accountant::Rdp, 1.0, 1e-5).unwrap();
+        assert!(three > two, "3 hops need more noise than 2: {three} vs {two}");
+        assert_eq!(acct.done.borrow().len(), 2);
+        assert_eq!(acct.calibrate(&gap_edge(2), acc::Accountant::Rdp, 1.0, 1e-5).unwrap(), (two, b2.clone()));
+        assert_eq!(acct.done.borrow().len(), 2, "a repeat is a cache hit");
+        assert!(b2.epsilon_pld.is_some());
+
+        let rdp = Accounting::rdp_only();
+        let (sigma, b) = rdp.calibrate(&gap_edge(2), acc::Accountant::Rdp, 1.0, 1e-5).unwrap();
+        assert_eq!(sigma, two);
+        assert_eq!(b.epsilon_pld, None);
+        assert_eq!(b.epsilon_rdp, b2.epsilon_rdp);
+        assert_eq!(rdp.budget(&gap_edge(2), sigma, Some(1.0), 1e-5).unwrap(), b);
     }
 }

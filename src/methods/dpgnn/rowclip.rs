@@ -1,6 +1,6 @@
 //! `dpgnn-rowclip`: DP-GNN as the reference implementation runs it, kept UNSOUND on purpose so that
 //! `gnnaudit replay` has a known bug to catch. Two differences from [`super::train`]:
-//! - the sampler bounds only in-degrees (each node keeps <= K in-neighbours), so a node can still
+//! - the sampler bounds only in-degrees (`DegreeBound::In`: each node keeps <= K in-neighbours), so a node can still
 //!   feed any number of aggregations;
 //! - Opacus, handed the batch's 1-hop subgraph, clips one gradient per subgraph *row* (every batch
 //!   node and every sampled neighbour), not one per batch node. A node then moves its own row and
@@ -9,13 +9,8 @@
 //!
 //! while the noise stays at DP-GNN's 2(K+1)C, which assumes K+1 terms of norm C per node.
 use super::Net;
-use crate::data::{Dataset, Graph};
-use crate::error::Result;
 use crate::models::{row_normalize, Fwd};
 use crate::privacy::accountant::Budget;
-use rand::seq::index;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use std::collections::HashMap;
 use tch::{Reduction, Tensor};
 
@@ -28,28 +23,6 @@ pub fn label_unsound(b: &mut Budget) {
     for c in &mut b.components {
         c.mechanism = format!("UNSOUND per-row clipping: {}", c.mechanism);
     }
-}
-
-/// Keeps at most `d` in-neighbours per node (uniformly, without replacement), as the reference's
-/// sampler; out-degrees stay unbounded. Each node's draw comes from its own ChaCha stream
-/// (seed, node), so removing one node never moves another node's coins.
-pub fn bound_in_degree(data: &Dataset, d: usize, seed: u64) -> Result<Dataset> {
-    crate::ensure!(d >= 1, crate::Error::invalid("max_degree", "must be at least 1"));
-    let g = &data.graph;
-    let mut edges = Vec::with_capacity(g.num_directed_edges());
-    for v in 0..g.num_nodes() {
-        let nb: Vec<usize> = g.in_neighbors(v).iter().copied().filter(|&u| u != v).collect();
-        if nb.len() <= d {
-            edges.extend(nb.iter().map(|&u| (u, v)));
-        } else {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            rng.set_stream(v as u64);
-            edges.extend(index::sample(&mut rng, nb.len(), d).into_iter().map(|k| (nb[k], v)));
-        }
-    }
-    let mut out = data.clone();
-    out.graph = Graph::from_edges(g.num_nodes(), edges)?;
-    Ok(out)
 }
 
 /// The batch's 1-hop subgraph rows: the batch nodes first, then their sampled in-neighbours not

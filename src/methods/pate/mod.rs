@@ -163,7 +163,12 @@ pub struct LabellingReport {
 /// Sigma1, sigma2, the budget and delta of `m` Confident-GNMax queries on a graph of `n` nodes:
 /// sigma2 calibrated to (epsilon, delta) on the sound event (every query charged), sigma1 = ratio
 /// sigma2. Training and `account budget` share it.
-fn calibrate(c: &PateConfig, n: usize, m: usize) -> Result<(f64, f64, Budget, f64)> {
+fn calibrate(
+    c: &PateConfig,
+    n: usize,
+    m: usize,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<(f64, f64, Budget, f64)> {
     let delta = c.delta.unwrap_or_else(|| crate::privacy::accountant::default_delta(n));
     let (sigma1, sigma2, budget) = match c.epsilon {
         Some(eps) => {
@@ -172,7 +177,7 @@ fn calibrate(c: &PateConfig, n: usize, m: usize) -> Result<(f64, f64, Budget, f6
                 unit: PrivacyUnit::Node,
                 event: Box::new(move |s| acc::confident_gnmax_event(mq, ratio * s, s)),
             };
-            let (s2, b) = expr.calibrate(eps, delta)?;
+            let (s2, b) = acct.calibrate(&expr, crate::privacy::accountant::Accountant::Rdp, eps, delta)?;
             (ratio * s2, s2, b)
         }
         None => (0.0, 0.0, Budget::non_private()),
@@ -181,7 +186,12 @@ fn calibrate(c: &PateConfig, n: usize, m: usize) -> Result<(f64, f64, Budget, f6
 }
 
 /// Trains graph-pate on `data` (with a split), deterministically given `seed`.
-pub fn train(data: &Dataset, c: &PateConfig, seed: u64) -> Result<(FullBatchModel, Accuracy, Budget, LabellingReport)> {
+pub fn train(
+    data: &Dataset,
+    c: &PateConfig,
+    seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<(FullBatchModel, Accuracy, Budget, LabellingReport)> {
     let split = data.split()?;
     let n = data.num_nodes();
     let mut private = vec![false; n];
@@ -232,7 +242,7 @@ pub fn train(data: &Dataset, c: &PateConfig, seed: u64) -> Result<(FullBatchMode
 
     // Noise and budget: sigma2 calibrated to (epsilon, delta) on the sound event, sigma1 = ratio sigma2.
     let threshold = c.vote_threshold * c.teachers as f64;
-    let (sigma1, sigma2, mut budget, delta) = calibrate(c, n, m)?;
+    let (sigma1, sigma2, mut budget, delta) = calibrate(c, n, m, acct)?;
     let agg = ConfidentGnmax { threshold, sigma1, sigma2 };
     let answers = agg.label(&counts, seed ^ 0x6e6d);
     let answered = answers.iter().filter(|a| a.is_some()).count();
@@ -298,9 +308,14 @@ fn released(vs: nn::VarStore, net: Network, features: Tensor, graph: Graph) -> F
 }
 
 /// The `train` arm of `--method graph-pate`.
-pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<TrainedRun> {
+pub fn train_recipe(
+    recipe: &Recipe,
+    data: &Dataset,
+    seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<TrainedRun> {
     let start = std::time::Instant::now();
-    let (model, accuracy, budget, _) = train(data, &config(recipe), seed)?;
+    let (model, accuracy, budget, _) = train(data, &config(recipe), seed, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
@@ -329,10 +344,15 @@ pub fn load_checkpoint(
 use crate::methods::registry::{no_defaults, MethodSpec};
 
 /// The budget of answering the query set: `queries`, or every public validation node.
-fn pate_budget(recipe: &Recipe, data: &Dataset, _seed: u64) -> Result<Budget> {
+fn pate_budget(
+    recipe: &Recipe,
+    data: &Dataset,
+    _seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<Budget> {
     let c = config(recipe);
     let m = c.queries.unwrap_or(data.split()?.val.len());
-    calibrate(&c, data.num_nodes(), m).map(|r| r.2)
+    calibrate(&c, data.num_nodes(), m, acct).map(|r| r.2)
 }
 
 pub const GRAPH_PATE: MethodSpec = MethodSpec {

@@ -3,7 +3,7 @@ use serde::{Deserialize, Serialize};
 
 /// The private unit a guarantee protects; an attack's epsilon lower bound is only comparable with
 /// a claim about the same unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PrivacyUnit {
     /// No formal guarantee (non-private model).
@@ -168,6 +168,45 @@ pub fn budget_with(
         rdp_order: total.order,
         epsilon_pld,
         pld_fallback,
+        event: Some(event.clone()),
+        noise,
+        components,
+    })
+}
+
+/// The budget of an event made only of pure-DP parts (local DP, randomized response on the
+/// adjacency, or none at all: the empty composition of a model that reads no edge). Pure parts
+/// compose by adding their epsilons (basic composition) at delta = 0, where neither the RDP nor
+/// the PLD (epsilon, delta) conversion applies: no RDP order and no PLD epsilon are stated. One
+/// component per labelled part; callers with a richer description replace them.
+pub fn pure_budget(event: &Event, unit: PrivacyUnit, noise: Vec<(String, f64)>) -> Result<Budget> {
+    event.validate()?;
+    crate::ensure!(
+        !super::rdp::has_rdp_part(event),
+        crate::error::Error::invalid(
+            "delta",
+            format!("{} has a non-pure part: it has no guarantee at delta = 0", event.normalized())
+        )
+    );
+    // `+ 0.0`: the empty sum is -0.0, which would be written as "-0".
+    let epsilon = event.pure_epsilon() + 0.0;
+    let components = event
+        .components()
+        .into_iter()
+        .map(|(name, e)| BudgetComponent {
+            mechanism: e.normalized().to_string(),
+            epsilon: e.pure_epsilon() + 0.0,
+            name,
+        })
+        .collect();
+    Ok(Budget {
+        privacy_unit: unit,
+        target_epsilon: Some(epsilon),
+        delta: 0.0,
+        epsilon_rdp: epsilon,
+        rdp_order: None,
+        epsilon_pld: None,
+        pld_fallback: None,
         event: Some(event.clone()),
         noise,
         components,

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// The accountant the noise is calibrated to (recipe field `accountant`). Both give a valid
 /// upper bound on epsilon; PLD is tight (Koskela et al. 2020; Doroshenko et al. 2022), so the same
 /// claimed epsilon allows less noise than RDP's conversion, at the cost of seconds of calibration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Accountant {
     /// Renyi DP with the improved conversion (Balle et al. 2020); the reference code's choice.

@@ -166,6 +166,12 @@ pub fn edge_rand(epsilon: f64) -> Event {
     Event::PureDp { epsilon }.labelled("asymmetric randomized response on the adjacency")
 }
 
+/// A model that never reads the protected unit (the MLP at edge level reads no edge): no
+/// mechanism, the empty composition, epsilon 0 at delta 0 ([`super::pure_budget`]).
+pub fn no_mechanism() -> Event {
+    Event::Composed(vec![])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,7 +24,7 @@ pub mod pld;
 pub mod rdp;
 pub mod special;
 
-pub use budget::{budget, default_delta, Budget, BudgetComponent, PrivacyUnit};
+pub use budget::{budget, default_delta, pure_budget, Budget, BudgetComponent, PrivacyUnit};
 pub use calibrate::{calibrate, calibrate_by, calibrate_with, Accountant};
 pub use event::Event;
 pub use methods::SgdSchedule;
