@@ -7,6 +7,7 @@ pub mod device;
 pub mod error;
 pub mod external;
 pub mod fatal;
+pub mod fsutil;
 pub mod libtorch;
 pub mod models;
 pub mod privacy;

@@ -3,6 +3,7 @@
 //! so that an interrupted audit resumes where it stopped.
 use super::config::{AttackSpec, AuditConfig, DatasetSpec, DeltaPolicy, MethodSpec};
 use super::epsilon::{f64_or_inf, Epsilon};
+use crate::fsutil::hex;
 use crate::privacy::accountant::{Budget, Event, PrivacyUnit};
 use crate::train::Accuracy;
 use serde::{Deserialize, Serialize};
@@ -82,10 +83,6 @@ fn fingerprint(key: &CellKey, d: &DatasetSpec, m: &MethodSpec, delta: DeltaPolic
         "version": env!("CARGO_PKG_VERSION"),
     });
     hex(&Sha256::digest(inputs.to_string().as_bytes()))
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What a cell runner measures for one cell.

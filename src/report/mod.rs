@@ -18,8 +18,8 @@ use crate::audit::cell::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSe
 use crate::audit::claim::{check_claim, ClaimCheck};
 use crate::audit::config::AuditConfig;
 use crate::audit::epsilon::Epsilon;
-use crate::audit::store::write_atomic;
 use crate::error::{Error, Result};
+use crate::fsutil::write_atomic;
 use crate::privacy::accountant::PrivacyUnit;
 use crate::train::{Accuracy, UtilityMetric};
 use provenance::ToolInfo;
