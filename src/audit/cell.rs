@@ -2,9 +2,9 @@
 //! target's utility and budget and every attack's metrics. Records are stored one file per cell
 //! so that an interrupted audit resumes where it stopped.
 use super::config::{AttackSpec, AuditConfig, DatasetSpec, DeltaPolicy, MethodSpec};
-use super::epsilon::{f64_or_inf, Epsilon};
 use crate::fsutil::hex;
 use crate::privacy::accountant::{Budget, Event, PrivacyUnit};
+use crate::report::record::{f64_or_inf, Epsilon};
 use crate::train::Accuracy;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -4,8 +4,8 @@
 //!
 //! Limits come from a TOML file: global values, then `[[overrides]]` in file order, each applying
 //! the limits it sets to the (dataset, method, epsilon, attack) it selects; a later match wins.
-use super::epsilon::Epsilon;
 use crate::error::{Error, Result};
+use crate::report::record::Epsilon;
 use crate::report::{fmt_eps, Report, Stat};
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -8,8 +8,8 @@
 //! The GAP/ProGAP reference code runs edge-level experiments at delta = 0.1 because it reads the
 //! edge count as 0; such a run is flagged here.
 use super::cell::BudgetRecord;
-use super::epsilon::Epsilon;
 use crate::privacy::accountant::{budget, default_delta, Event, PrivacyUnit};
+use crate::report::record::Epsilon;
 use serde::{Deserialize, Serialize};
 
 /// Relative slack between a stated and a recomputed epsilon (calibration stops at 1e-6 in sigma).

@@ -3,9 +3,9 @@
 //! `validate` checks every value before any training starts (linfa's ParamGuard idea).
 //!
 //! `configs/quick.toml` is the commented reference of every field.
-use super::epsilon::Epsilon;
 use crate::error::{Error, Result};
 use crate::privacy::accountant::PrivacyUnit;
+use crate::report::record::Epsilon;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -5,7 +5,6 @@
 //! | --- | --- |
 //! | `config` | the TOML schema and its validation |
 //! | `recipe` | the schema of method hyper-parameters and attack parameters |
-//! | `epsilon` | an epsilon that may be `inf`, with one serde form |
 //! | `cell` | the grid's cells and the record each leaves |
 //! | `store` | atomic writes and the per-cell store (resume) |
 //! | `progress` | progress bars per stage |
@@ -27,7 +26,6 @@ pub mod cell;
 pub mod check;
 pub mod claim;
 pub mod config;
-pub mod epsilon;
 pub mod execute;
 pub mod feature_claim;
 pub mod interrupt;
@@ -42,8 +40,8 @@ pub mod slurm;
 pub mod status;
 pub mod store;
 
+pub use crate::report::record::Epsilon;
 pub use cell::{AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSpec, TprAtFpr};
 pub use config::AuditConfig;
-pub use epsilon::Epsilon;
 pub use progress::{Progress, Stage};
 pub use runner::{run_audit, run_cells, CellRunner, OutputOptions};

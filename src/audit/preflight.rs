@@ -10,9 +10,9 @@
 //! parameters the attacks check only once they run (`confidence = 1.5`, `num_samples = 0`) are
 //! checked against the same bounds.
 use super::config::AuditConfig;
-use super::epsilon::Epsilon;
 use super::recipe::{build_recipe, parse_method};
 use crate::error::{Error, Result};
+use crate::report::record::Epsilon;
 use crate::train::Method;
 use gnnaudit_attacks::{AttackKind, AttackParams};
 use std::path::Path;

@@ -3,9 +3,9 @@
 //! an attack's `knowledge`/`params` tables are checked against the attack's schema, all before
 //! any work.
 use super::config::{DeltaPolicy, Params};
-use super::epsilon::Epsilon;
 use crate::error::Error;
 use crate::privacy::accountant::PrivacyUnit;
+use crate::report::record::Epsilon;
 use crate::train::{Method, Recipe};
 use serde::Deserialize;
 

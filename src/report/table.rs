@@ -2,8 +2,8 @@
 //! report.md and report.html show the same rows; each writer only renders a `Table` and escapes
 //! its cells for its own format.
 use super::{fmt_eps, fmt_num, unit_name, AttackSummary, Report, Stat, SummaryRow};
-use crate::audit::epsilon::Epsilon;
 use crate::privacy::accountant::PrivacyUnit;
+use crate::report::record::Epsilon;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
