@@ -2,7 +2,7 @@
 //! interface (black-box posteriors and a shadow oracle that retrains the target's recipe), and
 //! turns each result into the report's `AttackRecord`.
 use super::adapters::{attack_graph, claim_of, from_attack, node_split, ModelBlackBox, RecipeOracle};
-use super::cell::{thin_roc, AttackRecord, CellSpec, TprAtFpr, ROC_POINTS};
+use super::cell::CellSpec;
 use super::config::{AttackSpec, Params};
 use super::progress::{Progress, Stage};
 use super::recipe::overlay;
@@ -10,6 +10,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::privacy::mechanisms::audit::MIN_TRIALS;
 use crate::privacy::mechanisms::spec::MechanismSpec;
+use crate::report::record::{thin_roc, AttackRecord, TprAtFpr, ROC_POINTS};
 use crate::train::{Recipe, TrainedRun};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::{

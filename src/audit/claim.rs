@@ -7,8 +7,8 @@
 //! a random delta-fraction of the units in the clear is (0, delta)-DP: the claim protects nobody).
 //! The GAP/ProGAP reference code runs edge-level experiments at delta = 0.1 because it reads the
 //! edge count as 0; such a run is flagged here.
-use super::cell::BudgetRecord;
 use crate::privacy::accountant::{budget, default_delta, Event, PrivacyUnit};
+use crate::report::record::BudgetRecord;
 use crate::report::record::Epsilon;
 use serde::{Deserialize, Serialize};
 

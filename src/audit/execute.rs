@@ -1,7 +1,7 @@
 //! The real cell runner: loads each dataset once, prepares it as the GAP/ProGAP pipeline does
 //! (symmetrise, split, class filter, self loops and isolated nodes removed), trains the cell's
 //! target with its recipe, and runs the configured attacks against it.
-use super::cell::{BudgetRecord, CellMeasurement, CellSeconds, CellSpec};
+use super::cell::CellSpec;
 use super::config::{resolve_dataset, DatasetSource, DatasetSpec};
 use super::progress::{Progress, Stage};
 use super::recipe::build_recipe;
@@ -9,6 +9,7 @@ use super::runner::CellRunner;
 use crate::data::{self, Csbm, Dataset, DatasetStats, Features, SplitRatios};
 use crate::error::{Error, Result};
 use crate::fsutil::hex;
+use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
 use crate::report::DatasetInfo;
 use crate::train::{self, Method};
 use serde::Deserialize;

@@ -41,7 +41,8 @@ pub mod status;
 pub mod store;
 
 pub use crate::report::record::Epsilon;
-pub use cell::{AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSpec, TprAtFpr};
+pub use crate::report::record::{AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRecord, TprAtFpr};
+pub use cell::CellSpec;
 pub use config::AuditConfig;
 pub use progress::{Progress, Stage};
 pub use runner::{run_audit, run_cells, CellRunner, OutputOptions};

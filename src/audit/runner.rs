@@ -6,7 +6,7 @@
 //! (`run_shard`, `--shard I/N`), a `--jobs` worker competing for cells with its siblings, and
 //! `merge`, which renders whatever cells exist. The report folder's lock (`lock`) keeps a second
 //! full audit out; the store's claims keep two processes off the same cell.
-use super::cell::{plan, CellKey, CellMeasurement, CellRecord, CellSpec};
+use super::cell::{plan, CellSpec};
 use super::config::{AuditConfig, DatasetSpec};
 use super::lock::FolderLock;
 use super::progress::Progress;
@@ -14,6 +14,7 @@ use super::shard::{slice, Shard};
 use super::store::{clean_stale_tmp, CellStore, Claim, Failure};
 use crate::error::{Error, Result};
 use crate::fsutil::{hex, write_atomic};
+use crate::report::record::{CellKey, CellMeasurement, CellRecord};
 use crate::report::{self, DatasetInfo, Report, RunInfo};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};

@@ -6,9 +6,10 @@
 //! has `<cell>.failed` (the error and the tail of the log). Claims let several processes (shards,
 //! `--jobs` workers) share one store without computing a cell twice; `gnnaudit audit status`
 //! reads all three.
-use super::cell::{CellKey, CellRecord, CellSpec};
+use super::cell::CellSpec;
 use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
+use crate::report::record::{CellKey, CellRecord};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -6,12 +6,13 @@ use super::claim::DeclaredClaim;
 use super::run::Deployment;
 use super::spec::TargetSpec;
 use crate::audit::attack::{attack_inputs, record};
-use crate::audit::cell::{BudgetRecord, CellMeasurement, CellSeconds, CellSpec};
+use crate::audit::cell::CellSpec;
 use crate::audit::config::{MethodSpec, Params};
 use crate::audit::progress::{Progress, Stage};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::privacy::accountant::Budget;
+use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
 use crate::train::Accuracy;
 use std::time::Instant;
 

@@ -1,10 +1,10 @@
 //! The replay as an audit-config attack kind, `sensitivity`: a cell's target recipe is replayed
 //! on the cell's dataset and the result becomes an attack record whose verdict is the replay's.
 use super::{replay, ReplayOptions};
-use crate::audit::cell::{AttackRecord, TprAtFpr};
 use crate::audit::config::{AttackSpec, Params};
 use crate::data::Dataset;
 use crate::error::Result;
+use crate::report::record::{AttackRecord, TprAtFpr};
 use crate::train::Recipe;
 
 /// The config's name for this kind.

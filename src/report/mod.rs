@@ -15,15 +15,14 @@ pub mod schema;
 pub mod table;
 pub mod tightness;
 
-use crate::audit::cell::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds};
 use crate::audit::claim::{check_claim, ClaimCheck};
 use crate::audit::config::AuditConfig;
 use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
 use crate::privacy::accountant::PrivacyUnit;
-use crate::report::record::Epsilon;
 use crate::train::{Accuracy, UtilityMetric};
 use provenance::ToolInfo;
+use record::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds, Epsilon};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
