@@ -296,7 +296,7 @@ pub fn violation_figures(r: &crate::audit::AttackRecord, cell_claim: Epsilon) ->
     }
 }
 
-/// Cells whose claim the accountant cannot reproduce (`crate::audit::claim`), one finding per
+/// Cells whose claim the accountant cannot reproduce (`crate::report::claim`), one finding per
 /// (cell, flag): a violated or holding verdict means little against a claim that is itself
 /// wrong, so `gnnaudit check` fails on them unless the user accepts flagged claims explicitly.
 pub fn flagged_claims(report: &Report) -> Vec<Finding> {

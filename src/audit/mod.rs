@@ -16,7 +16,6 @@
 //! | `status` | `audit status DIR`: cells done, running, failed, missing |
 //! | `interrupt` | Ctrl-C: what was kept and how to resume |
 //! | `check` | thresholds and the CI leakage check |
-//! | `claim` | each claim recomputed from its recorded mechanism, its delta explained |
 //! | `execute` | the real cell runner: load, prepare, train |
 //! | `attack` | a cell's attacks through the attacks crate |
 //! | `adapters` | what each threat model lets an attack see of a trained model |
@@ -24,7 +23,6 @@ pub mod adapters;
 pub mod attack;
 pub mod cell;
 pub mod check;
-pub mod claim;
 pub mod config;
 pub mod execute;
 pub mod feature_claim;

@@ -4,6 +4,7 @@
 //! Everything in `report.json` is a function of the config, the data and the code, except the
 //! `run` object (timestamps, wall times, folders): two runs of one config and seed give the same
 //! bytes outside `run`.
+pub mod claim;
 pub mod diff;
 pub mod html;
 pub mod mae_plot;
@@ -15,12 +16,12 @@ pub mod schema;
 pub mod table;
 pub mod tightness;
 
-use crate::audit::claim::{check_claim, ClaimCheck};
 use crate::audit::config::AuditConfig;
 use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
 use crate::privacy::accountant::PrivacyUnit;
 use crate::train::{Accuracy, UtilityMetric};
+use claim::{check_claim, ClaimCheck};
 use provenance::ToolInfo;
 use record::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds, Epsilon};
 use serde::{Deserialize, Serialize};
@@ -91,7 +92,7 @@ pub struct ReportCell {
     #[schemars(with = "Vec<schema::Record>")]
     pub attacks: Vec<AttackRecord>,
     /// The claim as stated and as recomputed from the recorded mechanism, with its delta and
-    /// why, and any flag (see [`crate::audit::claim`]).
+    /// why, and any flag (see [`claim`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<schema::Record>")]
     pub claim: Option<ClaimCheck>,

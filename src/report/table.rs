@@ -293,7 +293,7 @@ pub fn datasets(r: &Report, sha_chars: usize) -> Table {
 
 /// Each private (dataset, method, ε)'s claim as stated and as recomputed by the accountant from
 /// the mechanism the run recorded (first seed; the seeds share it), the δ and why it was chosen,
-/// and whether the claim is reproduced or flagged (see `audit::claim`).
+/// and whether the claim is reproduced or flagged (see `report::claim`).
 pub fn recomputed_claims(r: &Report) -> Table {
     let mut t = Table::new(vec![
         col("dataset", "dataset", L),

@@ -7,9 +7,8 @@
 //! a random delta-fraction of the units in the clear is (0, delta)-DP: the claim protects nobody).
 //! The GAP/ProGAP reference code runs edge-level experiments at delta = 0.1 because it reads the
 //! edge count as 0; such a run is flagged here.
+use super::record::{BudgetRecord, Epsilon};
 use crate::privacy::accountant::{budget, default_delta, Event, PrivacyUnit};
-use crate::report::record::BudgetRecord;
-use crate::report::record::Epsilon;
 use serde::{Deserialize, Serialize};
 
 /// Relative slack between a stated and a recomputed epsilon (calibration stops at 1e-6 in sigma).
