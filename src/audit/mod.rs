@@ -15,14 +15,12 @@
 //! | `slurm` | `--slurm`: a job array of shards and a merge job |
 //! | `status` | `audit status DIR`: cells done, running, failed, missing |
 //! | `interrupt` | Ctrl-C: what was kept and how to resume |
-//! | `check` | thresholds and the CI leakage check |
 //! | `execute` | the real cell runner: load, prepare, train |
 //! | `attack` | a cell's attacks through the attacks crate |
 //! | `adapters` | what each threat model lets an attack see of a trained model |
 pub mod adapters;
 pub mod attack;
 pub mod cell;
-pub mod check;
 pub mod config;
 pub mod execute;
 pub mod feature_claim;

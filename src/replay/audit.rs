@@ -8,7 +8,7 @@ use crate::report::record::{AttackRecord, TprAtFpr};
 use crate::train::Recipe;
 
 /// The config's name for this kind.
-pub const KIND: &str = "sensitivity";
+pub use super::KIND;
 
 /// The options a config entry sets: `params.random_units` (default 3) and nothing else; errors are
 /// (key path, message) like the other kinds'.

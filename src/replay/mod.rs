@@ -23,6 +23,9 @@ use serde::Serialize;
 /// Slack for float32 rounding: a ratio above 1 + TOLERANCE is a violation.
 pub const TOLERANCE: f64 = 1e-6;
 
+/// The attack kind that runs the replay in an audit config (see [`audit`]); `check` names it.
+pub const KIND: &str = "sensitivity";
+
 /// One pre-noise release compared on the two neighbouring graphs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Release {

@@ -4,6 +4,7 @@
 //! Everything in `report.json` is a function of the config, the data and the code, except the
 //! `run` object (timestamps, wall times, folders): two runs of one config and seed give the same
 //! bytes outside `run`.
+pub mod check;
 pub mod claim;
 pub mod diff;
 pub mod html;
