@@ -6,6 +6,7 @@
 //! bytes outside `run`.
 pub mod check;
 pub mod claim;
+pub mod config;
 pub mod diff;
 pub mod html;
 pub mod mae_plot;
@@ -17,12 +18,12 @@ pub mod schema;
 pub mod table;
 pub mod tightness;
 
-use crate::audit::config::AuditConfig;
 use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
 use crate::privacy::accountant::PrivacyUnit;
 use crate::train::{Accuracy, UtilityMetric};
 use claim::{check_claim, ClaimCheck};
+use config::AuditConfig;
 use provenance::ToolInfo;
 use record::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds, Epsilon};
 use serde::{Deserialize, Serialize};
@@ -197,7 +198,7 @@ fn utility_metric_of(recipe: &serde_json::Value) -> UtilityMetric {
     recipe
         .get("method")
         .and_then(|m| m.as_str())
-        .and_then(crate::audit::recipe::parse_method)
+        .and_then(|m| <crate::train::Method as clap::ValueEnum>::from_str(m, false).ok())
         .map_or(UtilityMetric::Accuracy, |m| m.utility_metric())
 }
 
