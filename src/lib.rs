@@ -13,6 +13,7 @@ pub mod models;
 pub mod privacy;
 pub mod replay;
 pub mod report;
+pub mod target;
 pub mod train;
 
 pub use error::{Error, Result};

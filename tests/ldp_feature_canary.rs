@@ -4,8 +4,8 @@
 //! the claims hold; a planted leak (PGC run at eps 30 per feature while claiming 0.1) is caught.
 mod common_cora;
 use common_cora::load;
-use gnnaudit::audit::adapters::{attack_graph, node_split, ModelBlackBox, RecipeOracle};
 use gnnaudit::audit::feature_claim::claim_for;
+use gnnaudit::target::{attack_graph, node_split, ModelBlackBox, RecipeOracle};
 use gnnaudit::train::{train, Method, Recipe};
 use gnnaudit_attacks::stats::Verdict;
 use gnnaudit_attacks::{

@@ -1,7 +1,6 @@
 //! Runs a cell's attacks against its trained target through the attacks crate's threat-model
 //! interface (black-box posteriors and a shadow oracle that retrains the target's recipe), and
 //! turns each result into the report's `AttackRecord`.
-use super::adapters::{attack_graph, claim_of, from_attack, node_split, ModelBlackBox, RecipeOracle};
 use super::cell::CellSpec;
 use super::config::{AttackSpec, Params};
 use super::progress::{Progress, Stage};
@@ -11,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::privacy::mechanisms::audit::MIN_TRIALS;
 use crate::privacy::mechanisms::spec::MechanismSpec;
 use crate::report::record::{thin_roc, AttackRecord, TprAtFpr, ROC_POINTS};
+use crate::target::{attack_graph, claim_of, from_attack, node_split, ModelBlackBox, RecipeOracle};
 use crate::train::{Recipe, TrainedRun};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::{

@@ -17,8 +17,8 @@
 //! | `interrupt` | Ctrl-C: what was kept and how to resume |
 //! | `execute` | the real cell runner: load, prepare, train |
 //! | `attack` | a cell's attacks through the attacks crate |
-//! | `adapters` | what each threat model lets an attack see of a trained model |
-pub mod adapters;
+/// Moved to `crate::target` (the bridge audit, cli, external and replay share); old path kept.
+pub use crate::target as adapters;
 pub mod attack;
 pub mod cell;
 pub mod config;

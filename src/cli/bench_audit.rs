@@ -7,10 +7,10 @@
 //! a second time with that sharing off and checks that the scores are identical. What a shadow
 //! cannot share under the threat model: GAP's and ProGAP's cached aggregations are of embeddings
 //! from an encoder trained on the shadow's own labels, so each shadow computes its own.
-use crate::audit::adapters::{attack_graph, from_attack, node_split, RecipeOracle};
-use crate::audit::adapters::{claim_of, dataset_from, ModelBlackBox};
 use crate::data::{self, Split, SplitRatios};
 use crate::error::{Error, Result};
+use crate::target::{attack_graph, from_attack, node_split, RecipeOracle};
+use crate::target::{claim_of, dataset_from, ModelBlackBox};
 use crate::train::{self, Method, Recipe};
 use gnnaudit_attacks::stats::{certify, AuditSpec};
 use gnnaudit_attacks::{

@@ -1,6 +1,7 @@
-//! The main crate's side of the attacks' threat model: a trained model as a black box, a shadow
-//! oracle that trains the target's recipe on whatever graph and split an attack hands it, and the
-//! conversions between `Dataset` and the attacks' `AttackGraph`.
+//! The main crate's side of the attacks' threat model (was `audit::adapters`): a trained model as
+//! a black box, a shadow oracle that trains the target's recipe on whatever graph and split an
+//! attack hands it, and the conversions between `Dataset` and the attacks' `AttackGraph`. Used by
+//! the audit, `gnnaudit attack`, external targets and the replay.
 use crate::data::{Dataset, Features, Graph, Split};
 use crate::error::{Error, Result};
 use crate::privacy::accountant::{Budget, PrivacyUnit};
