@@ -279,6 +279,25 @@ pub fn carve_attribute(ds: &Dataset, prefix: &str) -> Result<(Dataset, Vec<usize
     Ok((out, values, value_names))
 }
 
+/// Refuses a run whose model outputs are not all finite: a diverged optimiser (e.g. --lr 1e300)
+/// otherwise reports a chance-level accuracy as if it were a result.
+pub fn ensure_converged(run: &train::TrainedRun, recipe: &Recipe) -> Result<()> {
+    let post = run.model.posteriors();
+    let finite = post.f_isfinite()?.f_all()?.f_int64_value(&[])? == 1;
+    crate::ensure!(
+        finite,
+        Error::invalid(
+            "lr",
+            format!(
+                "training {} diverged (its outputs are NaN or infinite); lower --lr (was {})",
+                recipe.method.name(),
+                crate::error::num(recipe.lr)
+            )
+        )
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,14 +6,13 @@ use super::config::{resolve_dataset, DatasetSource, DatasetSpec};
 use super::progress::{Progress, Stage};
 use super::recipe::build_recipe;
 use super::runner::CellRunner;
-use crate::data::{self, Csbm, Dataset, DatasetStats, Features, SplitRatios};
+use crate::data::{self, Csbm, Dataset, DatasetStats, SplitRatios};
+use crate::data::{content_sha256, file_sha256};
 use crate::error::{Error, Result};
-use crate::fsutil::hex;
 use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
 use crate::report::DatasetInfo;
 use crate::train::{self, Method};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -67,36 +66,6 @@ pub fn prepare(raw: &Dataset, spec: &DatasetSpec, seed: u64, method: Option<Meth
     data::prepare_like_gap(raw, spec.min_class_count, ratios, spec.split_seed.unwrap_or(seed))
 }
 
-/// sha256 of a file's bytes.
-pub fn file_sha256(path: &std::path::Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::bad_file(path, e))?;
-    Ok(hex(&Sha256::digest(&bytes)))
-}
-
-/// sha256 of a dataset's content (graph, features, labels), for datasets without a file.
-pub fn content_sha256(ds: &Dataset) -> String {
-    let mut h = Sha256::new();
-    let words = |h: &mut Sha256, xs: &[usize]| {
-        h.update((xs.len() as u64).to_le_bytes());
-        for &x in xs {
-            h.update((x as u64).to_le_bytes());
-        }
-    };
-    words(&mut h, ds.graph.indptr());
-    words(&mut h, ds.graph.indices());
-    words(&mut h, &ds.labels);
-    h.update((ds.features.rows() as u64).to_le_bytes());
-    h.update((ds.features.cols() as u64).to_le_bytes());
-    if let Features::Sparse { indptr, indices, .. } = &ds.features {
-        words(&mut h, indptr);
-        words(&mut h, indices);
-    }
-    for v in ds.features.values() {
-        h.update(v.to_le_bytes());
-    }
-    hex(&h.finalize())
-}
-
 impl CellRunner for RealRunner {
     fn dataset_info(&mut self, spec: &DatasetSpec) -> Result<DatasetInfo> {
         let source = resolve_dataset(&spec.name, self.data_dir.as_deref())?;
@@ -136,7 +105,7 @@ impl CellRunner for RealRunner {
         progress.set_message(Stage::Training, format!("{key}"));
         let clock = Instant::now();
         let run = train::train(&recipe, &ds, key.seed)?;
-        crate::cli::train::ensure_converged(&run, &recipe)?;
+        crate::target::ensure_converged(&run, &recipe)?;
         let train_seconds = clock.elapsed().as_secs_f64();
         progress.done(Stage::Training);
 

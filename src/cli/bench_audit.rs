@@ -104,7 +104,7 @@ fn attack_once(
     let prep_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let run = train::train(recipe, &ds, seed)?;
-    crate::cli::train::ensure_converged(&run, recipe)?;
+    crate::target::ensure_converged(&run, recipe)?;
     let target_seconds = t.elapsed().as_secs_f64();
     let bb = ModelBlackBox::new(run.model.as_ref());
     let g = attack_graph(&ds)?;

@@ -15,6 +15,7 @@
 //! names and split aligned.
 pub mod csbm;
 pub mod dataset;
+pub mod fingerprint;
 pub mod graph;
 pub mod grouping;
 pub mod link_split;
@@ -30,6 +31,7 @@ pub mod transforms;
 
 pub use csbm::Csbm;
 pub use dataset::{Dataset, Features, Split};
+pub use fingerprint::{content_sha256, file_sha256};
 pub use graph::Graph;
 pub use registry::{list_datasets, load_dataset, load_path, search_dirs, SYNTHETIC};
 pub use split::{random_split, split_per_class, SplitRatios};

@@ -63,7 +63,7 @@ impl DataProvenance {
     ) -> Self {
         DataProvenance {
             dataset: spec.to_string(),
-            sha256: crate::audit::execute::content_sha256(raw),
+            sha256: crate::data::content_sha256(raw),
             min_class_count,
             split_seed,
             split,
@@ -150,7 +150,7 @@ impl LoadedModel {
                  re-create it with `gnnaudit train --save DIR` and the same options",
             )
         })?;
-        let sha = crate::audit::execute::content_sha256(raw);
+        let sha = crate::data::content_sha256(raw);
         if sha != p.sha256 {
             return Err(Error::invalid(
                 "dataset",
