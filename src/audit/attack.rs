@@ -181,9 +181,9 @@ pub fn run_attacks(
             progress.done(Stage::Attack);
             continue;
         }
-        if a.kind == crate::replay::audit::KIND {
+        if a.kind == crate::replay::KIND {
             progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
-            out.push(crate::replay::audit::record(a, recipe, ds, cell.key.seed)?);
+            out.push(super::replay::record(a, recipe, ds, cell.key.seed)?);
             progress.done(Stage::Attack);
             continue;
         }
