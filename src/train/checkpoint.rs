@@ -14,6 +14,7 @@
 use super::methods::{build_gap, build_mlp, build_progap, GapModel, MlpModel, ProgapModel};
 use super::{Method, Recipe, TrainedModel};
 use crate::error::{Error, Result};
+use crate::fsutil::write_atomic_with as write_atomic;
 use crate::models::Rows;
 use crate::privacy::accountant::Budget;
 use serde::{Deserialize, Serialize};
@@ -94,13 +95,6 @@ impl Meta {
             data: None,
         }
     }
-}
-
-fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    write(&tmp)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
 }
 
 pub fn save_dir(dir: &Path, ps: &crate::models::ParamStore, meta: &Meta, cache: &[(String, Tensor)]) -> Result<()> {
