@@ -94,7 +94,7 @@ pub struct ReportCell {
     #[schemars(with = "Vec<schema::Record>")]
     pub attacks: Vec<AttackRecord>,
     /// The claim as stated and as recomputed from the recorded mechanism, with its delta and
-    /// why, and any flag (see [`claim`]).
+    /// why, and any flag (see [`crate::report::claim`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<schema::Record>")]
     pub claim: Option<ClaimCheck>,
