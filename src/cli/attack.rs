@@ -398,7 +398,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
             }
             None => {
                 let run = train::train(&recipe, &ds, seed)?;
-                crate::target::ensure_converged(&run, &recipe)?;
+                crate::cli::train::ensure_converged(&run, &recipe)?;
                 let out = (ModelBlackBox::new(run.model.as_ref()), run.budget.clone(), run.accuracy);
                 trained = Some(run);
                 out
