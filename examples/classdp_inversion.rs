@@ -8,9 +8,9 @@
 //!
 //! `cargo run --example classdp_inversion -- DATASET SEED STEPS MIN_CLASS "r1,r2,r3" "s1,s2,s3" K_SUB`
 //! e.g. `-- cora 0 300 1 "8,2,0.5" "30,8,3" 50`; configs/classdp-paper.toml records the figures.
-use gnnaudit::audit::adapters::{attack_graph, claim_of, node_split, ModelBlackBox};
 use gnnaudit::data::{self, SplitRatios};
 use gnnaudit::methods::{self, Method, Recipe};
+use gnnaudit::target::{attack_graph, claim_of, node_split, ModelBlackBox};
 use gnnaudit_attacks::inversion::InversionVariant;
 use gnnaudit_attacks::{run_attack, AdversaryKnowledge, AttackKind, AttackParams, Target};
 

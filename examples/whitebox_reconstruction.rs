@@ -1,8 +1,8 @@
 //! Graph reconstruction and class inversion against a white-box dense GCN on a real dataset
 //! (default cora), next to the black-box posterior-similarity baseline. Run:
 //! `cargo run --example whitebox_reconstruction -- cora 1` (dataset, seed).
-use gnnaudit::audit::adapters::{attack_graph, node_split};
 use gnnaudit::data::{self, SplitRatios};
+use gnnaudit::target::{attack_graph, node_split};
 use gnnaudit_attacks::toy::{Arch, ToyConfig, ToyModel, ToyOracle};
 use gnnaudit_attacks::{run_attack, AdversaryKnowledge, AttackKind, AttackParams, Claim, Target};
 

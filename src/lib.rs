@@ -7,12 +7,14 @@ pub mod device;
 pub mod error;
 pub mod external;
 pub mod fatal;
+pub mod fsutil;
 pub mod libtorch;
 pub mod methods;
 pub mod models;
 pub mod privacy;
 pub mod replay;
 pub mod report;
+pub mod target;
 pub mod train;
 
 pub use error::{Error, Result};

@@ -2,10 +2,10 @@
 //! reference code's edge-level knobs (delta = 0.1, because it reads the edge count as 0) on a
 //! Cora-sized graph is flagged in report.json, report.md and the HTML headline; the same run at
 //! the delta of the true edge count is reproduced and its delta explained.
-use gnnaudit::audit::cell::{BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSeconds};
 use gnnaudit::audit::config::AuditConfig;
-use gnnaudit::audit::epsilon::Epsilon;
 use gnnaudit::privacy::accountant::{budget, calibrate, methods, PrivacyUnit};
+use gnnaudit::report::record::Epsilon;
+use gnnaudit::report::record::{BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSeconds};
 use gnnaudit::report::{html, markdown, DatasetInfo, Report, RunInfo};
 use gnnaudit::train::Accuracy;
 

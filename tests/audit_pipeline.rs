@@ -280,7 +280,7 @@ fn shipped_configs_and_thresholds_are_valid() {
         assert_eq!(c.name, name);
         assert!(!gnnaudit::audit::cell::plan(&c).is_empty());
     }
-    gnnaudit::audit::check::Thresholds::load(&repo("configs/ci-thresholds.toml")).unwrap();
+    gnnaudit::report::check::Thresholds::load(&repo("configs/ci-thresholds.toml")).unwrap();
     let (code, out, err) = gnnaudit(&["audit", repo("configs/quick.toml").to_str().unwrap(), "--dry-run"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("config") && out.contains("cells"), "{out}");

@@ -1,11 +1,12 @@
 //! Budgets that used to be written by hand as `Budget { .. }` literals (the MLP at edge level,
 //! SAGE-EDP, LPGNN) now come from their events through `pure_budget`; these tests pin them to
 //! the old literals, field by field, so that no claim changed on the way.
-use gnnaudit::audit::{cell::BudgetRecord, claim::check_claim};
 use gnnaudit::data::{self, SplitRatios};
 use gnnaudit::methods::lpgnn::LpgnnConfig;
 use gnnaudit::methods::{self, Method, Recipe};
 use gnnaudit::privacy::accountant::{methods as events, Budget, BudgetComponent, Event, PrivacyUnit};
+use gnnaudit::report::claim::check_claim;
+use gnnaudit::report::record::BudgetRecord;
 
 fn synthetic() -> data::Dataset {
     let raw = data::load_dataset("synthetic", None).unwrap();

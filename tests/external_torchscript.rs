@@ -4,10 +4,10 @@
 #[path = "common/external.rs"]
 mod common;
 use common::*;
-use gnnaudit::audit::adapters::attack_graph;
 use gnnaudit::external::posteriors::read_npy_matrix;
 use gnnaudit::external::torchscript::{ScriptOracle, ScriptTarget};
 use gnnaudit::external::{OutputKind, ShadowRecipe};
+use gnnaudit::target::attack_graph;
 use gnnaudit_attacks::{BlackBox, NodeSplit};
 use std::path::Path;
 

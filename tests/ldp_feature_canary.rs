@@ -4,9 +4,9 @@
 //! the claims hold; a planted leak (PGC run at eps 30 per feature while claiming 0.1) is caught.
 mod common_cora;
 use common_cora::load;
-use gnnaudit::audit::adapters::{attack_graph, node_split, ModelBlackBox, RecipeOracle};
 use gnnaudit::audit::feature_claim::claim_for;
 use gnnaudit::methods::{train, Method, Recipe};
+use gnnaudit::target::{attack_graph, node_split, ModelBlackBox, RecipeOracle};
 use gnnaudit_attacks::stats::Verdict;
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackKind, AttackParams, AttackResult, Claim, ClaimUnit, GameUnit, Target,

@@ -1,8 +1,8 @@
 //! Tools for reviewers of a finished audit: the published JSON Schema of report.json, `report
 //! diff` as a leakage regression gate, and rows that say what an MLP's ε = 0 means. All run on
 //! the checked-in example report (a real `gnnaudit audit configs/quick.toml` output).
-use gnnaudit::audit::epsilon::Epsilon;
 use gnnaudit::privacy::accountant::PrivacyUnit;
+use gnnaudit::report::record::Epsilon;
 use gnnaudit::report::{schema::report_schema_json, summarize, Report};
 use serde_json::Value;
 use std::path::PathBuf;

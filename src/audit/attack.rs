@@ -1,8 +1,7 @@
 //! Runs a cell's attacks against its trained target through the attacks crate's threat-model
 //! interface (black-box posteriors and a shadow oracle that retrains the target's recipe), and
 //! turns each result into the report's `AttackRecord`.
-use super::adapters::{attack_graph, claim_of, from_attack, node_split, ModelBlackBox, RecipeOracle};
-use super::cell::{thin_roc, AttackRecord, CellSpec, TprAtFpr, ROC_POINTS};
+use super::cell::CellSpec;
 use super::config::{AttackSpec, Params};
 use super::progress::{Progress, Stage};
 use super::recipe::overlay;
@@ -11,6 +10,8 @@ use crate::error::{Error, Result};
 use crate::methods::{Recipe, TrainedRun};
 use crate::privacy::mechanisms::audit::MIN_TRIALS;
 use crate::privacy::mechanisms::spec::MechanismSpec;
+use crate::report::record::{thin_roc, AttackRecord, TprAtFpr, ROC_POINTS};
+use crate::target::{attack_graph, claim_of, from_attack, node_split, ModelBlackBox, RecipeOracle};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, NodeSplit,
@@ -180,9 +181,9 @@ pub fn run_attacks(
             progress.done(Stage::Attack);
             continue;
         }
-        if a.kind == crate::replay::audit::KIND {
+        if a.kind == crate::replay::KIND {
             progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
-            out.push(crate::replay::audit::record(a, recipe, ds, cell.key.seed)?);
+            out.push(super::replay::record(a, recipe, ds, cell.key.seed)?);
             progress.done(Stage::Attack);
             continue;
         }

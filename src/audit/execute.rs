@@ -1,19 +1,19 @@
 //! The real cell runner: loads each dataset once, prepares it as the GAP/ProGAP pipeline does
 //! (symmetrise, split, class filter, self loops and isolated nodes removed), trains the cell's
 //! target with its recipe, and runs the configured attacks against it.
-use super::cell::{hex, BudgetRecord, CellMeasurement, CellSeconds, CellSpec};
-use super::config::{resolve_dataset, DatasetSource, DatasetSpec};
+use super::cell::CellSpec;
 use super::progress::{Progress, Stage};
 use super::recipe::build_recipe;
 use super::runner::CellRunner;
-use crate::data::{self, Csbm, Dataset, DatasetStats, Features, SplitRatios};
+use crate::data::{self, Csbm, Dataset, DatasetStats, SplitRatios};
+use crate::data::{content_sha256, file_sha256};
 use crate::error::{Error, Result};
 use crate::methods::{self, Method};
+use crate::report::config::DatasetSpec;
+use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
 use crate::report::DatasetInfo;
-use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub struct RealRunner {
@@ -37,18 +37,40 @@ impl RealRunner {
     }
 }
 
-/// The synthetic generator's parameters from the config table (unknown keys are errors).
-pub fn csbm_of(spec: &DatasetSpec) -> Result<Csbm> {
-    let table = spec.synthetic.clone().unwrap_or_default();
-    let csbm = Csbm::deserialize(toml::Value::Table(table.into_iter().collect()))
-        .map_err(|e| Error::invalid("synthetic", e.to_string().trim().replace('\n', " ")))?;
-    csbm.validate()?;
-    Ok(csbm)
+/// Where a dataset comes from, resolved without loading it (for validation and provenance).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DatasetSource {
+    /// Generated in memory (the synthetic CSBM).
+    Embedded,
+    File(PathBuf),
+}
+
+/// Resolves a dataset name the way the loaders do: `synthetic`; an existing path; then
+/// `<dir>/<name>.npz` in the loader's search folders (`data::search_dirs`: `--data-dir`,
+/// `GNNAUDIT_DATA`, `./datasets`).
+pub fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<DatasetSource> {
+    if name == "synthetic" {
+        return Ok(DatasetSource::Embedded);
+    }
+    let p = Path::new(name);
+    if p.is_file() {
+        return Ok(DatasetSource::File(p.to_path_buf()));
+    }
+    let mut searched = vec![];
+    for dir in data::search_dirs(data_dir) {
+        for cand in [dir.join(format!("{name}.npz")), dir.join(name)] {
+            if cand.is_file() {
+                return Ok(DatasetSource::File(cand));
+            }
+        }
+        searched.push(dir);
+    }
+    Err(Error::DatasetNotFound { name: name.to_string(), searched })
 }
 
 pub(crate) fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -> Result<Dataset> {
     if spec.name == data::SYNTHETIC {
-        return csbm_of(spec)?.generate();
+        return Csbm::from_table(spec.synthetic.clone().unwrap_or_default())?.generate();
     }
     data::load_dataset(&spec.name, data_dir)
 }
@@ -63,36 +85,6 @@ pub fn prepare(raw: &Dataset, spec: &DatasetSpec, seed: u64, method: Option<Meth
         (None, None) => SplitRatios::default(),
     };
     data::prepare_like_gap(raw, spec.min_class_count, ratios, spec.split_seed.unwrap_or(seed))
-}
-
-/// sha256 of a file's bytes.
-pub fn file_sha256(path: &std::path::Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::bad_file(path, e))?;
-    Ok(hex(&Sha256::digest(&bytes)))
-}
-
-/// sha256 of a dataset's content (graph, features, labels), for datasets without a file.
-pub fn content_sha256(ds: &Dataset) -> String {
-    let mut h = Sha256::new();
-    let words = |h: &mut Sha256, xs: &[usize]| {
-        h.update((xs.len() as u64).to_le_bytes());
-        for &x in xs {
-            h.update((x as u64).to_le_bytes());
-        }
-    };
-    words(&mut h, ds.graph.indptr());
-    words(&mut h, ds.graph.indices());
-    words(&mut h, &ds.labels);
-    h.update((ds.features.rows() as u64).to_le_bytes());
-    h.update((ds.features.cols() as u64).to_le_bytes());
-    if let Features::Sparse { indptr, indices, .. } = &ds.features {
-        words(&mut h, indptr);
-        words(&mut h, indices);
-    }
-    for v in ds.features.values() {
-        h.update(v.to_le_bytes());
-    }
-    hex(&h.finalize())
 }
 
 impl CellRunner for RealRunner {
@@ -124,8 +116,8 @@ impl CellRunner for RealRunner {
     }
 
     fn run_cell(&mut self, cell: &CellSpec, progress: &Progress) -> Result<CellMeasurement> {
-        if cell.method.method == crate::external::audit::EXTERNAL_METHOD {
-            return crate::external::audit::run_cell(cell, self.raw(cell.dataset)?, progress);
+        if cell.method.method == super::config::EXTERNAL_METHOD {
+            return super::external::run_cell(cell, self.raw(cell.dataset)?, progress);
         }
         let key = &cell.key;
         let recipe = build_recipe(&cell.method.method, &cell.method.params, key.epsilon, cell.delta)
@@ -134,7 +126,7 @@ impl CellRunner for RealRunner {
         progress.set_message(Stage::Training, format!("{key}"));
         let clock = Instant::now();
         let run = methods::train(&recipe, &ds, key.seed)?;
-        crate::cli::train::ensure_converged(&run, &recipe)?;
+        crate::target::ensure_converged(&run, &recipe)?;
         let train_seconds = clock.elapsed().as_secs_f64();
         progress.done(Stage::Training);
 

@@ -1,10 +1,10 @@
 //! Which claim an attack's game is compared with. Every game is compared with the model's
-//! record-level claim (`adapters::claim_of`) except the one-feature LDP canary, whose unit is one
+//! record-level claim (`target::claim_of`) except the one-feature LDP canary, whose unit is one
 //! scalar feature: it is compared with the per-feature epsilon the budget records as
 //! `epsilon_per_feature` (PGC: the chapter's eps per feature; RGNN: eps_x of one coordinate's
 //! GRR). Without one, the record claim is kept: it also covers a one-feature change, only loosely.
-use super::adapters::claim_of;
 use crate::privacy::accountant::Budget;
+use crate::target::claim_of;
 use gnnaudit_attacks::{AttackKind, Claim};
 
 /// The per-feature epsilon a budget records, if any.

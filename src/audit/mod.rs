@@ -1,34 +1,32 @@
-//! The audit: config -> cells (dataset, method, epsilon, seed) -> train -> attack -> report, and
-//! the leakage check that turns a report into pass/fail for CI.
+//! The audit: config -> cells (dataset, method, epsilon, seed) -> train -> attack -> report.
+//!
+//! The records, the config's schema, the claims and the leakage check belong to the report
+//! (`crate::report`): the audit writes them, reports and `gnnaudit check` read them.
+//!
+//! Files, lower first (an import goes down this list only; `tests/import_layers.rs` checks it):
 //!
 //! | module | what |
 //! | --- | --- |
-//! | `config` | the TOML schema and its validation |
-//! | `recipe` | the schema of method hyper-parameters and attack parameters |
-//! | `epsilon` | an epsilon that may be `inf`, with one serde form |
-//! | `cell` | the grid's cells and the record each leaves |
-//! | `store` | atomic writes and the per-cell store (resume) |
-//! | `progress` | progress bars per stage |
-//! | `runner` | the audit loop over a `CellRunner`: full run, one shard, merge |
-//! | `shard` | `--shard I/N`: which cells a slice holds |
-//! | `lock` | the report folder's lock (one full audit, or many shards) |
-//! | `parallel` | `--jobs N`: worker processes sharing the cell store |
-//! | `slurm` | `--slurm`: a job array of shards and a merge job |
-//! | `status` | `audit status DIR`: cells done, running, failed, missing |
-//! | `interrupt` | Ctrl-C: what was kept and how to resume |
-//! | `check` | thresholds and the CI leakage check |
-//! | `claim` | each claim recomputed from its recorded mechanism, its delta explained |
-//! | `execute` | the real cell runner: load, prepare, train |
+//! | `progress`, `lock`, `interrupt`, `shard` | progress bars; the report folder's lock; Ctrl-C; `--shard I/N` |
+//! | `recipe` | a method's table as a `train::Recipe`; attack tables over their structs' defaults |
+//! | `config` | parsing: TOML into the schema, paths, the external pseudo-method, epsilon grids |
+//! | `cell` | the grid's cells and the plan of a config |
+//! | `store` | the per-cell store (resume) and its claims |
+//! | `replay`, `feature_claim` | the sensitivity replay as an attack kind; one-feature LDP claims |
 //! | `attack` | a cell's attacks through the attacks crate |
-//! | `adapters` | what each threat model lets an attack see of a trained model |
-pub mod adapters;
+//! | `external` | a cell against an external `[target]`: attacks, no training |
+//! | `runner` | the audit loop over a `CellRunner`: full run, one shard, merge |
+//! | `execute` | the real cell runner: load, prepare, train |
+//! | `preflight` | what a real run would refuse, found by loading and calibrating |
+//! | `validate` | `AuditConfig::load`/`validate`: every value checked before any work |
+//! | `parallel`, `slurm`, `status` | `--jobs N` workers; `--slurm` job arrays; `audit status DIR` |
+/// Moved to `crate::target` (the bridge audit, cli, external and replay share); old path kept.
+pub use crate::target as adapters;
 pub mod attack;
 pub mod cell;
-pub mod check;
-pub mod claim;
 pub mod config;
-pub mod epsilon;
 pub mod execute;
+pub mod external;
 pub mod feature_claim;
 pub mod interrupt;
 pub mod lock;
@@ -36,14 +34,17 @@ pub mod parallel;
 pub mod preflight;
 pub mod progress;
 pub mod recipe;
+pub mod replay;
 pub mod runner;
 pub mod shard;
 pub mod slurm;
 pub mod status;
 pub mod store;
+pub mod validate;
 
-pub use cell::{AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSpec, TprAtFpr};
+pub use crate::report::record::Epsilon;
+pub use crate::report::record::{AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRecord, TprAtFpr};
+pub use cell::CellSpec;
 pub use config::AuditConfig;
-pub use epsilon::Epsilon;
 pub use progress::{Progress, Stage};
 pub use runner::{run_audit, run_cells, CellRunner, OutputOptions};

@@ -8,7 +8,7 @@
 //! every N. (The thread count does matter: libtorch's parallel reductions add in an order set by
 //! it; 1 and 2 threads gave test accuracies 0.587 and 0.605 on the same tiny cell. So it is a
 //! per-cell setting, never derived from N or from how many cells remain.)
-use super::cell::{plan, CellKey};
+use super::cell::plan;
 use super::config::AuditConfig;
 use super::interrupt;
 use super::progress::Progress;
@@ -16,6 +16,7 @@ use super::runner::{compute_cell, config_sha256, open_folder, CellRunner, Claimi
 use super::shard::{slice, Shard};
 use super::store::{tail_lines, CellStore, Claim, Failure, LOG_ENV};
 use crate::error::{Error, Result};
+use crate::report::record::CellKey;
 use crate::report::{self, Report, RunInfo};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -10,10 +10,10 @@
 //! parameters the attacks check only once they run (`confidence = 1.5`, `num_samples = 0`) are
 //! checked against the same bounds.
 use super::config::AuditConfig;
-use super::epsilon::Epsilon;
 use super::recipe::{build_recipe, parse_method};
 use crate::error::{Error, Result};
 use crate::methods::Method;
+use crate::report::record::Epsilon;
 use gnnaudit_attacks::{AttackKind, AttackParams};
 use std::path::Path;
 
@@ -21,14 +21,14 @@ use std::path::Path;
 pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
     for (i, a) in cfg.attacks.iter().enumerate() {
         // Mechanism audits and replays are not attacks of the attacks crate; validate() checks them.
-        if a.kind == crate::report::tightness::KIND || a.kind == crate::replay::audit::KIND {
+        if a.kind == crate::report::tightness::KIND || a.kind == crate::replay::KIND {
             continue;
         }
         let (kind, _, params) = super::attack::attack_inputs(&a.kind, &a.knowledge, &a.params)
             .map_err(|(k, m)| Error::invalid(format!("attacks[{i}].{k}"), m))?;
         attack_params(kind, &params).map_err(|(k, m)| Error::invalid(format!("attacks[{i}].params.{k}"), m))?;
     }
-    // An external target's deployment is validated by `external::audit`; the built-in
+    // An external target's deployment is validated by `audit::external`; the built-in
     // methods' calibration below does not apply to it.
     if cfg.target.is_some() {
         return Ok(());

@@ -1,6 +1,6 @@
 //! Progress of an audit, one bar per stage (training, shadow training, attack), drawn on stderr
 //! and only when stderr is a terminal, so that logs and CI output stay clean.
-use super::cell::CellKey;
+use crate::report::record::CellKey;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};

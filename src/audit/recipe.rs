@@ -2,11 +2,11 @@
 //! (every key is a recipe field, so a typo such as `hosp = 2` fails with the field's name), and
 //! an attack's `knowledge`/`params` tables are checked against the attack's schema, all before
 //! any work.
-use super::config::{DeltaPolicy, Params};
-use super::epsilon::Epsilon;
 use crate::error::Error;
 use crate::methods::{Method, Recipe};
 use crate::privacy::accountant::PrivacyUnit;
+use crate::report::config::{DeltaPolicy, Params};
+use crate::report::record::Epsilon;
 use serde::Deserialize;
 
 /// Keys of a [[methods]] table that are not recipe fields, and why.
@@ -112,12 +112,6 @@ pub fn validate_params(
     Ok(())
 }
 
-/// Checks an attack's knowledge and parameter tables against the attacks crate's own structs;
-/// the error is (key path, message).
-pub fn validate_attack_params(kind: &str, knowledge: &Params, params: &Params) -> Result<(), (String, String)> {
-    super::attack::attack_inputs(kind, knowledge, params).map(|_| ())
-}
-
 /// Applies a config table on top of a parameter struct's defaults: every key must be a field of
 /// `T` and have its type. This checks attack parameters against the attacks crate's own structs,
 /// so the config and the crate cannot drift apart. Errors are (key, message).
@@ -182,17 +176,6 @@ mod tests {
         let (k, m) = overlay(&base, &table("online = \"yes\"")).unwrap_err();
         assert_eq!(k, "online");
         assert!(m.contains("default: true"), "{m}");
-    }
-
-    #[test]
-    fn attack_tables_are_checked_against_the_attacks_crate() {
-        assert!(validate_attack_params("lira", &table("shadow_nodes_per_class = 100"), &table("shadows = 4")).is_ok());
-        let err = validate_attack_params("lira", &table(""), &table("shadow = 4"));
-        assert_eq!(err.unwrap_err().0, "params.shadow");
-        let err = validate_attack_params("mia", &table("shadow_nodes = 4"), &table(""));
-        assert_eq!(err.unwrap_err().0, "knowledge.shadow_nodes");
-        assert!(validate_attack_params("mia-metric", &table(""), &table("metric = \"entropy\"")).is_ok());
-        assert_eq!(validate_attack_params("attribute", &table(""), &table("")).unwrap_err().0, "kind");
     }
 
     #[test]

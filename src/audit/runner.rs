@@ -6,13 +6,15 @@
 //! (`run_shard`, `--shard I/N`), a `--jobs` worker competing for cells with its siblings, and
 //! `merge`, which renders whatever cells exist. The report folder's lock (`lock`) keeps a second
 //! full audit out; the store's claims keep two processes off the same cell.
-use super::cell::{plan, CellKey, CellMeasurement, CellRecord, CellSpec};
+use super::cell::{plan, CellSpec};
 use super::config::{AuditConfig, DatasetSpec};
 use super::lock::FolderLock;
 use super::progress::Progress;
 use super::shard::{slice, Shard};
-use super::store::{clean_stale_tmp, write_atomic, CellStore, Claim, Failure};
+use super::store::{clean_stale_tmp, CellStore, Claim, Failure};
 use crate::error::{Error, Result};
+use crate::fsutil::{hex, write_atomic};
+use crate::report::record::{CellKey, CellMeasurement, CellRecord};
 use crate::report::{self, DatasetInfo, Report, RunInfo};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -412,7 +414,7 @@ pub fn merge(
 /// sha256 of the parsed config (so comments and formatting do not matter).
 pub fn config_sha256(config: &AuditConfig) -> String {
     let json = serde_json::to_string(config).expect("config serialises");
-    super::cell::hex(&Sha256::digest(json.as_bytes()))
+    hex(&Sha256::digest(json.as_bytes()))
 }
 
 /// `--out` as given; otherwise the newest unfinished folder of the same config under

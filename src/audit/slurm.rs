@@ -93,7 +93,7 @@ pub fn submit(config: &AuditConfig, config_path: &Path, out: &OutputOptions, opt
     );
     let array_script = slurm_dir.join("shard.sbatch");
     let task_log = format!("{}/slurm-${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}.log", logs.display());
-    super::store::write_atomic(
+    crate::fsutil::write_atomic(
         &array_script,
         format!(
             "{head}# One shard of the cells per array task.\nexport {}=\"{}\"\nexec {} audit {} --out {} --shard \"${{SLURM_ARRAY_TASK_ID}}/{tasks}\" --jobs {} --threads {}{data_dir}\n",
@@ -108,7 +108,7 @@ pub fn submit(config: &AuditConfig, config_path: &Path, out: &OutputOptions, opt
         .as_bytes(),
     )?;
     let merge_script = slurm_dir.join("merge.sbatch");
-    super::store::write_atomic(
+    crate::fsutil::write_atomic(
         &merge_script,
         format!(
             "{head}# Runs after every array task ended: merges the cells and renders the report.\nexec {} audit {} --out {} --merge --reap-claims{data_dir}\n",
@@ -160,7 +160,7 @@ pub fn submit(config: &AuditConfig, config_path: &Path, out: &OutputOptions, opt
             std::iter::once(sbatch()).chain(merge_args).collect::<Vec<_>>(),
         ],
     });
-    super::store::write_atomic(&slurm_dir.join("jobs.json"), serde_json::to_string_pretty(&jobs)?.as_bytes())?;
+    crate::fsutil::write_atomic(&slurm_dir.join("jobs.json"), serde_json::to_string_pretty(&jobs)?.as_bytes())?;
     Ok(Submitted { dir, array_job, merge_job, tasks })
 }
 

@@ -1,10 +1,11 @@
 //! `gnnaudit audit status DIR`: which cells of an audit folder are done, running, failed or
 //! missing, read from the cell store alone (no lock, nothing written), so it can watch shards
 //! and Slurm tasks at work.
-use super::cell::{plan, CellKey};
+use super::cell::plan;
 use super::runner::folder_config;
 use super::store::{CellStore, Claim, Failure};
 use crate::error::Result;
+use crate::report::record::CellKey;
 use std::path::{Path, PathBuf};
 
 /// A cell's state.

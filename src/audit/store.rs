@@ -1,40 +1,19 @@
-//! Atomic file writes and the per-cell result store that makes an audit resumable.
-//!
-//! A reader never sees a half-written file: content goes to a temporary file in the same folder,
-//! is flushed to disk, then renamed over the target (rename is atomic within one file system).
+//! The per-cell result store that makes an audit resumable. Every file is written with
+//! [`crate::fsutil::write_atomic`], so a reader never sees a half-written one.
 //!
 //! Beside each finished cell's `<cell>.json`, a cell being computed has a claim
 //! `<cell>.running` (who computes it, and where its log is) and a cell whose computation failed
 //! has `<cell>.failed` (the error and the tail of the log). Claims let several processes (shards,
 //! `--jobs` workers) share one store without computing a cell twice; `gnnaudit audit status`
 //! reads all three.
-use super::cell::{CellKey, CellRecord, CellSpec};
+use super::cell::CellSpec;
 use crate::error::{Error, Result};
+use crate::fsutil::write_atomic;
+use crate::report::record::{CellKey, CellRecord};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Writes `bytes` to `path` atomically (temp file in the same folder, fsync, rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::bad_file(dir, format!("cannot create folder: {e}")))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| Error::bad_file(dir, format!("cannot create a temporary file: {e}")))?;
-    tmp.write_all(bytes)?;
-    // Temporary files are private (0600); reports are ordinary files.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| Error::bad_file(path, format!("cannot rename into place: {}", e.error)))?;
-    Ok(())
-}
 
 /// Removes the `.tmp-*.tmp` files that a process killed during `write_atomic` left in `dir`,
 /// if they are at least `min_age` old (a live writer's file lives for milliseconds; a folder
@@ -268,17 +247,6 @@ impl CellStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn atomic_write_replaces_and_leaves_no_temp_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("sub/out.json");
-        write_atomic(&p, b"first").unwrap();
-        write_atomic(&p, b"second").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "second");
-        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names.len(), 1, "{names:?}");
-    }
 
     #[test]
     fn stale_temp_files_are_removed_only_when_old_enough() {

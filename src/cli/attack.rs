@@ -1,10 +1,10 @@
 //! `gnnaudit attack`: train a target (and, as the threat model allows, shadow models) with any
 //! trainable method, run one attack over several seeds, and report its success next to the
 //! claimed epsilon.
-use crate::audit::adapters::{attack_graph, carve_attribute, from_attack, node_split, ModelBlackBox, RecipeOracle};
 use crate::cli::train::RecipeArgs;
 use crate::data::{self, Split};
 use crate::error::{Error, Result};
+use crate::target::{attack_graph, carve_attribute, from_attack, node_split, ModelBlackBox, RecipeOracle};
 use crate::train;
 use clap::Args;
 use gnnaudit_attacks::classifier::AttackModel;

@@ -7,11 +7,11 @@
 //! a second time with that sharing off and checks that the scores are identical. What a shadow
 //! cannot share under the threat model: GAP's and ProGAP's cached aggregations are of embeddings
 //! from an encoder trained on the shadow's own labels, so each shadow computes its own.
-use crate::audit::adapters::{attack_graph, from_attack, node_split, RecipeOracle};
-use crate::audit::adapters::{claim_of, dataset_from, ModelBlackBox};
 use crate::data::{self, Split, SplitRatios};
 use crate::error::{Error, Result};
 use crate::methods::{self, Method, Recipe};
+use crate::target::{attack_graph, from_attack, node_split, RecipeOracle};
+use crate::target::{claim_of, dataset_from, ModelBlackBox};
 use gnnaudit_attacks::stats::{certify, AuditSpec};
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, NodeSplit,
@@ -104,7 +104,7 @@ fn attack_once(
     let prep_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let run = methods::train(recipe, &ds, seed)?;
-    crate::cli::train::ensure_converged(&run, recipe)?;
+    crate::target::ensure_converged(&run, recipe)?;
     let target_seconds = t.elapsed().as_secs_f64();
     let bb = ModelBlackBox::new(run.model.as_ref());
     let g = attack_graph(&ds)?;

@@ -1,8 +1,8 @@
 //! `gnnaudit check <report.json> --thresholds <file> [--accept-flagged-claims]`: the CI leakage
 //! check. Exit 0 when every claim is reproduced and every
 //! limit holds, 1 with a list of what broke, 2 for unreadable input.
-use crate::audit::check::{check, flagged_claims, validate_report, Thresholds};
 use crate::error::{Error, Result};
+use crate::report::check::{check, flagged_claims, validate_report, Thresholds};
 use crate::report::Report;
 use std::path::PathBuf;
 

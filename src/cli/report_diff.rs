@@ -1,8 +1,8 @@
 //! `gnnaudit report diff OLD NEW`: what changed between two audits. Exit 0 when the new report
 //! leaks no more than the old one beyond the tolerances, 1 when it does, 2 for unreadable input.
 //! `gnnaudit report schema` prints report.json's JSON Schema.
-use crate::audit::check::validate_report;
 use crate::error::{Error, Result};
+use crate::report::check::validate_report;
 use crate::report::diff::{diff, Tolerances};
 use crate::report::Report;
 use std::path::{Path, PathBuf};

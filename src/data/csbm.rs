@@ -46,6 +46,15 @@ impl Default for Csbm {
 }
 
 impl Csbm {
+    /// The generator's parameters from a config table (an audit's `[datasets.synthetic]`), defaults
+    /// for the keys it leaves out, checked; unknown keys are errors (field `synthetic`).
+    pub fn from_table(table: std::collections::BTreeMap<String, toml::Value>) -> Result<Csbm> {
+        let csbm = Csbm::deserialize(toml::Value::Table(table.into_iter().collect()))
+            .map_err(|e| Error::invalid("synthetic", e.to_string().trim().replace('\n', " ")))?;
+        csbm.validate()?;
+        Ok(csbm)
+    }
+
     /// Checks every parameter before any work.
     pub fn validate(&self) -> Result<()> {
         crate::ensure!(self.nodes >= 2, Error::invalid("csbm.nodes", format!("{} < 2", self.nodes)));

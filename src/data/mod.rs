@@ -16,6 +16,7 @@
 pub mod csbm;
 pub mod dataset;
 pub mod degree;
+pub mod fingerprint;
 pub mod graph;
 pub mod grouping;
 pub mod link_split;
@@ -32,6 +33,7 @@ pub mod transforms;
 pub use csbm::Csbm;
 pub use dataset::{Dataset, Features, Split};
 pub use degree::{bound_degree, DegreeBound};
+pub use fingerprint::{content_sha256, file_sha256};
 pub use graph::Graph;
 pub use registry::{list_datasets, load_dataset, load_path, search_dirs, SYNTHETIC};
 pub use split::{random_split, split_per_class, SplitRatios};

@@ -109,7 +109,7 @@ impl CommandRunner {
         h.update(self.template.as_bytes());
         h.update(seed.to_le_bytes());
         h.update(std::fs::read(&staging).map_err(|e| Error::bad_file(&staging, e))?);
-        let key = crate::audit::cell::hex(&h.finalize()[..8]);
+        let key = crate::fsutil::hex(&h.finalize()[..8]);
         let dir = self.work_dir.join(format!("run-{key}"));
         let (graph, out, log) = (dir.join("graph.npz"), dir.join("out"), dir.join("log.txt"));
         if !dir.join("done").is_file() {

@@ -78,7 +78,7 @@ mod tests {
         let p = dir.path().join("g.npz");
         write_graph(&p, &g, &split).unwrap();
         let ds = crate::data::npz::load(&p).unwrap();
-        let back = crate::audit::adapters::attack_graph(&ds).unwrap();
+        let back = crate::target::attack_graph(&ds).unwrap();
         assert_eq!(back.edges, g.edges);
         assert_eq!(back.labels, g.labels);
         assert_eq!(ds.features.to_dense(), vec![1.0, 0.0, 0.0, 2.5, 0.0, 0.0, 3.0, 4.0]);

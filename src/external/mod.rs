@@ -11,8 +11,7 @@
 //! kind is adapted to the attacks crate's threat model (black box, white box, shadow oracle), so
 //! every attack and every eps_lb certificate work on it unchanged. [`run::Deployment`] is that
 //! adaptation, shared by `gnnaudit attack` ([`run`]) and audit configs with a `[target]` table
-//! ([`audit`]); [`graph_npz`] writes the graphs a command trains on.
-pub mod audit;
+//! (`audit::external`); [`graph_npz`] writes the graphs a command trains on.
 pub mod claim;
 pub mod command;
 pub mod graph_npz;

@@ -180,10 +180,10 @@ impl BlackBox for Released {
         self.posteriors.size()[1] as usize
     }
     fn posteriors(&self, nodes: &[usize]) -> attacks::Result<Tensor> {
-        crate::audit::adapters::rows_of(&self.posteriors, nodes)
+        crate::target::rows_of(&self.posteriors, nodes)
     }
     fn embeddings(&self, nodes: &[usize]) -> attacks::Result<Option<Tensor>> {
-        self.embeddings.as_ref().map(|e| crate::audit::adapters::rows_of(e, nodes)).transpose()
+        self.embeddings.as_ref().map(|e| crate::target::rows_of(e, nodes)).transpose()
     }
 }
 

@@ -8,10 +8,10 @@ use super::members::load_members;
 use super::posteriors::{load_posteriors, Released};
 use super::spec::TargetSpec;
 use super::torchscript::{ScriptOracle, ScriptTarget};
-use crate::audit::adapters::{attack_graph, from_attack};
 use crate::data::{self, SplitRatios};
 use crate::error::{Error, Result};
 use crate::privacy::accountant::PrivacyUnit;
+use crate::target::{attack_graph, from_attack};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::stats::{certify, AuditSpec, Certificate, Verdict};
 use gnnaudit_attacks::{

@@ -13,6 +13,7 @@
 //! [`TrainedModel::save`] with [`save_store`] and names a [`Loader`] in its registry entry.
 use super::{Recipe, TrainedModel};
 use crate::error::{Error, Result};
+use crate::fsutil::write_atomic_with as write_atomic;
 use crate::privacy::accountant::Budget;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -61,7 +62,7 @@ impl DataProvenance {
     ) -> Self {
         DataProvenance {
             dataset: spec.to_string(),
-            sha256: crate::audit::execute::content_sha256(raw),
+            sha256: crate::data::content_sha256(raw),
             min_class_count,
             split_seed,
             split,
@@ -92,13 +93,6 @@ impl Meta {
             data: None,
         }
     }
-}
-
-fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    write(&tmp)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
 }
 
 pub fn save_dir(dir: &Path, ps: &crate::models::ParamStore, meta: &Meta, cache: &[(String, Tensor)]) -> Result<()> {
@@ -148,7 +142,7 @@ impl LoadedModel {
                  re-create it with `gnnaudit train --save DIR` and the same options",
             )
         })?;
-        let sha = crate::audit::execute::content_sha256(raw);
+        let sha = crate::data::content_sha256(raw);
         if sha != p.sha256 {
             return Err(Error::invalid(
                 "dataset",

@@ -11,7 +11,6 @@
 //! the sample, and batch coins come from per-(seed, node, step) streams ([`units::coin`]), so the
 //! two runs differ only by the removed unit. Noise is left out: it would cancel in the difference.
 //! A ratio above 1 + 1e-6 is a sensitivity bug that no black-box attack has the power to see.
-pub mod audit;
 mod families;
 pub mod units;
 
@@ -22,6 +21,9 @@ use serde::Serialize;
 
 /// Slack for float32 rounding: a ratio above 1 + TOLERANCE is a violation.
 pub const TOLERANCE: f64 = 1e-6;
+
+/// The attack kind that runs the replay in an audit config (see `audit::replay`); `check` names it.
+pub const KIND: &str = "sensitivity";
 
 /// One pre-noise release compared on the two neighbouring graphs.
 #[derive(Debug, Clone, Serialize)]

@@ -4,25 +4,28 @@
 //! Everything in `report.json` is a function of the config, the data and the code, except the
 //! `run` object (timestamps, wall times, folders): two runs of one config and seed give the same
 //! bytes outside `run`.
+pub mod check;
+pub mod claim;
+pub mod config;
 pub mod diff;
 pub mod html;
 pub mod mae_plot;
 pub mod markdown;
 pub mod plots;
 pub mod provenance;
+pub mod record;
 pub mod schema;
 pub mod table;
 pub mod tightness;
 
-use crate::audit::cell::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds};
-use crate::audit::claim::{check_claim, ClaimCheck};
-use crate::audit::config::AuditConfig;
-use crate::audit::epsilon::Epsilon;
-use crate::audit::store::write_atomic;
 use crate::error::{Error, Result};
+use crate::fsutil::write_atomic;
 use crate::methods::{Accuracy, UtilityMetric};
 use crate::privacy::accountant::PrivacyUnit;
+use claim::{check_claim, ClaimCheck};
+use config::AuditConfig;
 use provenance::ToolInfo;
+use record::{AttackRecord, BudgetRecord, CellKey, CellRecord, CellSeconds, Epsilon};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -91,7 +94,7 @@ pub struct ReportCell {
     #[schemars(with = "Vec<schema::Record>")]
     pub attacks: Vec<AttackRecord>,
     /// The claim as stated and as recomputed from the recorded mechanism, with its delta and
-    /// why, and any flag (see [`crate::audit::claim`]).
+    /// why, and any flag (see [`crate::report::claim`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<schema::Record>")]
     pub claim: Option<ClaimCheck>,
@@ -195,7 +198,7 @@ fn utility_metric_of(recipe: &serde_json::Value) -> UtilityMetric {
     recipe
         .get("method")
         .and_then(|m| m.as_str())
-        .and_then(crate::audit::recipe::parse_method)
+        .and_then(|m| <crate::methods::Method as clap::ValueEnum>::from_str(m, false).ok())
         .map_or(UtilityMetric::Accuracy, |m| m.utility_metric())
 }
 

@@ -5,8 +5,8 @@
 //! Epsilon axes are categorical (the grid's values in order, "∞" last), so that a grid such as
 //! {1, 8, inf} shows the non-private point next to the private ones.
 use super::{fmt_eps, Report, ReportCell, SummaryRow};
-use crate::audit::epsilon::Epsilon;
 use crate::error::{Error, Result};
+use crate::report::record::Epsilon;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 

@@ -2,9 +2,9 @@
 //! report types with schemars so that it cannot drift from what `gnnaudit audit` writes.
 //!
 //! The report's own layout (summary rows, attack summaries, datasets, run info) is described in
-//! full. Records owned by other modules (the audit config, a cell's budget, attack records, claim
-//! checks and cell timings) are described as JSON objects without their inner fields: their
-//! types live outside `report` and are versioned by `format`.
+//! full. The records it embeds (the audit config, a cell's budget, attack records, claim checks
+//! and cell timings; `config`, `record` and `claim` modules) are described as JSON objects
+//! without their inner fields, and are versioned by `format`.
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use std::borrow::Cow;
 

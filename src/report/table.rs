@@ -2,8 +2,8 @@
 //! report.md and report.html show the same rows; each writer only renders a `Table` and escapes
 //! its cells for its own format.
 use super::{fmt_eps, fmt_num, unit_name, AttackSummary, Report, Stat, SummaryRow};
-use crate::audit::epsilon::Epsilon;
 use crate::privacy::accountant::PrivacyUnit;
+use crate::report::record::Epsilon;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
@@ -293,7 +293,7 @@ pub fn datasets(r: &Report, sha_chars: usize) -> Table {
 
 /// Each private (dataset, method, ε)'s claim as stated and as recomputed by the accountant from
 /// the mechanism the run recorded (first seed; the seeds share it), the δ and why it was chosen,
-/// and whether the claim is reproduced or flagged (see `audit::claim`).
+/// and whether the claim is reproduced or flagged (see `report::claim`).
 pub fn recomputed_claims(r: &Report) -> Table {
     let mut t = Table::new(vec![
         col("dataset", "dataset", L),

@@ -3,8 +3,8 @@
 //! eps_lb and their ratio, as a table and a bar chart. An accountant whose claims the audits
 //! approach from below is tight; a bar above its claim is a violation.
 use super::plots::Figure;
+use super::record::{AttackRecord, TprAtFpr};
 use super::Report;
-use crate::audit::cell::{AttackRecord, TprAtFpr};
 use crate::error::{Error, Result};
 use crate::privacy::mechanisms::audit::MechanismAudit;
 use plotters::prelude::*;

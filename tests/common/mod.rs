@@ -2,12 +2,12 @@
 //! (so the pipeline, resume, reports and check can be tested without training), a small config,
 //! and a minimal XML well-formedness checker for the report's SVGs.
 #![allow(dead_code)]
-use gnnaudit::audit::cell::{thin_roc, CellSeconds, ROC_POINTS};
 use gnnaudit::audit::config::DatasetSpec;
 use gnnaudit::audit::{
     AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRunner, CellSpec, Epsilon, Progress, Stage, TprAtFpr,
 };
 use gnnaudit::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
+use gnnaudit::report::record::{thin_roc, CellSeconds, ROC_POINTS};
 use gnnaudit::report::DatasetInfo;
 use gnnaudit::train::Accuracy;
 use gnnaudit::Result;

@@ -4,9 +4,9 @@
 //!
 //! Limits come from a TOML file: global values, then `[[overrides]]` in file order, each applying
 //! the limits it sets to the (dataset, method, epsilon, attack) it selects; a later match wins.
-use super::epsilon::Epsilon;
+use super::record::{AttackRecord, Epsilon};
+use super::{fmt_eps, Report, Stat};
 use crate::error::{Error, Result};
-use crate::report::{fmt_eps, Report, Stat};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
@@ -253,7 +253,7 @@ pub fn validate_report(report: &Report, path: &Path) -> Result<()> {
             }
         }
     }
-    let recomputed = crate::report::summarize(&report.cells);
+    let recomputed = super::summarize(&report.cells);
     if serde_json::to_value(&recomputed)? != serde_json::to_value(&report.summary)? {
         return bad("the summary does not match what its cells recompute to (edited or truncated report)".into());
     }
@@ -264,7 +264,7 @@ pub fn validate_report(report: &Report, path: &Path) -> Result<()> {
 /// claim; a mechanism audit's eps_lb against the mechanism's own claim (its `eps_lb` field stays
 /// empty, see `report::tightness`); a sensitivity replay's observed change over the declared
 /// sensitivity (not an epsilon at all).
-pub fn violation_figures(r: &crate::audit::AttackRecord, cell_claim: Epsilon) -> String {
+pub fn violation_figures(r: &AttackRecord, cell_claim: Epsilon) -> String {
     let num = |k: &str| r.details.get(k).and_then(|v| v.as_f64());
     let text = |k: &str| r.details.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
     let f3 = |x: Option<f64>| x.map_or("?".into(), |x| format!("{x:.3}"));
@@ -272,7 +272,7 @@ pub fn violation_figures(r: &crate::audit::AttackRecord, cell_claim: Epsilon) ->
         (Some(lb), _) => {
             format!("empirical ε_lb {lb:.3} exceeds the claimed ε {} (privacy claim violated)", fmt_eps(cell_claim))
         }
-        (None, crate::report::tightness::KIND) => format!(
+        (None, super::tightness::KIND) => format!(
             "mechanism audit certifies ε_lb {} ({} bound, {} trials per input) above the mechanism's claimed ε {} \
              (tightness {}; privacy claim violated)",
             f3(num("eps_lb")),
@@ -281,7 +281,7 @@ pub fn violation_figures(r: &crate::audit::AttackRecord, cell_claim: Epsilon) ->
             f3(num("claimed_epsilon")),
             f3(num("tightness")),
         ),
-        (None, crate::replay::audit::KIND) => format!(
+        (None, crate::replay::KIND) => format!(
             "sensitivity replay: observed change / declared sensitivity = {} (worst-case units {}, random units {}) \
              exceeds 1 (declared sensitivity violated)",
             f3(num("max_ratio")),
@@ -296,7 +296,7 @@ pub fn violation_figures(r: &crate::audit::AttackRecord, cell_claim: Epsilon) ->
     }
 }
 
-/// Cells whose claim the accountant cannot reproduce (`crate::audit::claim`), one finding per
+/// Cells whose claim the accountant cannot reproduce (`crate::report::claim`), one finding per
 /// (cell, flag): a violated or holding verdict means little against a claim that is itself
 /// wrong, so `gnnaudit check` fails on them unless the user accepts flagged claims explicitly.
 pub fn flagged_claims(report: &Report) -> Vec<Finding> {
@@ -359,7 +359,7 @@ pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
             attacks += 1;
             let l = t.limits_for(d, m, e, Some(&a.attack));
             let runs: Vec<_> = cells.iter().flat_map(|c| c.attacks.iter().filter(|x| x.attack == a.attack)).collect();
-            let value = |mean: f64, per_run: &dyn Fn(&crate::audit::AttackRecord) -> f64| match t.aggregate {
+            let value = |mean: f64, per_run: &dyn Fn(&AttackRecord) -> f64| match t.aggregate {
                 Aggregate::Mean => mean,
                 Aggregate::Worst => runs.iter().map(|r| per_run(r)).fold(f64::NEG_INFINITY, f64::max),
             };

@@ -1,6 +1,7 @@
-//! The main crate's side of the attacks' threat model: a trained model as a black box, a shadow
-//! oracle that trains the target's recipe on whatever graph and split an attack hands it, and the
-//! conversions between `Dataset` and the attacks' `AttackGraph`.
+//! The main crate's side of the attacks' threat model (was `audit::adapters`): a trained model as
+//! a black box, a shadow oracle that trains the target's recipe on whatever graph and split an
+//! attack hands it, and the conversions between `Dataset` and the attacks' `AttackGraph`. Used by
+//! the audit, `gnnaudit attack`, external targets and the replay.
 use crate::data::{Dataset, Features, Graph, Split};
 use crate::error::{Error, Result};
 use crate::methods::{self, Recipe, TrainedModel};
@@ -276,6 +277,25 @@ pub fn carve_attribute(ds: &Dataset, prefix: &str) -> Result<(Dataset, Vec<usize
     out.attr_names = Some(keep.iter().map(|&c| names[c].clone()).collect());
     let value_names = block.iter().map(|&c| names[c].clone()).chain([format!("{prefix}=(none)")]).collect();
     Ok((out, values, value_names))
+}
+
+/// Refuses a run whose model outputs are not all finite: a diverged optimiser (e.g. --lr 1e300)
+/// otherwise reports a chance-level accuracy as if it were a result.
+pub fn ensure_converged(run: &methods::TrainedRun, recipe: &Recipe) -> Result<()> {
+    let post = run.model.posteriors();
+    let finite = post.f_isfinite()?.f_all()?.f_int64_value(&[])? == 1;
+    crate::ensure!(
+        finite,
+        Error::invalid(
+            "lr",
+            format!(
+                "training {} diverged (its outputs are NaN or infinite); lower --lr (was {})",
+                recipe.method.name(),
+                crate::error::num(recipe.lr)
+            )
+        )
+    );
+    Ok(())
 }
 
 #[cfg(test)]

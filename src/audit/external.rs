@@ -1,39 +1,20 @@
-//! External targets in audit configs: a `[target]` table (and optional `[claim]`) in place of
-//! `[[methods]]`. The config becomes one pseudo-method, `external`, whose parameters carry the
-//! two tables, so planning, the cell store (resume), reports and `check` treat its cells like any
-//! other; the real runner hands such cells to [`run_cell`] instead of training.
-use super::claim::DeclaredClaim;
-use super::run::Deployment;
-use super::spec::TargetSpec;
-use crate::audit::attack::{attack_inputs, record};
-use crate::audit::cell::{BudgetRecord, CellMeasurement, CellSeconds, CellSpec};
-use crate::audit::config::{MethodSpec, Params};
-use crate::audit::progress::{Progress, Stage};
+//! External targets in audit configs (was `external::audit`): a `[target]` table (and optional
+//! `[claim]`) in place of `[[methods]]`. The config becomes one pseudo-method,
+//! `config::EXTERNAL_METHOD`, whose parameters carry the two tables, so planning, the cell store
+//! (resume), reports and `check` treat its cells like any other; the real runner hands such cells
+//! to [`run_cell`] instead of training.
+use super::attack::{attack_inputs, record};
+use super::cell::CellSpec;
+use super::progress::{Progress, Stage};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::external::run::Deployment;
+use crate::external::{DeclaredClaim, TargetSpec};
 use crate::privacy::accountant::Budget;
+use crate::report::config::MethodSpec;
+use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
 use crate::train::Accuracy;
 use std::time::Instant;
-
-/// The pseudo-method name of an external target's cells.
-pub const EXTERNAL_METHOD: &str = "external";
-
-/// The pseudo-method standing for `[target]` (label: the target's kind).
-pub fn method_spec(target: &TargetSpec, claim: Option<&DeclaredClaim>) -> Result<MethodSpec> {
-    let mut params = Params::new();
-    let to_toml = |e: toml::ser::Error| Error::Other(e.to_string());
-    params.insert("target".into(), toml::Value::try_from(target).map_err(to_toml)?);
-    if let Some(c) = claim {
-        params.insert("claim".into(), toml::Value::try_from(c).map_err(to_toml)?);
-    }
-    Ok(MethodSpec {
-        method: EXTERNAL_METHOD.into(),
-        label: Some(target.kind().into()),
-        epsilons: None,
-        delta: None,
-        params,
-    })
-}
 
 /// The target and claim a pseudo-method carries.
 pub fn from_method(m: &MethodSpec) -> Result<(TargetSpec, Option<DeclaredClaim>)> {

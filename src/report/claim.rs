@@ -7,8 +7,7 @@
 //! a random delta-fraction of the units in the clear is (0, delta)-DP: the claim protects nobody).
 //! The GAP/ProGAP reference code runs edge-level experiments at delta = 0.1 because it reads the
 //! edge count as 0; such a run is flagged here.
-use super::cell::BudgetRecord;
-use super::epsilon::Epsilon;
+use super::record::{BudgetRecord, Epsilon};
 use crate::privacy::accountant::{budget, default_delta, Event, PrivacyUnit};
 use serde::{Deserialize, Serialize};
 

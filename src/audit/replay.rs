@@ -1,14 +1,14 @@
 //! The replay as an audit-config attack kind, `sensitivity`: a cell's target recipe is replayed
 //! on the cell's dataset and the result becomes an attack record whose verdict is the replay's.
-use super::{replay, ReplayOptions};
-use crate::audit::cell::{AttackRecord, TprAtFpr};
-use crate::audit::config::{AttackSpec, Params};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::methods::Recipe;
+use crate::replay::{replay, ReplayOptions};
+use crate::report::config::{AttackSpec, Params};
+use crate::report::record::{AttackRecord, TprAtFpr};
 
 /// The config's name for this kind.
-pub const KIND: &str = "sensitivity";
+pub use crate::replay::KIND;
 
 /// The options a config entry sets: `params.random_units` (default 3) and nothing else; errors are
 /// (key path, message) like the other kinds'.
@@ -34,7 +34,7 @@ pub fn options(knowledge: &Params, params: &Params) -> std::result::Result<usize
 pub fn record(spec: &AttackSpec, recipe: &Recipe, ds: &Dataset, seed: u64) -> Result<AttackRecord> {
     let random = options(&spec.knowledge, &spec.params)
         .map_err(|(k, m)| crate::Error::invalid(format!("attack {}.{k}", spec.label()), m))?;
-    let (verdict, details) = if recipe.is_private() && super::check_method(recipe.method).is_ok() {
+    let (verdict, details) = if recipe.is_private() && crate::replay::check_method(recipe.method).is_ok() {
         let rep = replay(recipe, ds, &ReplayOptions { seed, random_units: random })?;
         (rep.verdict.clone(), serde_json::to_value(&rep)?)
     } else {
