@@ -266,10 +266,7 @@ impl RecipeArgs {
         let spec = method.spec();
         let read = |k: &&str| crate::methods::registry::ALWAYS_READ.contains(k) || spec.knobs.contains(k);
         if let Some(k) = self.given().into_iter().find(|k| !read(k)) {
-            return Err(Error::invalid(
-                k,
-                format!("{} does not use --{} (it reads {})", spec.name, k.replace('_', "-"), spec.knobs.join(", ")),
-            ));
+            return Err(Error::invalid(k, crate::methods::registry::unread_knob(method, k)));
         }
         let mut r = Recipe::new(method, self.epsilon);
         r.delta = self.delta;

@@ -423,10 +423,7 @@ impl Recipe {
         for (k, v) in set.as_object().into_iter().flatten() {
             let read = super::registry::ALWAYS_READ.contains(&k.as_str()) || spec.knobs.contains(&k.as_str());
             if !read && default.get(k) != Some(v) {
-                return Err(Error::invalid(
-                    k,
-                    format!("{} does not use {k} (it reads {})", spec.name, spec.knobs.join(", ")),
-                ));
+                return Err(Error::invalid(k, super::registry::unread_knob(self.method, k)));
             }
         }
         Ok(())

@@ -49,6 +49,18 @@ pub struct MethodSpec {
 /// Recipe fields every method reads.
 pub const ALWAYS_READ: &[&str] = &["method", "epsilon", "delta", "epochs", "lr"];
 
+/// Why `method` refuses `knob`: the methods that read it, and what `method` reads instead.
+pub fn unread_knob(method: Method, knob: &str) -> String {
+    let readers: Vec<&str> = Method::ALL.iter().filter(|m| m.spec().knobs.contains(&knob)).map(|m| m.name()).collect();
+    let spec = method.spec();
+    let who = match readers.len() {
+        0 => "no method reads it".to_string(),
+        1..=4 => format!("{} read(s) it", readers.join(", ")),
+        n => format!("{n} other methods read it"),
+    };
+    format!("{} does not use {knob} ({who}; {} reads {})", spec.name, spec.name, spec.knobs.join(", "))
+}
+
 /// No extra checks.
 pub fn no_check(_: &Recipe) -> Result<()> {
     Ok(())
