@@ -217,7 +217,7 @@ impl MethodSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttackSpec {
-    /// Attack name as in `gnnaudit attack --attack` (see `KNOWN_ATTACKS`), or `mechanism`: a
+    /// Attack name as in `gnnaudit attack --attack` (see `known_attacks`), or `mechanism`: a
     /// mechanism-level audit whose params are those of `gnnaudit mechanism audit`.
     pub kind: String,
     /// Name in the report (default: `kind`); needed when one attack appears twice.
@@ -249,27 +249,13 @@ impl AttackSpec {
     }
 }
 
-/// Every attack `gnnaudit attack` knows.
-pub const KNOWN_ATTACKS: &[&str] = &[
-    "mia",
-    "mia-metric",
-    "lira",
-    "link-stealing",
-    "canary-edge",
-    "canary-node",
-    "canary-ldp",
-    "canary-ldp-features",
-    "canary-ldp-feature",
-    "canary-aggregation",
-    "canary-subclass",
-    "inversion",
-    "graph-reconstruction",
-    "attribute",
-    "degree-inference",
-    "mechanism",
-    // Not an attack of the attacks crate: the grey-box replay of `crate::replay::audit`.
-    "sensitivity",
-];
+/// Every attack kind a config may name: the attacks crate's registry, the mechanism audit and
+/// the sensitivity replay.
+pub fn known_attacks() -> Vec<&'static str> {
+    let mut names = gnnaudit_attacks::AttackKind::NAMES.to_vec();
+    names.extend([crate::report::tightness::KIND, crate::replay::audit::KIND]);
+    names
+}
 
 impl AuditConfig {
     /// Reads and validates a config file; every error names the file and the field.
@@ -461,8 +447,9 @@ impl AuditConfig {
         let mut labels = BTreeSet::new();
         for (i, a) in self.attacks.iter().enumerate() {
             let f = |k: &str| format!("attacks[{i}].{k}");
-            if !KNOWN_ATTACKS.contains(&a.kind.as_str()) {
-                return bad(f("kind"), format!("unknown attack '{}' (known: {})", a.kind, KNOWN_ATTACKS.join(", ")));
+            let known = known_attacks();
+            if !known.contains(&a.kind.as_str()) {
+                return bad(f("kind"), format!("unknown attack '{}' (known: {})", a.kind, known.join(", ")));
             }
             if !is_file_safe(&a.label()) {
                 return bad(f("label"), format!("'{}' must be letters, digits, '-', '_' or '.'", a.label()));
