@@ -9,20 +9,20 @@
 //!
 //! | attack (registry name) | module | access | game unit |
 //! | --- | --- | --- | --- |
-//! | shadow-model membership inference | `membership` | black box + shadow oracle | node membership |
-//! | metric membership inference | `membership` | black box + shadow oracle | node membership |
-//! | LiRA | `lira` | black box + shadow oracle | node membership |
-//! | link stealing | `link_stealing` | black box | practical (homophily) |
-//! | canary-edge audit | `canary` | training oracle | edge canary |
-//! | node-canary audit | `record_canary` | training oracle | node canary |
-//! | LDP-canary audit | `record_canary` | training oracle | LDP canary |
-//! | LDP feature-record / one-feature canaries | `feature_canary` | training oracle | LDP canary / LDP feature canary |
-//! | in-pipeline canary audit | `aggregation_canary` | white box (released aggregations) | edge canary |
-//! | subclass-canary audit | `subclass_canary` | training oracle (units) | subclass canary |
-//! | class inversion | `inversion` | white box | practical |
-//! | graph reconstruction | `reconstruction` | white box or black box | practical |
-//! | attribute inference | `attribute` | black box (attribute carved out) | practical |
-//! | degree inference | `degree_inference` | black box (training-node embeddings) | practical |
+//! | `mia` (shadow-model / reference membership inference) | `membership` | black box (+ shadow oracle for `source = "independent"`) | node membership |
+//! | `mia-metric` (metric membership inference) | `membership` | as `mia` | node membership |
+//! | `lira` | `lira` | black box + shadow oracle | node membership |
+//! | `link-stealing` | `link_stealing` | black box | practical (homophily) |
+//! | `canary-edge` | `canary` | training oracle | edge canary |
+//! | `canary-node` | `record_canary` | training oracle | node canary |
+//! | `canary-ldp` | `record_canary` | training oracle | LDP canary |
+//! | `canary-ldp-features` / `canary-ldp-feature` | `feature_canary` | training oracle | LDP canary / LDP feature canary |
+//! | `canary-aggregation` (in-pipeline canaries) | `aggregation_canary` | white box (released aggregations) | edge canary |
+//! | `canary-subclass` | `subclass_canary` | training oracle (units) | subclass canary |
+//! | `inversion` (class inversion) | `inversion` | white box | practical |
+//! | `graph-reconstruction` | `reconstruction` | black box (white box where available) | practical |
+//! | `attribute` (attribute inference) | `attribute` | black box (attribute carved out) | practical |
+//! | `degree-inference` | `degree_inference` | black box (training-node embeddings) | practical |
 //!
 //! Shared pieces below the attacks: `threat` (access traits, `Target`, `Outcome`, `Attack`),
 //! `canary_game`, `metrics`, `stats`, `classifier`, `posterior`, `graph`. `toy` (small targets for

@@ -206,8 +206,10 @@ impl Outcome {
     }
 }
 
-/// What an attack needs from its target: checked before it runs (the adapters refuse a target
-/// without it) and the same for every front end, since it comes from the attack's parameters.
+/// What an attack needs from its target, derived from its parameters: the front ends read it
+/// (which attacks a released-posteriors file can face, whether a shadow oracle is needed, whether
+/// the attribute must be carved out before training); an attack still refuses a target that
+/// lacks what it needs, with its own message.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Access {
     /// Queries the deployed model (posteriors or embeddings).

@@ -39,6 +39,10 @@ pub struct AttackArgs {
     /// commonest ones. A key the attack does not have is refused.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Print the attack's parameters with their defaults (the keys `--set` and audit configs
+    /// take), its game and the access it needs, and exit.
+    #[arg(long)]
+    pub describe: bool,
     /// LiRA shadow models [16].
     #[arg(long)]
     pub shadows: Option<usize>,
@@ -355,7 +359,26 @@ fn accuracy_of(post: &tch::Tensor, ds: &crate::data::Dataset) -> Result<train::A
     Ok(train::Accuracy { train: acc(&s.train), val: acc(&s.val), test: acc(&s.test) })
 }
 
+/// `--describe`: the attack's parameter table with defaults, from the registry.
+fn describe(kind: AttackKind) -> String {
+    let config = kind.default_config();
+    let mut out = format!(
+        "{kind}: game {:?}, needs {:?}\nparameters (--set KEY=VALUE, or params = {{ .. }} in an audit config):\n",
+        config.game(),
+        config.requires()
+    );
+    for (key, value) in config.to_table() {
+        out.push_str(&format!("  {key} = {value}\n"));
+    }
+    out.push_str("certification (every attack): confidence = 0.95, bound = \"clopper-pearson\", threshold_strategy = \"split\"\n");
+    out
+}
+
 pub fn run(a: AttackArgs) -> Result<()> {
+    if a.describe {
+        print!("{}", describe(a.attack));
+        return Ok(());
+    }
     // Before any tensor exists (a saved target loads onto it); a missing CUDA device: exit 2.
     crate::device::select_for_attacks(a.device, "attack")?;
     if let Some(target) = a.external.target(&a.recipe) {
@@ -713,5 +736,16 @@ mod tests {
         assert_eq!(field(&["--attack", "mia-metric", "--metric", "loss"]), "metric");
         assert_eq!(field(&["--attack", "lira", "--set", "shadow=4"]), "shadow");
         assert_eq!(field(&["--attack", "lira", "--set", "bound=gdp"]), "set");
+    }
+
+    /// `--describe` lists every key `--set` accepts, with its default.
+    #[test]
+    fn describe_lists_every_parameter() {
+        for &kind in AttackKind::ALL {
+            let text = describe(kind);
+            for (key, value) in kind.default_config().to_table() {
+                assert!(text.contains(&format!("{key} = {value}")), "{kind}: {text}");
+            }
+        }
     }
 }
