@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::train;
 use clap::Args;
 use gnnaudit_attacks::classifier::AttackModel;
+use gnnaudit_attacks::metrics::mean_std;
 use gnnaudit_attacks::stats::{certify, AuditSpec, BoundKind, ThresholdStrategy, Verdict};
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackKind, AttackParams, AttackResult, GameUnit, Target, CERTIFICATION_KEYS,
@@ -341,12 +342,6 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     p.check().map_err(from_attack)?;
     crate::ensure!(a.repeats >= 1, Error::invalid("repeats", "must be at least 1"));
     Ok(p)
-}
-
-fn mean_std(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len().max(1) as f64;
-    let m = xs.iter().sum::<f64>() / n;
-    (m, (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n).sqrt())
 }
 
 /// Train, validation and test accuracy of argmax posteriors on a split.
