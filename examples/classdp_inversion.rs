@@ -11,8 +11,8 @@
 use gnnaudit::data::{self, SplitRatios};
 use gnnaudit::methods::{self, Method, Recipe};
 use gnnaudit::target::{attack_graph, claim_of, node_split, ModelBlackBox};
-use gnnaudit_attacks::inversion::InversionVariant;
-use gnnaudit_attacks::{run_attack, AdversaryKnowledge, AttackKind, AttackParams, Target};
+use gnnaudit_attacks::inversion::{InversionParams, InversionVariant};
+use gnnaudit_attacks::{run_attack, AdversaryKnowledge, AttackConfig, AttackParams, Target};
 
 fn list(s: Option<&String>, default: &str) -> Vec<f64> {
     s.map_or(default, |s| s.as_str()).split(',').map(|v| v.trim().parse().expect("a number")).collect()
@@ -65,10 +65,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let mut out = vec![];
         for variant in [InversionVariant::Enhanced, InversionVariant::Original] {
-            let mut p = AttackParams::default();
-            p.inversion.steps = steps;
-            p.inversion.variant = variant;
-            let res = run_attack(AttackKind::Inversion, &target, &AdversaryKnowledge::default(), &p, seed)?;
+            let p =
+                AttackParams::new(AttackConfig::Inversion(InversionParams { steps, variant, ..Default::default() }));
+            let res = run_attack(&target, &AdversaryKnowledge::default(), &p, seed)?;
             out.push((
                 res.details["mean_mia_distance"].as_f64().unwrap_or(f64::NAN),
                 res.details["mean_random_input_distance"].as_f64().unwrap_or(f64::NAN),

@@ -5,6 +5,7 @@ use gnnaudit::data::{self, SplitRatios};
 use gnnaudit::target::{attack_graph, node_split};
 use gnnaudit_attacks::toy::{Arch, ToyConfig, ToyModel, ToyOracle};
 use gnnaudit_attacks::{run_attack, AdversaryKnowledge, AttackKind, AttackParams, Claim, Target};
+// (Built with `--features toy`: the toy targets are not part of the shipped attacks crate.)
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -32,10 +33,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         oracle: Some(&oracle),
         claim: Claim::non_private(),
     };
-    let params = AttackParams::default();
     for kind in [AttackKind::GraphReconstruction, AttackKind::Inversion] {
         let t = std::time::Instant::now();
-        let r = run_attack(kind, &target, &AdversaryKnowledge::default(), &params, seed)?;
+        let params = AttackParams::new(kind.default_config());
+        let r = run_attack(&target, &AdversaryKnowledge::default(), &params, seed)?;
         let mut details = r.details.clone();
         details.remove("per_class");
         println!(

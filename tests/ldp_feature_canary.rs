@@ -24,9 +24,9 @@ fn audit(recipe: &Recipe, kind: AttackKind, claim: Option<Claim>) -> AttackResul
     let oracle = RecipeOracle::new(recipe, &run.budget, &ds.name);
     let claim = claim.unwrap_or_else(|| claim_for(kind, &run.budget));
     let target = Target { graph: &graph, split: &split, black_box: &bb, white_box: None, oracle: Some(&oracle), claim };
-    let mut params = AttackParams::default();
-    params.canary.canaries = 200;
-    run_attack(kind, &target, &AdversaryKnowledge::default(), &params, 7).unwrap()
+    let canaries = serde_json::json!({ "canaries": 200 });
+    let params = AttackParams::from_table(kind.name(), canaries.as_object().unwrap()).unwrap();
+    run_attack(&target, &AdversaryKnowledge::default(), &params, 7).unwrap()
 }
 
 fn pgc(eps: f64) -> Recipe {

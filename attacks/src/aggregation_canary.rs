@@ -15,8 +15,9 @@
 //! The unit is one directed edge (one entry of A), the unit of GAP's Lemma 6 and ProGAP's Lemma 1.
 use crate::classifier::to_vec;
 use crate::error::{check, Error, Result};
-use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+/// (Moved to the threat model; re-exported for the main crate's implementations.)
+pub use crate::threat::AggregationRelease;
+use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -35,15 +36,31 @@ impl Default for AggregationCanaryParams {
     }
 }
 
-/// White-box access to a deployment's private aggregation pipeline, run on a graph the auditor
-/// builds. Implementations must use the deployment's own noise code, so that a bug in it shows.
-pub trait AggregationRelease {
-    /// Number of noisy aggregations (GAP: hops K; ProGAP: stages K).
-    fn hops(&self) -> usize;
-    /// Runs the pipeline on `features` [n, d] of crafted nodes joined by directed `edges`
-    /// (source, destination). Returns per hop k = 1..K the pair (inputs [n, h], the row-normalised
-    /// vectors aggregated at hop k; sums [n, h], the noisy sums released at hop k).
-    fn release(&self, features: &Tensor, edges: &[(usize, usize)], seed: u64) -> Result<Vec<(Tensor, Tensor)>>;
+impl Attack for AggregationCanaryParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::EdgeCanary
+    }
+    fn requires(&self) -> Access {
+        Access { white_box: true, ..Access::default() }
+    }
+    fn check(&self) -> Result<()> {
+        check!(
+            self.canaries >= 100,
+            "canaries",
+            "{} canaries are too few for a bound (need at least 100)",
+            self.canaries
+        );
+        check!(
+            self.canaries <= 10_000_000,
+            "canaries",
+            "{} canaries would not fit in memory (at most 10^7)",
+            self.canaries
+        );
+        Ok(())
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        aggregation_canary_audit(target, self, seed)
+    }
 }
 
 /// Row-wise dot products <a[i], b[i]>.

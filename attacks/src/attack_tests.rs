@@ -1,23 +1,30 @@
 //! Each attack succeeds on a deliberately leaky target and stays at chance on a target trained
 //! without the relevant signal; small synthetic graphs so that every test takes a few seconds.
+use crate::attack::{AttackConfig, AttackParams};
+use crate::canary::CanaryParams;
+use crate::canary_game::RecordCanaryParams;
 use crate::graph::{AttackGraph, NodeSplit};
-use crate::membership::{MembershipMetric, MiaParams, ShadowSource};
-use crate::result::{run_attack, AttackKind, AttackParams, AttackResult, Target};
-use crate::threat::{AdversaryKnowledge, BlackBox, Claim, ClaimUnit, GameUnit};
+use crate::inversion::InversionParams;
+use crate::lira::LiraParams;
+use crate::membership::{MembershipMetric, MetricMiaParams, MiaParams, ShadowSource};
+use crate::reconstruction::ReconstructionParams;
+use crate::record_canary::{LdpCanaryParams, NodeCanaryParams};
+use crate::result::{run_attack, AttackResult};
+use crate::threat::{AdversaryKnowledge, BlackBox, Claim, ClaimUnit, GameUnit, Target};
 use crate::toy::*;
 use tch::{Kind, Tensor};
 
 fn attack(
-    kind: AttackKind,
+    config: &AttackConfig,
     g: &AttackGraph,
     split: &NodeSplit,
     model: &ToyModel,
     oracle: &ToyOracle,
-    params: &AttackParams,
     claim: Claim,
 ) -> AttackResult {
     let target = Target { graph: g, split, black_box: model, white_box: Some(model), oracle: Some(oracle), claim };
-    run_attack(kind, &target, &AdversaryKnowledge::default(), params, 7).unwrap()
+    let params = AttackParams::new(config.clone());
+    run_attack(&target, &AdversaryKnowledge::default(), &params, 7).unwrap()
 }
 
 fn overfit_mlp() -> ToyConfig {
@@ -38,12 +45,14 @@ fn membership_attacks_detect_overfitting_and_not_unseen_nodes() {
     let leaky = ToyModel::train(&g, &split, overfit_mlp(), 3);
     let blind_split = NodeSplit { train: split.val.clone(), val: vec![], test: vec![] };
     let blind = ToyModel::train(&g, &blind_split, overfit_mlp(), 3);
-    let mut params = AttackParams::default();
-    params.mia = MiaParams { shadow_per_class: Some(150), ..Default::default() };
+    let (source, shadow_per_class) = (ShadowSource::Independent, Some(150));
+    let shadow = MiaParams { source, shadow_per_class, ..Default::default() };
+    let metric = MetricMiaParams { source, shadow_per_class, metric: MembershipMetric::ModifiedEntropy };
     let claim = Claim::non_private();
-    for kind in [AttackKind::Mia, AttackKind::MiaMetric] {
-        let hit = attack(kind, &g, &split, &leaky, &oracle, &params, claim);
-        let miss = attack(kind, &g, &split, &blind, &oracle, &params, claim);
+    for config in [AttackConfig::Mia(shadow), AttackConfig::MiaMetric(metric)] {
+        let kind = config.kind();
+        let hit = attack(&config, &g, &split, &leaky, &oracle, claim);
+        let miss = attack(&config, &g, &split, &blind, &oracle, claim);
         assert!(hit.summary.auc > 0.7, "{kind:?} on an overfit model: AUC {}", hit.summary.auc);
         assert!(
             near_chance(miss.summary.auc),
@@ -55,16 +64,17 @@ fn membership_attacks_detect_overfitting_and_not_unseen_nodes() {
         assert_eq!(hit.summary.num_positives, hit.summary.num_negatives);
     }
     // The reference set-up (attack trained on the target's own members) and every metric work too.
-    params.mia.source = ShadowSource::TargetSplit;
-    params.metric = Some(MembershipMetric::Confidence);
-    let hit = attack(AttackKind::MiaMetric, &g, &split, &leaky, &oracle, &params, claim);
+    let source = ShadowSource::TargetSplit;
+    let metric = MetricMiaParams { source, shadow_per_class, metric: MembershipMetric::Confidence };
+    let hit = attack(&AttackConfig::MiaMetric(metric), &g, &split, &leaky, &oracle, claim);
+    let reference = AttackConfig::Mia(MiaParams { source, shadow_per_class, ..Default::default() });
     assert!(hit.summary.auc > 0.7, "confidence threshold: {}", hit.summary.auc);
     // eps_lb is computed for node-level claims and not for edge-level ones.
     let edge_claim = Claim { unit: ClaimUnit::Edge, epsilon: Some(1.0), delta: 1e-5 };
-    let r = attack(AttackKind::Mia, &g, &split, &leaky, &oracle, &params, edge_claim);
+    let r = attack(&reference, &g, &split, &leaky, &oracle, edge_claim);
     assert!(r.eps_lb.is_none() && !r.violation);
     let node_claim = Claim { unit: ClaimUnit::Node, epsilon: Some(0.01), delta: 1e-5 };
-    let r = attack(AttackKind::Mia, &g, &split, &leaky, &oracle, &params, node_claim);
+    let r = attack(&reference, &g, &split, &leaky, &oracle, node_claim);
     assert!(r.violation, "an overfit model cannot be 0.01-node-DP: eps_lb {:?}", r.eps_lb);
 }
 
@@ -76,11 +86,10 @@ fn lira_detects_overfitting_and_not_unseen_nodes() {
     let oracle = ToyOracle(cfg);
     let leaky = ToyModel::train(&g, &split, cfg, 5);
     let blind = ToyModel::train(&g, &NodeSplit { train: split.val.clone(), ..Default::default() }, cfg, 5);
-    let mut params = AttackParams::default();
-    params.lira.shadows = 8;
+    let lira = AttackConfig::Lira(LiraParams { shadows: 8, ..Default::default() });
     let claim = Claim::non_private();
-    let hit = attack(AttackKind::Lira, &g, &split, &leaky, &oracle, &params, claim);
-    let miss = attack(AttackKind::Lira, &g, &split, &blind, &oracle, &params, claim);
+    let hit = attack(&lira, &g, &split, &leaky, &oracle, claim);
+    let miss = attack(&lira, &g, &split, &blind, &oracle, claim);
     assert!(hit.summary.auc > 0.75, "LiRA on an overfit model: {}", hit.summary.auc);
     assert!(near_chance(miss.summary.auc), "LiRA on a model that never saw the members: {}", miss.summary.auc);
     let offline = hit.details["offline"]["auc"].as_f64().unwrap();
@@ -111,9 +120,8 @@ fn lira_is_not_fooled_by_a_target_less_confident_than_its_shadows() {
     let cfg = ToyConfig { arch: Arch::Mlp, hidden: 64, epochs: 150, lr: 0.01 };
     let oracle = ToyOracle(cfg);
     let leaky = ToyModel::train(&g, &split, cfg, 5);
-    let mut params = AttackParams::default();
-    params.lira.shadows = 8;
-    let run = |bb: &dyn BlackBox, params: &AttackParams| {
+    let mut params = LiraParams { shadows: 8, ..Default::default() };
+    let run = |bb: &dyn BlackBox, params: &LiraParams| {
         let target = Target {
             graph: &g,
             split: &split,
@@ -122,12 +130,13 @@ fn lira_is_not_fooled_by_a_target_less_confident_than_its_shadows() {
             oracle: Some(&oracle),
             claim: Claim::non_private(),
         };
-        run_attack(AttackKind::Lira, &target, &AdversaryKnowledge::default(), params, 7).unwrap().summary.auc
+        let params = AttackParams::new(AttackConfig::Lira(*params));
+        run_attack(&target, &AdversaryKnowledge::default(), &params, 7).unwrap().summary.auc
     };
     let base = run(&leaky, &params);
     let flat = Flattened(&leaky, 8.0);
     let calibrated = run(&flat, &params);
-    params.lira.rank_calibration = false;
+    params.rank_calibration = false;
     let raw = run(&flat, &params);
     assert!(
         calibrated > 0.75 && calibrated > base - 0.03,
@@ -145,12 +154,10 @@ fn link_stealing_finds_gcn_edges_and_not_mlp_ones() {
     let gcn = ToyConfig { arch: Arch::Gcn, hidden: 32, epochs: 100, lr: 0.01 };
     let mlp = ToyConfig { arch: Arch::Mlp, hidden: 32, epochs: 100, lr: 0.01 };
     let oracle = ToyOracle(gcn);
-    let params = AttackParams::default();
+    let link = AttackConfig::LinkStealing(Default::default());
     let claim = Claim { unit: ClaimUnit::Edge, epsilon: Some(1.0), delta: 1e-5 };
-    let hit =
-        attack(AttackKind::LinkStealing, &g, &split, &ToyModel::train(&g, &split, gcn, 1), &oracle, &params, claim);
-    let miss =
-        attack(AttackKind::LinkStealing, &g, &split, &ToyModel::train(&g, &split, mlp, 1), &oracle, &params, claim);
+    let hit = attack(&link, &g, &split, &ToyModel::train(&g, &split, gcn, 1), &oracle, claim);
+    let miss = attack(&link, &g, &split, &ToyModel::train(&g, &split, mlp, 1), &oracle, claim);
     let cos = |r: &AttackResult| r.details["unsupervised_auc"]["cosine"].as_f64().unwrap();
     assert!(hit.summary.auc > 0.6 && cos(&hit) > 0.65, "GCN: MLP {} cosine {}", hit.summary.auc, cos(&hit));
     assert!(hit.details["logistic_auc"].as_f64().unwrap() > 0.6, "logistic: {}", hit.details["logistic_auc"]);
@@ -165,15 +172,17 @@ fn link_stealing_finds_gcn_edges_and_not_mlp_ones() {
 fn canary_edge_audit_catches_missing_noise() {
     let g = csbm(800, 2, 64, 0.5, 0.002, 0.002, 4);
     let split = split_per_class(&g, 50, 20);
-    let mut params = AttackParams::default();
-    params.canary.canaries = 300;
-    params.canary.use_embeddings = true;
-    params.canary.crafted = false;
+    let params = AttackConfig::CanaryEdge(CanaryParams {
+        canaries: 300,
+        use_embeddings: true,
+        crafted: false,
+        ..Default::default()
+    });
     let delta = 1e-5;
     let broken = ToyConfig { arch: Arch::NoisyAgg { sigma: 0.0 }, hidden: 16, epochs: 20, lr: 0.01 };
     let model = ToyModel::train(&g, &split, broken, 1);
     let claim = Claim { unit: ClaimUnit::Edge, epsilon: Some(1.0), delta };
-    let r = attack(AttackKind::CanaryEdge, &g, &split, &model, &ToyOracle(broken), &params, claim);
+    let r = attack(&params, &g, &split, &model, &ToyOracle(broken), claim);
     assert!(r.eps_lb.unwrap() > 2.5, "no noise: eps_lb {:?}, AUC {}", r.eps_lb, r.summary.auc);
     assert!(r.violation);
     let one_run = r.details["eps_lb_one_run"].as_f64().unwrap();
@@ -186,13 +195,13 @@ fn canary_edge_audit_catches_missing_noise() {
     let eps = gaussian_epsilon(2f64.sqrt(), sigma, delta);
     let noised = ToyConfig { arch: Arch::NoisyAgg { sigma }, ..broken };
     let claim = Claim { unit: ClaimUnit::Edge, epsilon: Some(eps), delta };
-    let r = attack(AttackKind::CanaryEdge, &g, &split, &model, &ToyOracle(noised), &params, claim);
+    let r = attack(&params, &g, &split, &model, &ToyOracle(noised), claim);
     assert!(r.eps_lb.unwrap() <= eps && !r.violation, "sigma {sigma}: eps_lb {:?} > {eps}", r.eps_lb);
     assert!(r.details["eps_lb_one_run"].as_f64().unwrap() <= eps, "{}", r.details["one_run"]);
     assert_eq!(r.details["coins"].as_array().unwrap().len(), 300);
     // An edge canary says nothing about a node-level claim.
     let claim = Claim { unit: ClaimUnit::Node, epsilon: Some(1.0), delta };
-    let r = attack(AttackKind::CanaryEdge, &g, &split, &model, &ToyOracle(broken), &params, claim);
+    let r = attack(&params, &g, &split, &model, &ToyOracle(broken), claim);
     assert!(r.eps_lb.is_none() && r.details["eps_lb_one_run"].is_null() && !r.violation);
 }
 
@@ -202,22 +211,21 @@ fn canary_edge_audit_catches_missing_noise() {
 fn node_canary_audit_catches_memorisation() {
     let g = csbm(600, 3, 32, 1.0, 0.02, 0.005, 8);
     let split = split_per_class(&g, 40, 20);
-    let mut params = AttackParams::default();
-    params.canary.canaries = 200;
+    let params = AttackConfig::CanaryNode(NodeCanaryParams(RecordCanaryParams { canaries: 200, ..Default::default() }));
     let claim = Claim { unit: ClaimUnit::Node, epsilon: Some(1.0), delta: 1e-5 };
     let model = ToyModel::train(&g, &split, overfit_mlp(), 1);
-    let r = attack(AttackKind::CanaryNode, &g, &split, &model, &ToyOracle(overfit_mlp()), &params, claim);
+    let r = attack(&params, &g, &split, &model, &ToyOracle(overfit_mlp()), claim);
     assert!(r.summary.auc > 0.9, "memorising MLP: AUC {}", r.summary.auc);
     assert!(r.eps_lb.unwrap() > 1.0 && r.violation, "eps_lb {:?}", r.eps_lb);
     assert!(r.details["eps_lb_one_run"].as_f64().unwrap() > 1.0, "{}", r.details["one_run"]);
     assert_eq!(r.game.unit, GameUnit::NodeCanary);
     let constant = ToyConfig { arch: Arch::Constant, ..overfit_mlp() };
-    let r = attack(AttackKind::CanaryNode, &g, &split, &model, &ToyOracle(constant), &params, claim);
+    let r = attack(&params, &g, &split, &model, &ToyOracle(constant), claim);
     assert!(near_chance(r.summary.auc) && r.eps_lb.unwrap() <= 1.0 && !r.violation, "{:?}", r.eps_lb);
     assert_eq!(r.details["eps_lb_one_run"].as_f64().unwrap(), 0.0);
     // Node canaries do not bound an edge-level claim.
     let edge = Claim { unit: ClaimUnit::Edge, epsilon: Some(1.0), delta: 1e-5 };
-    let r = attack(AttackKind::CanaryNode, &g, &split, &model, &ToyOracle(constant), &params, edge);
+    let r = attack(&params, &g, &split, &model, &ToyOracle(constant), edge);
     assert!(r.eps_lb.is_none() && !r.violation);
 }
 
@@ -227,16 +235,15 @@ fn node_canary_audit_catches_memorisation() {
 fn ldp_canary_audit_respects_the_local_randomiser() {
     let g = csbm(600, 3, 16, 3.0, 0.01, 0.01, 9);
     let split = split_per_class(&g, 60, 20);
-    let mut params = AttackParams::default();
-    params.canary.canaries = 200;
+    let params = AttackConfig::CanaryLdp(LdpCanaryParams(RecordCanaryParams { canaries: 200, ..Default::default() }));
     let claim = Claim { unit: ClaimUnit::Local, epsilon: Some(1.0), delta: 0.0 };
     let cfg = ToyConfig { arch: Arch::Mlp, hidden: 32, epochs: 100, lr: 0.01 };
     let model = ToyModel::train(&g, &split, cfg, 1);
-    let r = attack(AttackKind::CanaryLdp, &g, &split, &model, &ToyOracle(cfg), &params, claim);
+    let r = attack(&params, &g, &split, &model, &ToyOracle(cfg), claim);
     assert!(r.eps_lb.unwrap() > 1.5 && r.violation, "raw records: eps_lb {:?} AUC {}", r.eps_lb, r.summary.auc);
     assert!(r.details["eps_lb_one_run"].as_f64().unwrap() > 1.0, "{}", r.details["one_run"]);
     let ldp = ToyConfig { arch: Arch::Ldp { eps_x: 0.5, eps_y: 0.5 }, ..cfg };
-    let r = attack(AttackKind::CanaryLdp, &g, &split, &model, &ToyOracle(ldp), &params, claim);
+    let r = attack(&params, &g, &split, &model, &ToyOracle(ldp), claim);
     assert!(r.eps_lb.unwrap() <= 1.0 && !r.violation, "LDP: eps_lb {:?} AUC {}", r.eps_lb, r.summary.auc);
     assert!(r.details["eps_lb_one_run"].as_f64().unwrap() <= 1.0);
     assert_eq!(r.game.unit, GameUnit::LdpCanary);
@@ -250,13 +257,11 @@ fn inversion_recovers_class_features_only_from_a_trained_model() {
     let split = split_per_class(&g, 40, 10);
     let cfg = ToyConfig { arch: Arch::Mlp, hidden: 32, epochs: 100, lr: 0.01 };
     let oracle = ToyOracle(cfg);
-    let mut params = AttackParams::default();
-    params.inversion.steps = 200;
+    let params = AttackConfig::Inversion(InversionParams { steps: 200, ..Default::default() });
     let claim = Claim::non_private();
-    let hit = attack(AttackKind::Inversion, &g, &split, &ToyModel::train(&g, &split, cfg, 1), &oracle, &params, claim);
+    let hit = attack(&params, &g, &split, &ToyModel::train(&g, &split, cfg, 1), &oracle, claim);
     let constant = ToyConfig { arch: Arch::Constant, ..cfg };
-    let miss =
-        attack(AttackKind::Inversion, &g, &split, &ToyModel::train(&g, &split, constant, 1), &oracle, &params, claim);
+    let miss = attack(&params, &g, &split, &ToyModel::train(&g, &split, constant, 1), &oracle, claim);
     assert!(hit.summary.auc > 0.8, "trained MLP: {}", hit.summary.auc);
     assert!(near_chance(miss.summary.auc), "constant model: {}", miss.summary.auc);
     assert!(hit.eps_lb.is_none());
@@ -268,29 +273,26 @@ fn graph_reconstruction_uses_the_white_box_gcn() {
     let split = split_per_class(&g, 30, 10);
     let gcn = ToyConfig { arch: Arch::Gcn, hidden: 16, epochs: 100, lr: 0.01 };
     let oracle = ToyOracle(gcn);
-    let mut params = AttackParams::default();
-    params.reconstruction.steps = 100;
+    let mut rec = ReconstructionParams { steps: 100, ..Default::default() };
     let claim = Claim::non_private();
     let hit = attack(
-        AttackKind::GraphReconstruction,
+        &AttackConfig::GraphReconstruction(rec),
         &g,
         &split,
         &ToyModel::train(&g, &split, gcn, 1),
         &oracle,
-        &params,
         claim,
     );
     assert!(hit.summary.auc > 0.6, "white-box GCN: {} ({:?})", hit.summary.auc, hit.details);
     // An MLP's output ignores the adjacency; without the feature-smoothness prior nothing is left.
-    params.reconstruction.alpha = 0.0;
+    rec.alpha = 0.0;
     let mlp = ToyConfig { arch: Arch::Mlp, ..gcn };
     let miss = attack(
-        AttackKind::GraphReconstruction,
+        &AttackConfig::GraphReconstruction(rec),
         &g,
         &split,
         &ToyModel::train(&g, &split, mlp, 1),
         &oracle,
-        &params,
         claim,
     );
     assert!(near_chance(miss.summary.auc), "MLP: {}", miss.summary.auc);
@@ -303,17 +305,17 @@ fn attribute_inference_beats_majority_only_when_the_attribute_leaks() {
     let cfg = ToyConfig { arch: Arch::Mlp, hidden: 32, epochs: 100, lr: 0.01 };
     let model = ToyModel::train(&base, &split, cfg, 1);
     let oracle = ToyOracle(cfg);
-    let params = AttackParams::default();
+    let params = AttackConfig::Attribute(Default::default());
     let claim = Claim::non_private();
     // Correlated with the class (the model predicts it) vs independent of everything.
     let correlated: Vec<usize> =
         base.labels.iter().enumerate().map(|(i, &y)| ((y == 0) ^ (i % 10 == 0)) as usize).collect();
     let g = base.clone().with_sensitive(correlated).unwrap();
-    let hit = attack(AttackKind::Attribute, &g, &split, &model, &oracle, &params, claim);
+    let hit = attack(&params, &g, &split, &model, &oracle, claim);
     assert!(hit.summary.auc > 0.8, "correlated attribute: {}", hit.summary.auc);
     assert!(hit.details["accuracy"].as_f64().unwrap() > hit.details["majority_baseline"].as_f64().unwrap());
     let random: Vec<usize> = (0..base.num_nodes).map(|i| (i * 7919 + 13) % 97 % 2).collect();
     let g = base.clone().with_sensitive(random).unwrap();
-    let miss = attack(AttackKind::Attribute, &g, &split, &model, &oracle, &params, claim);
+    let miss = attack(&params, &g, &split, &model, &oracle, claim);
     assert!(near_chance(miss.summary.auc), "independent attribute: {}", miss.summary.auc);
 }

@@ -4,15 +4,15 @@
 //! with the majority baseline.
 use crate::classifier::{AttackMlp, MlpConfig};
 use crate::error::{check, Error, Result};
-use crate::membership::partition;
-use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use crate::metrics::partition;
+use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct AttributeParams {
     /// Fraction of nodes whose attribute the adversary knows (its training set).
     pub known_fraction: f64,
@@ -23,6 +23,29 @@ pub struct AttributeParams {
 impl Default for AttributeParams {
     fn default() -> Self {
         AttributeParams { known_fraction: 0.5, use_embeddings: false, mlp: MlpConfig::default() }
+    }
+}
+
+impl Attack for AttributeParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::Practical
+    }
+    fn requires(&self) -> Access {
+        Access { black_box: true, carved_attribute: true, ..Access::default() }
+    }
+    fn apply_knowledge(&mut self, knowledge: &AdversaryKnowledge) -> Result<()> {
+        if let Some(f) = knowledge.known_attribute_fraction {
+            self.known_fraction = f;
+        }
+        Ok(())
+    }
+    fn check(&self) -> Result<()> {
+        let f = self.known_fraction;
+        check!(f > 0.0 && f < 1.0, "known_fraction", "{f} not in (0, 1)");
+        Ok(())
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        attribute_inference(target, self, seed)
     }
 }
 

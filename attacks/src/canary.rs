@@ -2,18 +2,20 @@
 //! as in Steinke, Nasr & Jagielski 2023): insert k edges between random unlinked node pairs, each
 //! included in the training graph with probability 1/2 (coins recorded), train with the target's
 //! recipe, score each canary pair, and bound epsilon from included vs excluded canaries.
+use crate::canary_game::{canary_outcome, check_canaries, one_run_details, ORACLE_ONLY};
 use crate::classifier::to_vec;
 use crate::error::{check, Error, Result};
-use crate::membership::partition;
-use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use crate::metrics::partition;
+use crate::threat::{Access, Attack, Game, GameUnit, Outcome, Target};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use tch::{Kind, Tensor};
 
+/// Parameters of the canary-edge audit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct CanaryParams {
     /// Canary edges per training run (endpoints pairwise distinct, so canaries do not interact).
     pub canaries: usize,
@@ -31,6 +33,21 @@ pub struct CanaryParams {
 impl Default for CanaryParams {
     fn default() -> Self {
         CanaryParams { canaries: 200, runs: 1, use_embeddings: false, crafted: true }
+    }
+}
+
+impl Attack for CanaryParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::EdgeCanary
+    }
+    fn requires(&self) -> Access {
+        ORACLE_ONLY
+    }
+    fn check(&self) -> Result<()> {
+        check_canaries(self.canaries, self.runs)
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        canary_edge_audit(target, self, seed)
     }
 }
 
@@ -145,50 +162,4 @@ pub fn canary_edge_audit(target: &Target, params: &CanaryParams, seed: u64) -> R
         "eps_lb pools the canaries of a run as independent trials (their coins are independent, as in Steinke et al. \
          2023); the Clopper-Pearson form is the standard two-hypothesis bound of Jagielski et al. (2020).",
     )
-}
-
-/// The result of a canary game (edge, node or LDP canaries): the auditor's knowledge, the coin
-/// log, the canary count and the one-run bound, in the same shape for every kind.
-pub fn canary_outcome(
-    (pos, neg, game): (Vec<f64>, Vec<f64>, Game),
-    auditor: &str,
-    log: Vec<serde_json::Value>,
-    canaries: usize,
-    one_run: serde_json::Map<String, serde_json::Value>,
-    note: &str,
-) -> Result<Outcome> {
-    let knowledge = AdversaryKnowledge {
-        black_box: true,
-        shadow_training: true,
-        public_features: true,
-        notes: vec![auditor.into()],
-        ..Default::default()
-    };
-    let mut out = Outcome::new(pos, neg, None, game, knowledge);
-    out.details.insert("coins".into(), serde_json::Value::Array(log));
-    out.details.insert("canaries".into(), canaries.into());
-    out.details.extend(one_run);
-    out.note = Some(note.into());
-    Ok(out)
-}
-
-/// The one-run bound of Steinke, Nasr & Jagielski (2023) on a canary game's scores and coins,
-/// certified by `stats` (split threshold, 95%): `eps_lb_one_run` (null where the game does not
-/// match the claim, like `eps_lb`) and its certificate. Canaries of several runs pool validly:
-/// each canary is in one run only, so the runs together are still (eps, delta)-DP in each canary.
-pub fn one_run_details(
-    scores: &[f64],
-    included: &[bool],
-    target: &Target,
-    unit: GameUnit,
-) -> serde_json::Map<String, serde_json::Value> {
-    let mut m = serde_json::Map::new();
-    let (pos, neg) = crate::stats::partition_by_coin(scores, included);
-    let spec = crate::stats::AuditSpec::new(crate::stats::BoundKind::OneRun, target.claim.delta);
-    let cert = crate::stats::certify(&pos, &neg, &spec, crate::stats::COIN_ASSUMPTION).ok();
-    let matches = target.claim.matches(unit);
-    let lb = cert.as_ref().filter(|_| matches).map(|c| c.eps_lb);
-    m.insert("eps_lb_one_run".into(), lb.map_or(serde_json::Value::Null, Into::into));
-    m.insert("one_run".into(), serde_json::to_value(cert).unwrap_or_default());
-    m
 }

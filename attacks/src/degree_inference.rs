@@ -12,8 +12,7 @@
 //! The ROC is that of the held-out predicted degree separating nodes above the median degree
 //! from the rest, so the common summary has a meaning too.
 use crate::error::{Error, Result};
-use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -31,6 +30,19 @@ pub struct DegreeInferenceParams {
 impl Default for DegreeInferenceParams {
     fn default() -> Self {
         DegreeInferenceParams { folds: 5, lambda: 1e-3 }
+    }
+}
+
+impl Attack for DegreeInferenceParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::Practical
+    }
+    /// The training-node embeddings the deployment released (DPAR's private rows).
+    fn requires(&self) -> Access {
+        Access { black_box: true, ..Access::default() }
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        degree_attack(target, self, seed)
     }
 }
 

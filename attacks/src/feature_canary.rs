@@ -19,16 +19,17 @@
 //! randomiser. This needs a model that keeps a node's own report (GCN with self loops: PGC;
 //! mean aggregation with self loops: RGNN); LPGNN's KProp drops it (use `canary-ldp` there).
 //! Scored by the logit-scaled confidence of class b (two-sided tests decide the direction).
-use crate::canary::{canary_outcome, one_run_details, CanaryParams};
+use crate::canary_game::{
+    canary_outcome, check_canaries, one_run_details, sources_by_class, two_classes, RecordCanaryParams, ORACLE_ONLY,
+};
 use crate::error::{check, Error, Result};
-use crate::membership::partition;
+use crate::metrics::partition;
 use crate::posterior;
-use crate::record_canary::{sources_by_class, two_classes};
-use crate::result::{Outcome, Target};
-use crate::threat::{Game, GameUnit};
+use crate::threat::{Access, Attack, Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 /// Which private unit the canaries' two records differ in.
@@ -38,6 +39,46 @@ enum Scope {
     Features,
     /// One scalar feature.
     OneFeature,
+}
+
+/// Feature-record canaries (features differ, label fixed) against a record-level LDP claim.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LdpFeaturesCanaryParams(pub RecordCanaryParams);
+
+impl Attack for LdpFeaturesCanaryParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::LdpCanary
+    }
+    fn requires(&self) -> Access {
+        ORACLE_ONLY
+    }
+    fn check(&self) -> Result<()> {
+        check_canaries(self.0.canaries, self.0.runs)
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        ldp_features_canary_audit(target, &self.0, seed)
+    }
+}
+
+/// One-feature canaries against a per-feature LDP claim (PGC, RGNN: eps per feature).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LdpFeatureCanaryParams(pub RecordCanaryParams);
+
+impl Attack for LdpFeatureCanaryParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::LdpFeatureCanary
+    }
+    fn requires(&self) -> Access {
+        ORACLE_ONLY
+    }
+    fn check(&self) -> Result<()> {
+        check_canaries(self.0.canaries, self.0.runs)
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        ldp_feature_canary_audit(target, &self.0, seed)
+    }
 }
 
 /// The class with the most training nodes and the feature most over-represented in it (mean in
@@ -59,7 +100,7 @@ fn indicative_feature(target: &Target) -> Result<(usize, usize)> {
     Ok((b, diff.argmax(0, false).int64_value(&[]) as usize))
 }
 
-fn feature_canary_audit(target: &Target, params: &CanaryParams, seed: u64, scope: Scope) -> Result<Outcome> {
+fn feature_canary_audit(target: &Target, params: &RecordCanaryParams, seed: u64, scope: Scope) -> Result<Outcome> {
     let oracle = target.oracle.ok_or_else(|| Error::Unsupported("the canary audit needs a training oracle".into()))?;
     check!(params.canaries >= 2 && params.runs >= 1, "canaries", "need at least 2 canaries and 1 run");
     let g = target.graph;
@@ -156,11 +197,11 @@ fn feature_canary_audit(target: &Target, params: &CanaryParams, seed: u64, scope
 }
 
 /// Feature-record canaries (features differ, label fixed) against a record-level LDP claim.
-pub fn ldp_features_canary_audit(target: &Target, params: &CanaryParams, seed: u64) -> Result<Outcome> {
+pub fn ldp_features_canary_audit(target: &Target, params: &RecordCanaryParams, seed: u64) -> Result<Outcome> {
     feature_canary_audit(target, params, seed, Scope::Features)
 }
 
 /// One-feature canaries against a per-feature LDP claim.
-pub fn ldp_feature_canary_audit(target: &Target, params: &CanaryParams, seed: u64) -> Result<Outcome> {
+pub fn ldp_feature_canary_audit(target: &Target, params: &RecordCanaryParams, seed: u64) -> Result<Outcome> {
     feature_canary_audit(target, params, seed, Scope::OneFeature)
 }

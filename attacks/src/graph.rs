@@ -204,6 +204,25 @@ pub struct NodeSplit {
     pub test: Vec<usize>,
 }
 
+/// The membership game's split (GAP's attack set-up, thesis ch.4 Sec. 4.8.2): `per_class` nodes of
+/// every class (default min(1000, smallest class)), 40% train (the members), 20% val, 40% test
+/// (the non-members). `gnnaudit attack` trains its target on it, and the shadow model its shadow.
+/// Returns the nodes per class used and the split.
+pub fn membership_split(
+    labels: &[usize],
+    num_classes: usize,
+    per_class: Option<usize>,
+    rng: &mut impl Rng,
+) -> Result<(usize, NodeSplit)> {
+    let mut counts = vec![0usize; num_classes];
+    for &y in labels {
+        counts[y] += 1;
+    }
+    let smallest = counts.iter().copied().filter(|&c| c > 0).min().unwrap_or(0);
+    let k = per_class.unwrap_or(smallest.min(1000));
+    Ok((k, class_balanced_split(labels, num_classes, k, 0.4, 0.2, rng)?))
+}
+
 /// GAP's RandomDataSplit (and thesis ch.4 Sec. 4.8.2's shadow graph): for every class with at least
 /// `per_class` nodes, `per_class` nodes drawn uniformly, `train_frac` of them train, `val_frac` val,
 /// the rest test. Classes with fewer nodes contribute none.

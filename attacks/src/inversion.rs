@@ -11,8 +11,7 @@
 //! training records (AUC of cosine similarity, class records vs other classes' records).
 use crate::classifier::to_vec;
 use crate::error::{check, Error, Result};
-use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -41,6 +40,7 @@ pub enum MiaDistance {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct InversionParams {
     #[serde(default)]
     pub variant: InversionVariant,
@@ -70,6 +70,26 @@ impl Default for InversionParams {
             beta2: 0.999,
             tau: 1e-8,
         }
+    }
+}
+
+impl Attack for InversionParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::Practical
+    }
+    fn requires(&self) -> Access {
+        Access { white_box: true, ..Access::default() }
+    }
+    fn check(&self) -> Result<()> {
+        check!(
+            self.steps >= 1 && self.lr > 0.0 && self.lambda >= 0.0,
+            "steps",
+            "model inversion needs steps >= 1, lr > 0 and lambda >= 0"
+        );
+        Ok(())
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        class_inversion(target, self, seed)
     }
 }
 

@@ -1,28 +1,37 @@
 //! Privacy attacks on graph neural networks, written against a threat-model interface
 //! (`threat`): black-box posteriors, white-box differentiable forward, and a shadow-training
 //! oracle. The main crate implements these traits for its trained models; this crate never sees
-//! training code. `run_attack` is the single entry point; every attack returns an `AttackResult`
+//! training code. Each attack is one module implementing `threat::Attack` on its parameter struct,
+//! listed once in the registry (`attack`), which alone imports the attack modules; `run_attack`
+//! is the single entry point; every attack returns an `AttackResult`
 //! with its game, the adversary's knowledge, AUC, ROC, TPR at 0.1%/1% FPR, balanced accuracy and,
 //! where the game matches the claimed privacy unit, an empirical epsilon lower bound.
 //!
-//! | attack | module | access | game unit |
+//! | attack (registry name) | module | access | game unit |
 //! | --- | --- | --- | --- |
-//! | shadow-model membership inference | `membership` | black box + shadow oracle | node membership |
-//! | metric membership inference | `membership` | black box + shadow oracle | node membership |
-//! | LiRA | `lira` | black box + shadow oracle | node membership |
-//! | link stealing | `link_stealing` | black box | practical (homophily) |
-//! | canary-edge audit | `canary` | training oracle | edge canary |
-//! | node-canary audit | `record_canary` | training oracle | node canary |
-//! | LDP-canary audit | `record_canary` | training oracle | LDP canary |
-//! | LDP feature-record / one-feature canaries | `feature_canary` | training oracle | LDP canary / LDP feature canary |
-//! | in-pipeline canary audit | `aggregation_canary` | white box (released aggregations) | edge canary |
-//! | subclass-canary audit | `subclass_canary` | training oracle (units) | subclass canary |
-//! | class inversion | `inversion` | white box | practical |
-//! | graph reconstruction | `reconstruction` | white box or black box | practical |
-//! | attribute inference | `attribute` | black box | practical |
+//! | `mia` (shadow-model / reference membership inference) | `membership` | black box (+ shadow oracle for `source = "independent"`) | node membership |
+//! | `mia-metric` (metric membership inference) | `membership` | as `mia` | node membership |
+//! | `lira` | `lira` | black box + shadow oracle | node membership |
+//! | `link-stealing` | `link_stealing` | black box | practical (homophily) |
+//! | `canary-edge` | `canary` | training oracle | edge canary |
+//! | `canary-node` | `record_canary` | training oracle | node canary |
+//! | `canary-ldp` | `record_canary` | training oracle | LDP canary |
+//! | `canary-ldp-features` / `canary-ldp-feature` | `feature_canary` | training oracle | LDP canary / LDP feature canary |
+//! | `canary-aggregation` (in-pipeline canaries) | `aggregation_canary` | white box (released aggregations) | edge canary |
+//! | `canary-subclass` | `subclass_canary` | training oracle (units) | subclass canary |
+//! | `inversion` (class inversion) | `inversion` | white box | practical |
+//! | `graph-reconstruction` | `reconstruction` | black box (white box where available) | practical |
+//! | `attribute` (attribute inference) | `attribute` | black box (attribute carved out) | practical |
+//! | `degree-inference` | `degree_inference` | black box (training-node embeddings) | practical |
+//!
+//! Shared pieces below the attacks: `threat` (access traits, `Target`, `Outcome`, `Attack`),
+//! `canary_game`, `metrics`, `stats`, `classifier`, `posterior`, `graph`. `toy` (small targets for
+//! tests and examples) is built for the unit tests and with the `toy` feature.
 pub mod aggregation_canary;
+pub mod attack;
 pub mod attribute;
 pub mod canary;
+pub mod canary_game;
 pub mod classifier;
 pub mod degree_inference;
 pub mod error;
@@ -41,12 +50,17 @@ pub mod result;
 pub mod stats;
 pub mod subclass_canary;
 pub mod threat;
+#[cfg(any(test, feature = "toy"))]
 pub mod toy;
 
 #[cfg(test)]
 mod attack_tests;
 
+pub use attack::{AttackConfig, AttackKind, AttackParams, StatedKnowledge, CERTIFICATION_KEYS};
 pub use error::{Error, Result};
-pub use graph::{class_balanced_split, AttackGraph, NodeSplit};
-pub use result::{run_attack, AttackKind, AttackParams, AttackResult, Target};
-pub use threat::{AdversaryKnowledge, BlackBox, Claim, ClaimUnit, Game, GameUnit, ShadowOracle, WhiteBox};
+pub use graph::{class_balanced_split, membership_split, AttackGraph, NodeSplit};
+pub use result::{run_attack, AttackResult};
+pub use threat::{
+    Access, AdversaryKnowledge, AggregationRelease, Attack, BlackBox, Claim, ClaimUnit, Game, GameUnit, Outcome,
+    ShadowOracle, Target, WhiteBox,
+};

@@ -5,10 +5,9 @@
 //! never compared with an edge-level epsilon (canary edges do that, see `canary`).
 use crate::classifier::{binary_scores, logistic_scores, split_indices, to_vec, Activation, AttackModel, MlpConfig};
 use crate::error::{check, Result};
-use crate::membership::partition;
+use crate::metrics::partition;
 use crate::posterior::entropy;
-use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -22,6 +21,7 @@ pub const DISTANCES: [&str; 8] =
 const IS_SIMILARITY: [bool; 8] = [true, false, true, false, false, false, false, false];
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LinkStealingParams {
     /// Total sampled pairs: half edges (at most all edges), half non-edges (GAP: 10,000).
     pub num_samples: usize,
@@ -50,6 +50,30 @@ impl Default for LinkStealingParams {
             batch_mean_correlation: true,
             model: AttackModel::Mlp,
         }
+    }
+}
+
+impl Attack for LinkStealingParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::Practical
+    }
+    fn requires(&self) -> Access {
+        Access { black_box: true, ..Access::default() }
+    }
+    fn apply_knowledge(&mut self, knowledge: &AdversaryKnowledge) -> Result<()> {
+        if let Some(f) = knowledge.known_edge_fraction {
+            self.train_fraction = f;
+        }
+        Ok(())
+    }
+    fn check(&self) -> Result<()> {
+        check!(self.num_samples >= 20, "num_samples", "{} pairs are too few (at least 20)", self.num_samples);
+        let f = self.train_fraction;
+        check!(f > 0.0 && f + 0.1 < 1.0, "train_fraction", "{f} must lie in (0, 0.9)");
+        Ok(())
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        link_stealing(target, self, seed)
     }
 }
 

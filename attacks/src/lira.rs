@@ -10,16 +10,16 @@
 //! ranks its members first.
 use crate::error::{check, Error, Result};
 use crate::graph::NodeSplit;
-use crate::membership::partition;
+use crate::metrics::{mean_std, partition};
 use crate::posterior::{rows, scaled_logit};
-use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct LiraParams {
     /// Number of shadow models (Carlini et al. use 16-256; 16 by default here).
     pub shadows: usize,
@@ -48,14 +48,23 @@ impl Default for LiraParams {
     }
 }
 
-const MIN_STD: f64 = 1e-3;
-
-fn mean_std(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len().max(1) as f64;
-    let m = xs.iter().sum::<f64>() / n;
-    let v = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n;
-    (m, v.sqrt())
+impl Attack for LiraParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::NodeMembership
+    }
+    fn requires(&self) -> Access {
+        Access { black_box: true, oracle: true, ..Access::default() }
+    }
+    fn check(&self) -> Result<()> {
+        check!(self.shadows >= 2 && self.shadows % 2 == 0, "shadows", "need an even number >= 2, got {}", self.shadows);
+        Ok(())
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        lira(target, self, seed)
+    }
 }
+
+const MIN_STD: f64 = 1e-3;
 
 fn log_normal_pdf(x: f64, m: f64, s: f64) -> f64 {
     -0.5 * ((x - m) / s).powi(2) - s.ln()

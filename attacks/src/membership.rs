@@ -3,10 +3,10 @@
 //! threshold attacks of Song & Mittal (2021) with class-dependent thresholds from the shadow.
 use crate::classifier::{binary_scores, AttackModel, MlpConfig};
 use crate::error::{check, Error, Result};
-use crate::graph::{class_balanced_split, NodeSplit};
+use crate::graph::{membership_split, NodeSplit};
+use crate::metrics::partition;
 use crate::posterior::{self, with_one_hot};
-use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -25,13 +25,15 @@ pub enum ShadowSource {
     TargetSplit,
 }
 
+/// The shadow-model membership attack. The default set-up is the reference's (GAP's attack code,
+/// `test_on_target=False`), the same in `gnnaudit attack` and in audit configs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct MiaParams {
     pub source: ShadowSource,
-    /// Shadow graph nodes per class; None = min(1000, smallest class).
+    /// Shadow graph nodes per class (`source = "independent"`); None = min(1000, smallest class).
     pub shadow_per_class: Option<usize>,
     /// The attack classifier (default GAP's MLP, configured by `mlp`).
-    #[serde(default)]
     pub model: AttackModel,
     pub mlp: MlpConfig,
 }
@@ -39,12 +41,90 @@ pub struct MiaParams {
 impl Default for MiaParams {
     fn default() -> Self {
         MiaParams {
-            source: ShadowSource::Independent,
+            source: ShadowSource::TargetSplit,
             shadow_per_class: None,
             model: AttackModel::Mlp,
             mlp: MlpConfig::default(),
         }
     }
+}
+
+impl Attack for MiaParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::NodeMembership
+    }
+    fn requires(&self) -> Access {
+        membership_access(self.source)
+    }
+    fn apply_knowledge(&mut self, knowledge: &AdversaryKnowledge) -> Result<()> {
+        shadow_knowledge(self.source, &mut self.shadow_per_class, knowledge)
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        shadow_mia(target, self, seed)
+    }
+}
+
+/// The metric attacks of Song & Mittal (2021): class thresholds learned on the shadow samples
+/// (`source`, as for `MiaParams`); no attack classifier.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricMiaParams {
+    pub source: ShadowSource,
+    /// Shadow graph nodes per class (`source = "independent"`); None = min(1000, smallest class).
+    pub shadow_per_class: Option<usize>,
+    /// The primary score (the details give the AUC of all three).
+    pub metric: MembershipMetric,
+}
+
+impl Default for MetricMiaParams {
+    fn default() -> Self {
+        let mia = MiaParams::default();
+        MetricMiaParams {
+            source: mia.source,
+            shadow_per_class: mia.shadow_per_class,
+            metric: MembershipMetric::ModifiedEntropy,
+        }
+    }
+}
+
+impl Attack for MetricMiaParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::NodeMembership
+    }
+    fn requires(&self) -> Access {
+        membership_access(self.source)
+    }
+    fn apply_knowledge(&mut self, knowledge: &AdversaryKnowledge) -> Result<()> {
+        shadow_knowledge(self.source, &mut self.shadow_per_class, knowledge)
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        let mia = MiaParams { source: self.source, shadow_per_class: self.shadow_per_class, ..MiaParams::default() };
+        metric_mia(target, &mia, self.metric, seed)
+    }
+}
+
+/// Black-box queries; a shadow model needs the training oracle too.
+fn membership_access(source: ShadowSource) -> Access {
+    Access { black_box: true, oracle: source == ShadowSource::Independent, ..Access::default() }
+}
+
+/// The shadow graph size the adversary is assumed to know. The reference set-up trains no shadow
+/// model, so knowledge about one would be silently ignored: refused instead.
+fn shadow_knowledge(
+    source: ShadowSource,
+    shadow_per_class: &mut Option<usize>,
+    knowledge: &AdversaryKnowledge,
+) -> Result<()> {
+    if let Some(k) = knowledge.shadow_nodes_per_class {
+        check!(
+            source == ShadowSource::Independent,
+            "shadow_nodes_per_class",
+            "the reference set-up (source = \"target-split\") trains no shadow model; set source = \"independent\" \
+             for a shadow graph of {k} nodes per class"
+        );
+        *shadow_per_class = Some(k);
+    }
+    Ok(())
 }
 
 /// Posteriors, labels and membership of a set of nodes, for training or evaluating an attack.
@@ -148,13 +228,7 @@ pub fn membership_data(
             let oracle = target
                 .oracle
                 .ok_or_else(|| Error::Unsupported("the shadow-model attack needs a shadow-training oracle".into()))?;
-            let mut counts = vec![0usize; g.num_classes];
-            for &y in &g.labels {
-                counts[y] += 1;
-            }
-            let smallest = counts.iter().copied().filter(|&c| c > 0).min().unwrap_or(0);
-            let k = params.shadow_per_class.unwrap_or(smallest.min(1000));
-            let shadow = class_balanced_split(&g.labels, g.num_classes, k, 0.4, 0.2, &mut rng)?;
+            let (k, shadow) = membership_split(&g.labels, g.num_classes, params.shadow_per_class, &mut rng)?;
             let nodes: Vec<usize> =
                 shadow.train.iter().chain(&shadow.val).chain(&shadow.test).copied().collect::<Vec<_>>();
             let sub = g.induced(&nodes)?;
@@ -313,18 +387,4 @@ pub fn metric_mia(target: &Target, params: &MiaParams, metric: MembershipMetric,
     out.details.insert("metric".into(), serde_json::to_value(metric).unwrap());
     out.details.insert("per_metric".into(), serde_json::Value::Object(details));
     Ok(out)
-}
-
-/// Splits scores into positives and negatives by a membership mask.
-pub fn partition(scores: &[f64], positive: &[bool]) -> (Vec<f64>, Vec<f64>) {
-    let mut pos = Vec::new();
-    let mut neg = Vec::new();
-    for (&s, &p) in scores.iter().zip(positive) {
-        if p {
-            pos.push(s)
-        } else {
-            neg.push(s)
-        }
-    }
-    (pos, neg)
 }

@@ -161,6 +161,28 @@ impl ScoreSummary {
     }
 }
 
+/// Splits scores into positives and negatives by a membership mask.
+pub fn partition(scores: &[f64], positive: &[bool]) -> (Vec<f64>, Vec<f64>) {
+    let mut pos = Vec::new();
+    let mut neg = Vec::new();
+    for (&s, &p) in scores.iter().zip(positive) {
+        if p {
+            pos.push(s)
+        } else {
+            neg.push(s)
+        }
+    }
+    (pos, neg)
+}
+
+/// Mean and population standard deviation (0, 0 for an empty slice).
+pub fn mean_std(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len().max(1) as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let v = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n;
+    (m, v.sqrt())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

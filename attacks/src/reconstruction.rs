@@ -5,9 +5,8 @@
 //! AUC over all true edges against as many sampled non-edges.
 use crate::classifier::to_vec;
 use crate::error::{check, Result};
-use crate::membership::partition;
-use crate::result::{Outcome, Target};
-use crate::threat::{AdversaryKnowledge, Game, GameUnit};
+use crate::metrics::partition;
+use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -15,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReconstructionParams {
     pub steps: usize,
     pub lr: f64,
@@ -29,6 +29,23 @@ pub struct ReconstructionParams {
 impl Default for ReconstructionParams {
     fn default() -> Self {
         ReconstructionParams { steps: 200, lr: 0.01, alpha: 1e-3, beta: 1e-4, max_nodes: 3000 }
+    }
+}
+
+impl Attack for ReconstructionParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::Practical
+    }
+    /// Black box always; the white box (a dense forward) is used where the target has one.
+    fn requires(&self) -> Access {
+        Access { black_box: true, ..Access::default() }
+    }
+    fn check(&self) -> Result<()> {
+        check!(self.steps >= 1 && self.lr > 0.0, "steps", "graph reconstruction needs steps >= 1 and lr > 0");
+        Ok(())
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        graph_reconstruction(target, self, seed)
     }
 }
 

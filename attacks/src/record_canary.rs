@@ -19,20 +19,62 @@
 //!   eps_y-LDP on labels, so everything the model does with the record is (eps_x + eps_y)-LDP in it.
 //!
 //! Both score a canary by the logit-scaled confidence of its "included" label (LiRA's statistic).
-use crate::canary::{canary_outcome, one_run_details, CanaryParams};
+use crate::canary_game::{
+    canary_outcome, check_canaries, one_run_details, sources_by_class, two_classes, RecordCanaryParams, ORACLE_ONLY,
+};
 use crate::error::{check, Error, Result};
 use crate::graph::{AttackGraph, NodeSplit};
-use crate::membership::partition;
+use crate::metrics::partition;
 use crate::posterior;
-use crate::result::{Outcome, Target};
-use crate::threat::{Game, GameUnit};
+use crate::threat::{Access, Attack, Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
 /// Leaves of each LDP canary's star (public, untrained nodes linked only to their canary).
 pub const LDP_CANARY_LEAVES: usize = 2;
+
+/// The node-canary audit (node-level DP).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NodeCanaryParams(pub RecordCanaryParams);
+
+impl Attack for NodeCanaryParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::NodeCanary
+    }
+    fn requires(&self) -> Access {
+        ORACLE_ONLY
+    }
+    fn check(&self) -> Result<()> {
+        check_canaries(self.0.canaries, self.0.runs)
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        node_canary_audit(target, &self.0, seed)
+    }
+}
+
+/// The LDP-canary audit (local DP on the whole record).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LdpCanaryParams(pub RecordCanaryParams);
+
+impl Attack for LdpCanaryParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::LdpCanary
+    }
+    fn requires(&self) -> Access {
+        ORACLE_ONLY
+    }
+    fn check(&self) -> Result<()> {
+        check_canaries(self.0.canaries, self.0.runs)
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        ldp_canary_audit(target, &self.0, seed)
+    }
+}
 
 /// One run's canaries: appended nodes, their coins and the label whose confidence is scored.
 struct Draw {
@@ -41,36 +83,6 @@ struct Draw {
     included: Vec<bool>,
     scored_label: Vec<usize>,
     log: Vec<serde_json::Value>,
-}
-
-/// Real nodes outside the training set, grouped by class: the canaries' feature sources (so no
-/// training twin with the true label competes with a mislabelled copy).
-pub(crate) fn sources_by_class(g: &AttackGraph, split: &NodeSplit) -> Vec<Vec<usize>> {
-    let mut in_train = vec![false; g.num_nodes];
-    for &v in &split.train {
-        in_train[v] = true;
-    }
-    let mut by_class = vec![Vec::new(); g.num_classes];
-    for v in 0..g.num_nodes {
-        if !in_train[v] {
-            by_class[g.labels[v]].push(v);
-        }
-    }
-    by_class
-}
-
-/// Two different classes with sources, the first drawn uniformly among source nodes.
-pub(crate) fn two_classes(by_class: &[Vec<usize>], rng: &mut ChaCha8Rng) -> (usize, usize) {
-    let weights: Vec<usize> = by_class.iter().map(|c| c.len()).collect();
-    let total: usize = weights.iter().sum();
-    let mut pick = rng.gen_range(0..total);
-    let mut a = 0;
-    while pick >= weights[a] {
-        pick -= weights[a];
-        a += 1;
-    }
-    let others: Vec<usize> = (0..by_class.len()).filter(|&c| c != a && !by_class[c].is_empty()).collect();
-    (a, others[rng.gen_range(0..others.len())])
 }
 
 fn draw(target: &Target, k: usize, ldp: bool, rng: &mut ChaCha8Rng) -> Result<Draw> {
@@ -124,7 +136,7 @@ fn draw(target: &Target, k: usize, ldp: bool, rng: &mut ChaCha8Rng) -> Result<Dr
     Ok(Draw { graph, split, included, scored_label, log })
 }
 
-fn record_canary_audit(target: &Target, params: &CanaryParams, seed: u64, ldp: bool) -> Result<Outcome> {
+fn record_canary_audit(target: &Target, params: &RecordCanaryParams, seed: u64, ldp: bool) -> Result<Outcome> {
     let oracle = target.oracle.ok_or_else(|| Error::Unsupported("the canary audit needs a training oracle".into()))?;
     check!(params.canaries >= 2 && params.runs >= 1, "canaries", "need at least 2 canaries and 1 run");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -187,11 +199,11 @@ fn record_canary_audit(target: &Target, params: &CanaryParams, seed: u64, ldp: b
 }
 
 /// Node canaries against a node-level claim.
-pub fn node_canary_audit(target: &Target, params: &CanaryParams, seed: u64) -> Result<Outcome> {
+pub fn node_canary_audit(target: &Target, params: &RecordCanaryParams, seed: u64) -> Result<Outcome> {
     record_canary_audit(target, params, seed, false)
 }
 
 /// LDP canary records against a local (LDP) claim.
-pub fn ldp_canary_audit(target: &Target, params: &CanaryParams, seed: u64) -> Result<Outcome> {
+pub fn ldp_canary_audit(target: &Target, params: &RecordCanaryParams, seed: u64) -> Result<Outcome> {
     record_canary_audit(target, params, seed, true)
 }

@@ -1,144 +1,11 @@
-//! The one entry point (`run_attack`) and what every attack returns (`AttackResult`).
-use crate::aggregation_canary::AggregationCanaryParams;
-use crate::attribute::AttributeParams;
-use crate::canary::CanaryParams;
+//! What every attack returns (`AttackResult`) and the one entry point that runs an attack from
+//! the registry and certifies its result (`run_attack`).
+use crate::attack::{AttackKind, AttackParams};
 use crate::error::Result;
-use crate::graph::{AttackGraph, NodeSplit};
-use crate::inversion::InversionParams;
-use crate::link_stealing::LinkStealingParams;
-use crate::lira::LiraParams;
-use crate::membership::{MembershipMetric, MiaParams};
 use crate::metrics::ScoreSummary;
-use crate::reconstruction::ReconstructionParams;
-use crate::stats::{certify, AuditSpec, BoundKind, Certificate, ThresholdStrategy, Verdict};
-use crate::threat::{AdversaryKnowledge, BlackBox, Claim, ClaimUnit, Game, GameUnit, ShadowOracle, WhiteBox};
+use crate::stats::{certify, AuditSpec, Certificate, Verdict};
+use crate::threat::{AdversaryKnowledge, Claim, ClaimUnit, Game, GameUnit, Outcome, Target};
 use serde::{Deserialize, Serialize};
-
-/// Everything an attack may be handed about one target. Each attack uses only what its threat
-/// model allows and records that in its `AdversaryKnowledge`; `split` is the ground truth the
-/// scorer uses (membership attacks in the reference set-up also learn part of it, and say so).
-pub struct Target<'a> {
-    /// The target's training graph (the adversary's copy; public features and labels).
-    pub graph: &'a AttackGraph,
-    pub split: &'a NodeSplit,
-    pub black_box: &'a dyn BlackBox,
-    pub white_box: Option<&'a dyn WhiteBox>,
-    pub oracle: Option<&'a dyn ShadowOracle>,
-    pub claim: Claim,
-}
-
-/// Scores of one attack on its positives and negatives, before the common summary.
-pub struct Outcome {
-    pub pos: Vec<f64>,
-    pub neg: Vec<f64>,
-    /// The attack's own decision threshold (None: the median score).
-    pub threshold: Option<f64>,
-    pub game: Game,
-    pub knowledge: AdversaryKnowledge,
-    pub details: serde_json::Map<String, serde_json::Value>,
-    pub note: Option<String>,
-}
-
-impl Outcome {
-    pub fn new(
-        pos: Vec<f64>,
-        neg: Vec<f64>,
-        threshold: Option<f64>,
-        game: Game,
-        knowledge: AdversaryKnowledge,
-    ) -> Self {
-        Outcome { pos, neg, threshold, game, knowledge, details: Default::default(), note: None }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AttackKind {
-    Mia,
-    MiaMetric,
-    Lira,
-    LinkStealing,
-    CanaryEdge,
-    CanaryNode,
-    CanaryLdp,
-    CanaryLdpFeatures,
-    CanaryLdpFeature,
-    CanaryAggregation,
-    CanarySubclass,
-    Inversion,
-    GraphReconstruction,
-    Attribute,
-    DegreeInference,
-}
-
-impl AttackKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            AttackKind::Mia => "mia",
-            AttackKind::MiaMetric => "mia-metric",
-            AttackKind::Lira => "lira",
-            AttackKind::LinkStealing => "link-stealing",
-            AttackKind::CanaryEdge => "canary-edge",
-            AttackKind::CanaryNode => "canary-node",
-            AttackKind::CanaryLdp => "canary-ldp",
-            AttackKind::CanaryLdpFeatures => "canary-ldp-features",
-            AttackKind::CanaryLdpFeature => "canary-ldp-feature",
-            AttackKind::CanaryAggregation => "canary-aggregation",
-            AttackKind::CanarySubclass => "canary-subclass",
-            AttackKind::Inversion => "inversion",
-            AttackKind::GraphReconstruction => "graph-reconstruction",
-            AttackKind::Attribute => "attribute",
-            AttackKind::DegreeInference => "degree-inference",
-        }
-    }
-    pub const ALL: [AttackKind; 15] = [
-        AttackKind::Mia,
-        AttackKind::MiaMetric,
-        AttackKind::Lira,
-        AttackKind::LinkStealing,
-        AttackKind::CanaryEdge,
-        AttackKind::CanaryNode,
-        AttackKind::CanaryLdp,
-        AttackKind::CanaryLdpFeatures,
-        AttackKind::CanaryLdpFeature,
-        AttackKind::CanaryAggregation,
-        AttackKind::CanarySubclass,
-        AttackKind::Inversion,
-        AttackKind::GraphReconstruction,
-        AttackKind::Attribute,
-        AttackKind::DegreeInference,
-    ];
-    pub fn parse(s: &str) -> Option<AttackKind> {
-        AttackKind::ALL.into_iter().find(|k| k.name() == s)
-    }
-}
-
-/// Parameters of every attack (each attack reads its own part).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct AttackParams {
-    pub mia: MiaParams,
-    pub metric: Option<MembershipMetric>,
-    pub lira: LiraParams,
-    pub link: LinkStealingParams,
-    pub canary: CanaryParams,
-    #[serde(default)]
-    pub aggregation: AggregationCanaryParams,
-    #[serde(default)]
-    pub subclass_canary: crate::subclass_canary::SubclassCanaryParams,
-    pub inversion: InversionParams,
-    pub reconstruction: ReconstructionParams,
-    pub attribute: AttributeParams,
-    #[serde(default)]
-    pub degree: crate::degree_inference::DegreeInferenceParams,
-    /// Confidence level of the bound behind eps_lb (default 0.95).
-    pub confidence: Option<f64>,
-    /// The bound behind eps_lb (default clopper-pearson; see `stats`).
-    #[serde(default)]
-    pub bound: BoundKind,
-    /// How its threshold is chosen (default split).
-    #[serde(default)]
-    pub strategy: ThresholdStrategy,
-}
 
 /// One attack's result: success, its game and knowledge, and the epsilon lower bound where the
 /// game matches the claim.
@@ -223,63 +90,22 @@ impl AttackResult {
     }
 }
 
-/// Runs one attack against one target. `knowledge` overrides the attack's default assumptions
-/// where it sets them (shadow graph size, known edge/attribute fraction).
+/// Runs one attack against one target: `knowledge` overrides the attack's parameters where it
+/// sets them (shadow graph size, known edge/attribute fraction), the parameters are checked, the
+/// attack plays its game, and the outcome is summarised and certified.
 pub fn run_attack(
-    kind: AttackKind,
     target: &Target,
     knowledge: &AdversaryKnowledge,
     params: &AttackParams,
     seed: u64,
 ) -> Result<AttackResult> {
+    let mut attack = params.attack.clone();
+    attack.apply_knowledge(knowledge)?;
+    let params = AttackParams { attack, ..params.clone() };
+    params.check()?;
     let confidence = params.confidence.unwrap_or(0.95);
-    crate::error::check!(confidence > 0.5 && confidence < 1.0, "confidence", "{confidence} is outside (0.5, 1)");
     let spec = AuditSpec { bound: params.bound, strategy: params.strategy, confidence, delta: 0.0, seed };
-    let mut mia = params.mia;
-    if let Some(k) = knowledge.shadow_nodes_per_class {
-        mia.shadow_per_class = Some(k);
-    }
-    let out = match kind {
-        AttackKind::Mia => crate::membership::shadow_mia(target, &mia, seed)?,
-        AttackKind::MiaMetric => crate::membership::metric_mia(
-            target,
-            &mia,
-            params.metric.unwrap_or(MembershipMetric::ModifiedEntropy),
-            seed,
-        )?,
-        AttackKind::Lira => crate::lira::lira(target, &params.lira, seed)?,
-        AttackKind::LinkStealing => {
-            let mut p = params.link;
-            if let Some(f) = knowledge.known_edge_fraction {
-                p.train_fraction = f;
-            }
-            crate::link_stealing::link_stealing(target, &p, seed)?
-        }
-        AttackKind::CanaryEdge => crate::canary::canary_edge_audit(target, &params.canary, seed)?,
-        AttackKind::CanaryNode => crate::record_canary::node_canary_audit(target, &params.canary, seed)?,
-        AttackKind::CanaryLdp => crate::record_canary::ldp_canary_audit(target, &params.canary, seed)?,
-        AttackKind::CanaryLdpFeatures => {
-            crate::feature_canary::ldp_features_canary_audit(target, &params.canary, seed)?
-        }
-        AttackKind::CanaryLdpFeature => crate::feature_canary::ldp_feature_canary_audit(target, &params.canary, seed)?,
-        AttackKind::CanaryAggregation => {
-            crate::aggregation_canary::aggregation_canary_audit(target, &params.aggregation, seed)?
-        }
-        AttackKind::CanarySubclass => {
-            crate::subclass_canary::subclass_canary_audit(target, &params.subclass_canary, seed)?
-        }
-        AttackKind::Inversion => crate::inversion::class_inversion(target, &params.inversion, seed)?,
-        AttackKind::GraphReconstruction => {
-            crate::reconstruction::graph_reconstruction(target, &params.reconstruction, seed)?
-        }
-        AttackKind::Attribute => {
-            let mut p = params.attribute;
-            if let Some(f) = knowledge.known_attribute_fraction {
-                p.known_fraction = f;
-            }
-            crate::attribute::attribute_inference(target, &p, seed)?
-        }
-        AttackKind::DegreeInference => crate::degree_inference::degree_attack(target, &params.degree, seed)?,
-    };
-    AttackResult::from_outcome(kind, out, target.claim, spec, seed)
+    let out = params.attack.run(target, seed)?;
+    debug_assert_eq!(out.game.unit, params.attack.game(), "{}: the registry's game is the one played", params.kind());
+    AttackResult::from_outcome(params.kind(), out, target.claim, spec, seed)
 }

@@ -8,13 +8,11 @@
 //! whole cluster into the training set, and the trainer is told that each cluster is one unit
 //! (`ShadowOracle::train_with_units`), so that included and excluded differ in exactly one unit.
 //! A canary is scored by the mean logit-scaled confidence of label b over its records.
-use crate::canary::{canary_outcome, one_run_details};
+use crate::canary_game::{canary_outcome, check_canaries, one_run_details, sources_by_class, two_classes, ORACLE_ONLY};
 use crate::error::{check, Error, Result};
-use crate::membership::partition;
+use crate::metrics::partition;
 use crate::posterior;
-use crate::record_canary::{sources_by_class, two_classes};
-use crate::result::{Outcome, Target};
-use crate::threat::{Game, GameUnit};
+use crate::threat::{Access, Attack, Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -35,6 +33,23 @@ pub struct SubclassCanaryParams {
 impl Default for SubclassCanaryParams {
     fn default() -> Self {
         SubclassCanaryParams { canaries: 40, size: 5, runs: 1 }
+    }
+}
+
+impl Attack for SubclassCanaryParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::SubclassCanary
+    }
+    fn requires(&self) -> Access {
+        ORACLE_ONLY
+    }
+    fn check(&self) -> Result<()> {
+        check_canaries(self.canaries, self.runs)?;
+        check!(self.size >= 1, "size", "a canary subclass needs at least 1 record");
+        Ok(())
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        subclass_canary_audit(target, self, seed)
     }
 }
 

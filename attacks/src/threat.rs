@@ -36,9 +36,20 @@ pub trait WhiteBox {
     }
     /// The private aggregation pipeline, re-runnable on a crafted graph (GAP, ProGAP); `None`
     /// for models without aggregation perturbation.
-    fn aggregation(&self) -> Option<&dyn crate::aggregation_canary::AggregationRelease> {
+    fn aggregation(&self) -> Option<&dyn AggregationRelease> {
         None
     }
+}
+
+/// White-box access to a deployment's private aggregation pipeline, run on a graph the auditor
+/// builds. Implementations must use the deployment's own noise code, so that a bug in it shows.
+pub trait AggregationRelease {
+    /// Number of noisy aggregations (GAP: hops K; ProGAP: stages K).
+    fn hops(&self) -> usize;
+    /// Runs the pipeline on `features` [n, d] of crafted nodes joined by directed `edges`
+    /// (source, destination). Returns per hop k = 1..K the pair (inputs [n, h], the row-normalised
+    /// vectors aggregated at hop k; sums [n, h], the noisy sums released at hop k).
+    fn release(&self, features: &Tensor, edges: &[(usize, usize)], seed: u64) -> Result<Vec<(Tensor, Tensor)>>;
 }
 
 /// "Train a fresh model with the target's recipe (method, hyper-parameters, privacy level,
@@ -156,6 +167,81 @@ impl Claim {
                 | (GameUnit::SubclassCanary, ClaimUnit::Subclass | ClaimUnit::Class | ClaimUnit::None)
         )
     }
+}
+
+/// Everything an attack may be handed about one target. Each attack uses only what its threat
+/// model allows and records that in its `AdversaryKnowledge`; `split` is the ground truth the
+/// scorer uses (membership attacks in the reference set-up also learn part of it, and say so).
+pub struct Target<'a> {
+    /// The target's training graph (the adversary's copy; public features and labels).
+    pub graph: &'a AttackGraph,
+    pub split: &'a NodeSplit,
+    pub black_box: &'a dyn BlackBox,
+    pub white_box: Option<&'a dyn WhiteBox>,
+    pub oracle: Option<&'a dyn ShadowOracle>,
+    pub claim: Claim,
+}
+
+/// Scores of one attack on its positives and negatives, before the common summary.
+pub struct Outcome {
+    pub pos: Vec<f64>,
+    pub neg: Vec<f64>,
+    /// The attack's own decision threshold (None: the median score).
+    pub threshold: Option<f64>,
+    pub game: Game,
+    pub knowledge: AdversaryKnowledge,
+    pub details: serde_json::Map<String, serde_json::Value>,
+    pub note: Option<String>,
+}
+
+impl Outcome {
+    pub fn new(
+        pos: Vec<f64>,
+        neg: Vec<f64>,
+        threshold: Option<f64>,
+        game: Game,
+        knowledge: AdversaryKnowledge,
+    ) -> Self {
+        Outcome { pos, neg, threshold, game, knowledge, details: Default::default(), note: None }
+    }
+}
+
+/// What an attack needs from its target, derived from its parameters: the front ends read it
+/// (which attacks a released-posteriors file can face, whether a shadow oracle is needed, whether
+/// the attribute must be carved out before training); an attack still refuses a target that
+/// lacks what it needs, with its own message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Access {
+    /// Queries the deployed model (posteriors or embeddings).
+    pub black_box: bool,
+    /// Needs parameters and a differentiable forward (`Target::white_box`).
+    pub white_box: bool,
+    /// Trains models with the target's recipe (`Target::oracle`).
+    pub oracle: bool,
+    /// Needs the target trained with a sensitive attribute carved out of its features (the
+    /// attacker's graph carries it as `AttackGraph::sensitive`).
+    pub carved_attribute: bool,
+}
+
+/// One attack: its parameters (`Self`, with their defaults and `deny_unknown_fields`), the game
+/// it plays, the access it needs, and how it runs. Every attack module implements it on its own
+/// parameter struct; the registry (`attack.rs`) lists each implementation once.
+pub trait Attack: Clone + std::fmt::Debug + PartialEq + Default + Serialize + serde::de::DeserializeOwned {
+    /// The unit its positives and negatives differ in (compared with the claim's unit).
+    fn game(&self) -> GameUnit;
+    /// What it needs from the target with these parameters.
+    fn requires(&self) -> Access;
+    /// Takes the adversary knowledge a config states (shadow graph size, known edge or attribute
+    /// fraction) into the parameters: the one place where knowledge overrides a parameter.
+    fn apply_knowledge(&mut self, _knowledge: &AdversaryKnowledge) -> Result<()> {
+        Ok(())
+    }
+    /// Parameter bounds, checked before any training; errors name the parameter.
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+    /// Plays the game once against `target`.
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome>;
 }
 
 #[cfg(test)]

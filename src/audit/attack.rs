@@ -4,7 +4,6 @@
 use super::cell::CellSpec;
 use super::config::{AttackSpec, Params};
 use super::progress::{Progress, Stage};
-use super::recipe::overlay;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::methods::{Recipe, TrainedRun};
@@ -15,89 +14,41 @@ use crate::target::{attack_graph, claim_of, from_attack, node_split, ModelBlackB
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, NodeSplit,
-    ShadowOracle, Target,
+    ShadowOracle, StatedKnowledge, Target,
 };
 
-/// The knowledge keys a config may set (the rest of `AdversaryKnowledge` follows from the
-/// attack's access and is filled in by the attack itself).
-const KNOWLEDGE_KEYS: &[&str] =
-    &["shadow_nodes_per_class", "known_edge_fraction", "public_features", "known_attribute_fraction"];
+/// A config table as the attacks crate's registry reads it (JSON values).
+pub fn json_table(t: &Params) -> serde_json::Map<String, serde_json::Value> {
+    t.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(serde_json::Value::Null))).collect()
+}
 
-/// The adversary knowledge and parameters of one attack entry; errors are (key path, message).
+/// The adversary knowledge and parameters of one attack entry, parsed by the attacks crate's
+/// registry (the same parser as `gnnaudit attack`); errors are (key path, message).
 pub fn attack_inputs(
     kind: &str,
     knowledge: &Params,
     params: &Params,
 ) -> std::result::Result<(AttackKind, AdversaryKnowledge, AttackParams), (String, String)> {
-    let k = AttackKind::parse(kind).ok_or_else(|| ("kind".to_string(), format!("unknown attack '{kind}'")))?;
-    if k == AttackKind::Attribute {
+    let k = AttackKind::parse(kind).ok_or_else(|| {
+        ("kind".to_string(), format!("unknown attack '{kind}' (known: {})", AttackKind::NAMES.join(", ")))
+    })?;
+    if k.default_config().requires().carved_attribute {
         return Err((
             "kind".to_string(),
-            "attribute inference needs the sensitive attribute removed from the target's features before \
-             training, which an audit cell shared with other attacks cannot do; run `gnnaudit attack --attack \
-             attribute` instead"
-                .to_string(),
+            format!(
+                "{kind} needs the sensitive attribute removed from the target's features before training, which an \
+                 audit cell shared with other attacks cannot do; run `gnnaudit attack --attack {kind}` instead"
+            ),
         ));
     }
-    for key in knowledge.keys() {
-        if !KNOWLEDGE_KEYS.contains(&key.as_str()) {
-            return Err((
-                format!("knowledge.{key}"),
-                format!("unknown adversary knowledge '{key}' (known: {})", KNOWLEDGE_KEYS.join(", ")),
-            ));
-        }
-    }
     let know =
-        overlay(&AdversaryKnowledge::default(), knowledge).map_err(|(key, m)| (format!("knowledge.{key}"), m))?;
-    let mut p = AttackParams::default();
-    // `confidence` (of the eps_lb bound) applies to every attack; the rest to the attack's own struct.
-    let mut own = params.clone();
-    if let Some(c) = own.remove("confidence") {
-        p.confidence = Some(
-            c.as_float()
-                .or(c.as_integer().map(|i| i as f64))
-                .ok_or_else(|| ("params.confidence".to_string(), "must be a number".to_string()))?,
-        );
-    }
-    // `bound` and `threshold_strategy` (of the eps_lb test) too; names as `gnnaudit attack` takes them.
-    if let Some(b) = own.remove("bound") {
-        let name = b.as_str().unwrap_or_default();
-        p.bound = attacks::stats::BoundKind::parse(name).ok_or_else(|| {
-            let known: Vec<&str> = attacks::stats::BoundKind::ALL.iter().map(|b| b.name()).collect();
-            ("params.bound".to_string(), format!("unknown bound {b} (known: {})", known.join(", ")))
-        })?;
-    }
-    if let Some(t) = own.remove("threshold_strategy") {
-        p.strategy = attacks::stats::ThresholdStrategy::parse(t.as_str().unwrap_or_default()).ok_or_else(|| {
-            ("params.threshold_strategy".to_string(), format!("{t} is not split, split:F, bonferroni or explicit:T"))
-        })?;
-    }
-    let err = |(key, m): (String, String)| (format!("params.{key}"), m);
-    match k {
-        AttackKind::Mia => p.mia = overlay(&p.mia, &own).map_err(err)?,
-        AttackKind::MiaMetric => {
-            if let Some(m) = own.remove("metric") {
-                p.metric = Some(
-                    serde_json::from_value(serde_json::to_value(&m).unwrap())
-                        .map_err(|e| ("params.metric".to_string(), e.to_string()))?,
-                );
-            }
-            p.mia = overlay(&p.mia, &own).map_err(err)?
-        }
-        AttackKind::Lira => p.lira = overlay(&p.lira, &own).map_err(err)?,
-        AttackKind::LinkStealing => p.link = overlay(&p.link, &own).map_err(err)?,
-        AttackKind::CanaryEdge
-        | AttackKind::CanaryNode
-        | AttackKind::CanaryLdp
-        | AttackKind::CanaryLdpFeatures
-        | AttackKind::CanaryLdpFeature => p.canary = overlay(&p.canary, &own).map_err(err)?,
-        AttackKind::CanaryAggregation => p.aggregation = overlay(&p.aggregation, &own).map_err(err)?,
-        AttackKind::CanarySubclass => p.subclass_canary = overlay(&p.subclass_canary, &own).map_err(err)?,
-        AttackKind::Inversion => p.inversion = overlay(&p.inversion, &own).map_err(err)?,
-        AttackKind::GraphReconstruction => p.reconstruction = overlay(&p.reconstruction, &own).map_err(err)?,
-        AttackKind::Attribute => p.attribute = overlay(&p.attribute, &own).map_err(err)?,
-        AttackKind::DegreeInference => p.degree = overlay(&p.degree, &own).map_err(err)?,
-    }
+        StatedKnowledge::from_table(&json_table(knowledge)).map_err(|(key, m)| (format!("knowledge.{key}"), m))?;
+    let p = AttackParams::from_table(kind, &json_table(params)).map_err(|(key, m)| (format!("params.{key}"), m))?;
+    // Knowledge the attack cannot use is refused now (e.g. a shadow graph size without a shadow model).
+    p.attack.clone().apply_knowledge(&know).map_err(|e| match e {
+        attacks::Error::Invalid { field, message } => (format!("knowledge.{field}"), message),
+        e => ("knowledge".to_string(), e.to_string()),
+    })?;
     Ok((k, know, p))
 }
 
@@ -196,7 +147,7 @@ pub fn run_attacks(
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
         // The one-feature game is compared with the per-feature claim (PGC: eps per feature).
         let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget), ..target };
-        let result = run_attack(kind, &own, &knowledge, &params, seed).map_err(from_attack)?;
+        let result = run_attack(&own, &knowledge, &params, seed).map_err(from_attack)?;
         out.push(record(a, &result));
         progress.done(Stage::Attack);
     }
@@ -242,14 +193,26 @@ mod tests {
 
     #[test]
     fn config_selects_the_attack_classifier() {
+        use attacks::AttackConfig;
         let params: Params = toml::from_str(r#"model = "random-forest""#).unwrap();
         let (_, _, p) = attack_inputs("mia", &Params::new(), &params).unwrap();
-        assert_eq!(p.mia.model, attacks::classifier::AttackModel::RandomForest);
+        assert!(matches!(p.attack, AttackConfig::Mia(m) if m.model == attacks::classifier::AttackModel::RandomForest));
         let params: Params = toml::from_str(r#"model = "knn""#).unwrap();
         let (_, _, p) = attack_inputs("link-stealing", &Params::new(), &params).unwrap();
-        assert_eq!(p.link.model, attacks::classifier::AttackModel::Knn);
+        assert!(matches!(p.attack, AttackConfig::LinkStealing(l) if l.model == attacks::classifier::AttackModel::Knn));
         let params: Params = toml::from_str(r#"model = "svm""#).unwrap();
         let (key, _) = attack_inputs("mia", &Params::new(), &params).unwrap_err();
         assert_eq!(key, "params.model");
+    }
+
+    /// A shadow graph size is knowledge about a shadow model: refused for the reference set-up
+    /// (which trains none), taken by the shadow set-up.
+    #[test]
+    fn shadow_knowledge_needs_the_shadow_set_up() {
+        let knowledge: Params = toml::from_str("shadow_nodes_per_class = 100").unwrap();
+        let (key, m) = attack_inputs("mia", &knowledge, &Params::new()).unwrap_err();
+        assert_eq!(key, "knowledge.shadow_nodes_per_class", "{m}");
+        let shadow: Params = toml::from_str(r#"source = "independent""#).unwrap();
+        assert!(attack_inputs("mia", &knowledge, &shadow).is_ok());
     }
 }

@@ -16,27 +16,13 @@ impl MethodSpec {
     }
 }
 
-/// Every attack `gnnaudit attack` knows.
-pub const KNOWN_ATTACKS: &[&str] = &[
-    "mia",
-    "mia-metric",
-    "lira",
-    "link-stealing",
-    "canary-edge",
-    "canary-node",
-    "canary-ldp",
-    "canary-ldp-features",
-    "canary-ldp-feature",
-    "canary-aggregation",
-    "canary-subclass",
-    "inversion",
-    "graph-reconstruction",
-    "attribute",
-    "degree-inference",
-    "mechanism",
-    // Not an attack of the attacks crate: the grey-box replay of `audit::replay`.
-    "sensitivity",
-];
+/// Every attack kind a config may name: the attacks crate's registry, the mechanism audit and
+/// the sensitivity replay.
+pub fn known_attacks() -> Vec<&'static str> {
+    let mut names = gnnaudit_attacks::AttackKind::NAMES.to_vec();
+    names.extend([crate::report::tightness::KIND, crate::replay::KIND]);
+    names
+}
 
 impl AuditConfig {
     /// Rewrites relative dataset paths (names that look like a path) against `base`.

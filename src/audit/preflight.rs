@@ -14,7 +14,7 @@ use super::recipe::{build_recipe, parse_method};
 use crate::error::{Error, Result};
 use crate::methods::Method;
 use crate::report::record::Epsilon;
-use gnnaudit_attacks::{AttackKind, AttackParams};
+use gnnaudit_attacks::AttackParams;
 use std::path::Path;
 
 /// Runs every check; errors name the config field (`datasets[0].min_class_count`, ...).
@@ -24,9 +24,9 @@ pub fn check(cfg: &AuditConfig, data_dir: Option<&Path>) -> Result<()> {
         if a.kind == crate::report::tightness::KIND || a.kind == crate::replay::KIND {
             continue;
         }
-        let (kind, _, params) = super::attack::attack_inputs(&a.kind, &a.knowledge, &a.params)
+        let (_, _, params) = super::attack::attack_inputs(&a.kind, &a.knowledge, &a.params)
             .map_err(|(k, m)| Error::invalid(format!("attacks[{i}].{k}"), m))?;
-        attack_params(kind, &params).map_err(|(k, m)| Error::invalid(format!("attacks[{i}].params.{k}"), m))?;
+        attack_params(&params).map_err(|(k, m)| Error::invalid(format!("attacks[{i}].params.{k}"), m))?;
     }
     // An external target's deployment is validated by `audit::external`; the built-in
     // methods' calibration below does not apply to it.
@@ -81,55 +81,11 @@ fn within(prefix: &str, default_field: &str, e: Error) -> Error {
     }
 }
 
-/// The parameter bounds the attacks check when they start (attacks crate, `check!` at the top of
-/// each attack), checked here before any training. Errors are (key, message).
-pub fn attack_params(kind: AttackKind, p: &AttackParams) -> std::result::Result<(), (String, String)> {
-    let bad = |k: &str, m: String| Err((k.to_string(), m));
-    if let Some(c) = p.confidence {
-        if !(c > 0.5 && c < 1.0) {
-            return bad("confidence", format!("{c} is outside (0.5, 1)"));
-        }
-    }
-    match kind {
-        AttackKind::LinkStealing => {
-            if p.link.num_samples < 20 {
-                return bad("num_samples", format!("{} pairs are too few (at least 20)", p.link.num_samples));
-            }
-            let f = p.link.train_fraction;
-            if !(f > 0.0 && f + 0.1 < 1.0) {
-                return bad("train_fraction", format!("{f} must lie in (0, 0.9)"));
-            }
-        }
-        AttackKind::Lira => {
-            if p.lira.shadows < 2 || p.lira.shadows % 2 != 0 {
-                return bad("shadows", format!("need an even number >= 2, got {}", p.lira.shadows));
-            }
-        }
-        AttackKind::CanaryEdge
-        | AttackKind::CanaryNode
-        | AttackKind::CanaryLdp
-        | AttackKind::CanaryLdpFeatures
-        | AttackKind::CanaryLdpFeature => {
-            if p.canary.canaries < 2 {
-                return bad("canaries", format!("need at least 2 canaries, got {}", p.canary.canaries));
-            }
-            if p.canary.runs < 1 {
-                return bad("runs", "need at least 1 run".into());
-            }
-        }
-        AttackKind::Inversion => {
-            let q = &p.inversion;
-            if q.steps < 1 || !(q.lr > 0.0) || !(q.lambda >= 0.0) {
-                return bad("steps", "model inversion needs steps >= 1, lr > 0 and lambda >= 0".into());
-            }
-        }
-        AttackKind::GraphReconstruction => {
-            let q = &p.reconstruction;
-            if q.steps < 1 || !(q.lr > 0.0) {
-                return bad("steps", "graph reconstruction needs steps >= 1 and lr > 0".into());
-            }
-        }
-        _ => {}
-    }
-    Ok(())
+/// The parameter bounds the attacks check when they start (each attack's `Attack::check`, through
+/// the registry), checked here before any training. Errors are (key, message).
+pub fn attack_params(p: &AttackParams) -> std::result::Result<(), (String, String)> {
+    p.check().map_err(|e| match e {
+        gnnaudit_attacks::Error::Invalid { field, message } => (field, message),
+        e => (String::new(), e.to_string()),
+    })
 }

@@ -2,7 +2,7 @@
 //! method's hyper-parameters at every epsilon of its grid, every attack's tables against the
 //! attacks crate's own structs; then `preflight` checks what only loading and calibrating shows.
 //! Errors name the field (`methods[2].method`, ...).
-use super::config::{AuditConfig, DeltaPolicy, MethodSpec, Params, EXTERNAL_METHOD, KNOWN_ATTACKS};
+use super::config::{AuditConfig, DeltaPolicy, MethodSpec, Params, EXTERNAL_METHOD};
 use super::{attack, preflight, recipe};
 use crate::data::Csbm;
 use crate::error::{Error, Result};
@@ -136,8 +136,9 @@ impl AuditConfig {
         let mut labels = BTreeSet::new();
         for (i, a) in self.attacks.iter().enumerate() {
             let f = |k: &str| format!("attacks[{i}].{k}");
-            if !KNOWN_ATTACKS.contains(&a.kind.as_str()) {
-                return bad(f("kind"), format!("unknown attack '{}' (known: {})", a.kind, KNOWN_ATTACKS.join(", ")));
+            let known = super::config::known_attacks();
+            if !known.contains(&a.kind.as_str()) {
+                return bad(f("kind"), format!("unknown attack '{}' (known: {})", a.kind, known.join(", ")));
             }
             if !is_file_safe(&a.label()) {
                 return bad(f("label"), format!("'{}' must be letters, digits, '-', '_' or '.'", a.label()));

@@ -12,9 +12,10 @@ use crate::error::{Error, Result};
 use crate::methods::{self, Method, Recipe};
 use crate::target::{attack_graph, from_attack, node_split, RecipeOracle};
 use crate::target::{claim_of, dataset_from, ModelBlackBox};
+use gnnaudit_attacks::lira::LiraParams;
 use gnnaudit_attacks::stats::{certify, AuditSpec};
 use gnnaudit_attacks::{
-    run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, NodeSplit,
+    run_attack, AdversaryKnowledge, AttackConfig, AttackGraph, AttackParams, AttackResult, BlackBox, NodeSplit,
     ShadowOracle, Target,
 };
 use rand::SeedableRng;
@@ -82,23 +83,14 @@ struct Run {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn attack_once(
-    raw: &data::Dataset,
-    recipe: &Recipe,
-    kind: AttackKind,
-    params: &AttackParams,
-    seed: u64,
-    share: bool,
-) -> Result<Run> {
+fn attack_once(raw: &data::Dataset, recipe: &Recipe, params: &AttackParams, seed: u64, share: bool) -> Result<Run> {
     let t = Instant::now();
     let mut ds = data::transforms::prepare_like_gap(raw, 1, SplitRatios::default(), seed)?;
-    if kind == AttackKind::Lira {
+    if params.kind().game() == gnnaudit_attacks::GameUnit::NodeMembership {
         // The membership game's class-balanced split, as `gnnaudit attack` draws it.
-        let counts = ds.class_counts();
-        let k = counts.iter().copied().filter(|&c| c > 0).min().unwrap_or(0).min(1000);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let s = gnnaudit_attacks::class_balanced_split(&ds.labels, ds.num_classes, k, 0.4, 0.2, &mut rng)
-            .map_err(from_attack)?;
+        let (_, s) =
+            gnnaudit_attacks::membership_split(&ds.labels, ds.num_classes, None, &mut rng).map_err(from_attack)?;
         ds.split = Some(Split { train: s.train, val: s.val, test: s.test });
     }
     let prep_seconds = t.elapsed().as_secs_f64();
@@ -121,7 +113,7 @@ fn attack_once(
         oracle: Some(&timed),
         claim,
     };
-    let result = run_attack(kind, &target, &AdversaryKnowledge::default(), params, seed).map_err(from_attack)?;
+    let result = run_attack(&target, &AdversaryKnowledge::default(), params, seed).map_err(from_attack)?;
     Ok(Run { result, target_seconds, prep_seconds, models: timed.seconds.take(), delta: claim.delta })
 }
 
@@ -141,10 +133,9 @@ fn dataset_build_seconds(raw: &data::Dataset, seed: u64) -> Result<f64> {
 fn lira(a: &BenchAuditArgs, raw: &data::Dataset) -> Result<()> {
     let recipe = Recipe::new(a.lira_method, None);
     recipe.validate()?;
-    let mut params = AttackParams::default();
-    params.lira.shadows = a.shadows;
+    let params = AttackParams::new(AttackConfig::Lira(LiraParams { shadows: a.shadows, ..Default::default() }));
     let t = Instant::now();
-    let run = attack_once(raw, &recipe, AttackKind::Lira, &params, a.seed, true)?;
+    let run = attack_once(raw, &recipe, &params, a.seed, true)?;
     let total = t.elapsed().as_secs_f64();
     let r = &run.result.summary;
     println!(
@@ -170,7 +161,7 @@ fn lira(a: &BenchAuditArgs, raw: &data::Dataset) -> Result<()> {
     );
     if a.before {
         let t = Instant::now();
-        let old = attack_once(raw, &recipe, AttackKind::Lira, &params, a.seed, false)?;
+        let old = attack_once(raw, &recipe, &params, a.seed, false)?;
         let total_old = t.elapsed().as_secs_f64();
         let before = mean(&old.models);
         let same = old.result.scores == run.result.scores;
@@ -188,11 +179,12 @@ fn lira(a: &BenchAuditArgs, raw: &data::Dataset) -> Result<()> {
 fn canary(a: &BenchAuditArgs, raw: &data::Dataset) -> Result<()> {
     let recipe = Recipe::new(a.canary_method, Some(a.epsilon));
     recipe.validate()?;
-    let params = AttackParams::default();
+    let canary = gnnaudit_attacks::canary::CanaryParams::default();
+    let params = AttackParams::new(AttackConfig::CanaryEdge(canary));
     let t = Instant::now();
     let mut runs = Vec::new();
     for r in 0..a.repeats {
-        runs.push(attack_once(raw, &recipe, AttackKind::CanaryEdge, &params, a.seed + r as u64, true)?);
+        runs.push(attack_once(raw, &recipe, &params, a.seed + r as u64, true)?);
     }
     let total = t.elapsed().as_secs_f64();
     // One test over all runs' canaries pooled, as `gnnaudit attack --repeats` certifies.
@@ -218,7 +210,7 @@ fn canary(a: &BenchAuditArgs, raw: &data::Dataset) -> Result<()> {
         "canary-edge audit, {} repeats x {} canaries, {} eps {} on {}: pooled eps_lb {eps_lb} (as `gnnaudit attack \
          --attack canary-edge --repeats {} --method {} --epsilon {} --dataset {} --seed {}`)",
         a.repeats,
-        params.canary.canaries,
+        canary.canaries,
         a.canary_method.name(),
         a.epsilon,
         a.dataset,

@@ -63,20 +63,14 @@ impl BlackBox for NotQueried {
     }
 }
 
+/// Whether the attack queries the deployed model (canary audits only train their own).
 fn queries_target(kind: AttackKind) -> bool {
-    !matches!(
-        kind,
-        AttackKind::CanaryEdge
-            | AttackKind::CanaryNode
-            | AttackKind::CanaryLdp
-            | AttackKind::CanaryLdpFeatures
-            | AttackKind::CanaryLdpFeature
-            | AttackKind::CanarySubclass
-    )
+    let access = kind.default_config().requires();
+    access.black_box || access.white_box
 }
 
 fn is_membership(kind: AttackKind) -> bool {
-    matches!(kind, AttackKind::Mia | AttackKind::MiaMetric | AttackKind::Lira)
+    kind.game() == attacks::GameUnit::NodeMembership
 }
 
 fn claim_unit(u: PrivacyUnit) -> ClaimUnit {
@@ -120,10 +114,8 @@ fn run_split(
         return Ok(split_of_members(m, g.num_nodes));
     }
     if is_membership(kind) {
-        let counts = ds.class_counts();
-        let k = counts.iter().copied().filter(|&c| c > 0).min().unwrap_or(0).min(1000);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        return attacks::class_balanced_split(&g.labels, g.num_classes, k, 0.4, 0.2, &mut rng).map_err(from_attack);
+        return Ok(attacks::membership_split(&g.labels, g.num_classes, None, &mut rng).map_err(from_attack)?.1);
     }
     let s = data::random_split(ds, SplitRatios::default(), seed)?;
     let s = s.split()?;
@@ -215,7 +207,7 @@ impl Deployment {
         seed: u64,
     ) -> Result<(AttackResult, NodeSplit)> {
         crate::ensure!(
-            kind != AttackKind::Attribute,
+            !kind.default_config().requires().carved_attribute,
             Error::invalid(
                 "attack",
                 "attribute inference needs the attribute carved out of the features before training, which an \
@@ -235,9 +227,7 @@ impl Deployment {
             self.released.is_none() || queries_target(kind),
             Error::invalid("attack", "a canary audit trains models; a posteriors target has none (use command)")
         );
-        let needs_oracle = kind == AttackKind::Lira
-            || (matches!(kind, AttackKind::Mia | AttackKind::MiaMetric)
-                && params.mia.source == attacks::membership::ShadowSource::Independent);
+        let needs_oracle = params.attack.requires().oracle;
         crate::ensure!(
             !(needs_oracle && self.released.is_some()),
             Error::invalid(
@@ -280,7 +270,7 @@ impl Deployment {
         };
         let white_box: Option<&dyn WhiteBox> = self.script.as_ref().map(|s| s as &dyn WhiteBox);
         let target = Target { graph: g, split: &split, black_box: bb, white_box, oracle, claim: self.claim };
-        let result = run_attack(kind, &target, knowledge, params, seed).map_err(|e| {
+        let result = run_attack(&target, knowledge, params, seed).map_err(|e| {
             let kept = self
                 .script_oracle
                 .as_ref()

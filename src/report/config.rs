@@ -211,7 +211,7 @@ impl MethodSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttackSpec {
-    /// Attack name as in `gnnaudit attack --attack` (see `KNOWN_ATTACKS`), or `mechanism`: a
+    /// Attack name as in `gnnaudit attack --attack` (see `audit::config::known_attacks`), or `mechanism`: a
     /// mechanism-level audit whose params are those of `gnnaudit mechanism audit`.
     pub kind: String,
     /// Name in the report (default: `kind`); needed when one attack appears twice.
