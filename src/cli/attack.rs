@@ -283,12 +283,7 @@ fn mean_std(xs: &[f64]) -> (f64, f64) {
 
 /// Train, validation and test accuracy of argmax posteriors on a split.
 fn accuracy_of(post: &tch::Tensor, ds: &crate::data::Dataset) -> Result<train::Accuracy> {
-    let pred = Vec::<i64>::try_from(&post.argmax(1, false))?;
-    let s = ds.split()?;
-    let acc = |idx: &[usize]| {
-        idx.iter().filter(|&&v| pred[v] as usize == ds.labels[v]).count() as f64 / idx.len().max(1) as f64
-    };
-    Ok(train::Accuracy { train: acc(&s.train), val: acc(&s.val), test: acc(&s.test) })
+    Ok(train::evaluate::Labels::from_dataset(ds)?.accuracy(post))
 }
 
 pub fn run(a: AttackArgs) -> Result<()> {

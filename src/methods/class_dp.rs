@@ -19,7 +19,7 @@ use crate::data::Dataset;
 use crate::ensure;
 use crate::error::{Error, Result};
 use crate::methods::decoupled::{accountant_failure, MlpModel};
-use crate::methods::{Accuracy, Method, Recipe, TrainedRun};
+use crate::methods::{Method, Recipe, TrainedRun};
 use crate::models::mlp::MlpClassifier;
 use crate::models::NodeClassifier;
 use crate::models::{Fwd, MlpStyle};
@@ -27,7 +27,8 @@ use crate::privacy::accountant::class_dp::{check_unit_delta, class_dp_sgd, theor
 use crate::privacy::accountant::{default_delta, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer};
 use crate::train::accounting::Expression;
-use crate::train::fit::{accuracy, Labels};
+use crate::train::evaluate::model_accuracy;
+use crate::train::fit::Labels;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Reduction, Tensor};
@@ -238,7 +239,7 @@ pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: 
             );
         }
         if r.select_best_val {
-            let val = accuracy(&net, &labels.y, &labels.val);
+            let val = model_accuracy(&net, &labels.y, &labels.val);
             if best.as_ref().is_none_or(|(b, _)| val > *b) {
                 best = Some((val, ps.snapshot()));
             }
@@ -247,10 +248,6 @@ pub fn train_with_units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: 
     if let Some((_, snap)) = best {
         ps.restore(&snap);
     }
-    let acc = Accuracy {
-        train: accuracy(&net, &labels.y, &labels.train),
-        val: accuracy(&net, &labels.y, &labels.val),
-        test: accuracy(&net, &labels.y, &labels.test),
-    };
+    let acc = labels.model_accuracy(&net);
     Ok(TrainedRun { model: Box::new(MlpModel { ps, net }), accuracy: acc, budget, seconds: 0.0 })
 }

@@ -518,12 +518,10 @@ pub fn load_checkpoint(
     }))
 }
 
+/// Accuracy of `logits` [n, C] against the labels `y` of its rows (NaN for none: see
+/// `train::evaluate`).
 fn accuracy(logits: &Tensor, y: &[usize]) -> f64 {
-    if y.is_empty() {
-        return 0.0;
-    }
-    let pred = Vec::<i64>::try_from(&logits.argmax(-1, false)).unwrap_or_default();
-    pred.iter().zip(y).filter(|(p, &t)| **p as usize == t).count() as f64 / y.len() as f64
+    crate::train::evaluate::row_accuracy(logits, &Tensor::from_slice(&y.iter().map(|&c| c as i64).collect::<Vec<_>>()))
 }
 
 /// The `train` arm of every `dpar-*` method.

@@ -16,6 +16,8 @@ use crate::methods::{Accuracy, TrainedModel, TrainedRun};
 use crate::models::gcn::{gcn_normalized, GcnConv};
 use crate::privacy::accountant::{Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::feature_ldp::{FeatureLdp, FeatureMechanismKind};
+use crate::train::evaluate::accuracy;
+use crate::train::fit::{restore, snapshot};
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
 /// Early stopping of section 2.6.4: stop when the validation loss has not decreased for this
@@ -237,10 +239,6 @@ impl PgcModel {
     }
 }
 
-fn accuracy_on(logits: &Tensor, labels: &Tensor, idx: &Tensor) -> f64 {
-    super::backbone::accuracy_on(logits, labels, idx)
-}
-
 /// Trains PGC for node classification on `data` (which must carry a split).
 pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun> {
     let split = data.split()?;
@@ -260,7 +258,7 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
     let gc = first_layer_estimate(&data.graph, &y_star);
     let adj = gcn_normalized(&data.graph, true);
 
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let vs = nn::VarStore::new(tch::Device::Cpu);
     let root = vs.root();
     let gcn = network(&root, config, data.num_features() as i64, data.num_classes as i64);
     let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
@@ -285,14 +283,14 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
                 crate::models::cross_entropy(&logits.index_select(0, &va), &y_va).double_value(&[])
             };
             let acc = Accuracy {
-                train: accuracy_on(&logits, &y, &tr),
-                val: accuracy_on(&logits, &y, &va),
-                test: accuracy_on(&logits, &y, &te),
+                train: accuracy(&logits, &y, &tr),
+                val: accuracy(&logits, &y, &va),
+                test: accuracy(&logits, &y, &te),
             };
             (val_loss, acc)
         });
         if best.as_ref().is_none_or(|(l, _, _)| val_loss < *l) {
-            best = Some((val_loss, acc, super::backbone::snapshot(&vs)));
+            best = Some((val_loss, acc, snapshot(&vs)));
             since_best = 0;
         } else {
             since_best += 1;
@@ -302,7 +300,7 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
         }
     }
     let (_, accuracy, snap) = best.ok_or_else(|| Error::invalid("epochs", "must be >= 1"))?;
-    super::backbone::restore(&mut vs, &snap);
+    restore(&vs, &snap);
     let model = PgcModel::new(vs, gcn, config.clone(), gc, data.graph.clone());
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }

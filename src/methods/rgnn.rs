@@ -15,13 +15,15 @@
 //! ln(1 + (m/d')(e^{m eps_x} - 1)) + eps_y is recorded as `paper_epsilon` in the budget's noise
 //! entries and flagged. Ablations: kx = 0 (no f_X), ky = 0 (no f_Y), alpha = 0 (no LLP); all three
 //! give the paper's "GraphSAGE" baseline trained on X', Y'.
-use super::backbone::{accuracy_on, restore, snapshot, GnnKind, GraphTensors, TwoLayerGnn};
+use super::backbone::{GnnKind, GraphTensors, TwoLayerGnn};
 use crate::data::{grouping, partition, Dataset, Graph, Split};
 use crate::error::{Error, Result};
 use crate::methods::{Accuracy, TrainedModel, TrainedRun};
 use crate::privacy::accountant::{Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::grr_fs::GrrFs;
 use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
+use crate::train::evaluate::accuracy;
+use crate::train::fit::{restore, snapshot};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
@@ -564,7 +566,7 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
     let bags = bags.transpose()?;
 
     tch::manual_seed(seed as i64);
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let vs = nn::VarStore::new(tch::Device::Cpu);
     let gnn = TwoLayerGnn::new(&vs.root(), config.backbone, d, config.hidden, data.num_classes as i64, config.dropout);
     let tensors = GraphTensors::for_kind(&data.graph, config.backbone);
     let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
@@ -583,11 +585,11 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
         let (val, acc) = tch::no_grad(|| {
             let logits = gnn.forward_t(x, &tensors, false);
             // Selection on the reconstructed validation labels: the server has no clean ones.
-            let val = if split.val.is_empty() { 0.0 } else { accuracy_on(&logits, &collected.labels, &va) };
+            let val = if split.val.is_empty() { 0.0 } else { accuracy(&logits, &collected.labels, &va) };
             let acc = Accuracy {
-                train: accuracy_on(&logits, &y_clean, &tr),
-                val: accuracy_on(&logits, &y_clean, &va),
-                test: accuracy_on(&logits, &y_clean, &te),
+                train: accuracy(&logits, &y_clean, &tr),
+                val: accuracy(&logits, &y_clean, &va),
+                test: accuracy(&logits, &y_clean, &te),
             };
             (val, acc)
         });
@@ -596,7 +598,7 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
         }
     }
     let (_, accuracy, snap) = best.expect("at least one epoch ran");
-    restore(&mut vs, &snap);
+    restore(&vs, &snap);
     let model = RgnnModel::new(vs, gnn, config.clone(), reconstruction, x.shallow_clone(), data.graph.clone());
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }

@@ -166,20 +166,30 @@ impl ParamStore {
     }
     /// Copies of every variable (parameters and batch-norm statistics), to restore the best epoch.
     pub fn snapshot(&self) -> Vec<(String, Tensor)> {
-        let mut v: Vec<_> = self.vs.variables().into_iter().map(|(k, t)| (k, t.detach().copy())).collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
+        snapshot(&self.vs)
     }
     pub fn restore(&self, snap: &[(String, Tensor)]) {
-        let vars = self.vs.variables();
-        tch::no_grad(|| {
-            for (k, t) in snap {
-                if let Some(v) = vars.get(k) {
-                    v.shallow_clone().copy_(t);
-                }
-            }
-        });
+        restore(&self.vs, snap)
     }
+}
+
+/// Copies of every variable of `vs`, sorted by name (the best-epoch snapshot of every trainer).
+pub fn snapshot(vs: &VarStore) -> Vec<(String, Tensor)> {
+    let mut v: Vec<_> = vs.variables().into_iter().map(|(k, t)| (k, t.detach().copy())).collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// Writes a [`snapshot`] back into `vs`.
+pub fn restore(vs: &VarStore, snap: &[(String, Tensor)]) {
+    let vars = vs.variables();
+    tch::no_grad(|| {
+        for (k, t) in snap {
+            if let Some(v) = vars.get(k) {
+                v.shallow_clone().copy_(t);
+            }
+        }
+    });
 }
 
 pub struct Linear {
