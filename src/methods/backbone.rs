@@ -234,6 +234,28 @@ impl TrainedModel for FullBatchModel {
     }
 }
 
+/// One step of a full-graph network (the baselines, graph-PATE's students): every node's
+/// logits, the mean cross-entropy of `batch` against `y`, gradients through the recorded sparse
+/// products (`models::sparse::backward`), then `opt`.
+pub fn full_graph_step(
+    net: &Network,
+    input: &FeatureMatrix,
+    g: &GraphTensors,
+    params: &[Tensor],
+    opt: &mut Optimizer,
+    y: &Tensor,
+    batch: &Tensor,
+) {
+    let recorders: Vec<&SparseMatrix> = g.matrices().chain(input.sparse()).collect();
+    recorders.iter().for_each(|m| m.record());
+    let logits = net.forward_features(input, g, true);
+    let products: Vec<Product> = recorders.iter().flat_map(|m| m.take_products()).collect();
+    let loss = crate::models::cross_entropy(&logits.index_select(0, batch), &y.index_select(0, batch));
+    let grads = sparse::backward(&loss, params, products);
+    let grads: Vec<(usize, Tensor)> = grads.into_iter().enumerate().filter_map(|(i, g)| Some((i, g?))).collect();
+    opt.step(params, &grads);
+}
+
 /// The full-graph step of a baseline: every node's logits, the mean cross-entropy of the batch,
 /// gradients through the recorded sparse products (`models::sparse::backward`).
 struct FullGraphTrainee<'a> {
@@ -248,14 +270,7 @@ struct FullGraphTrainee<'a> {
 
 impl Trainee for FullGraphTrainee<'_> {
     fn step(&mut self, batch: &Tensor) -> Result<()> {
-        let recorders: Vec<&SparseMatrix> = self.g.matrices().chain(self.input.sparse()).collect();
-        recorders.iter().for_each(|m| m.record());
-        let logits = self.net.forward_features(self.input, self.g, true);
-        let products: Vec<Product> = recorders.iter().flat_map(|m| m.take_products()).collect();
-        let loss = crate::models::cross_entropy(&logits.index_select(0, batch), &self.labels.y.index_select(0, batch));
-        let grads = sparse::backward(&loss, &self.params, products);
-        let grads: Vec<(usize, Tensor)> = grads.into_iter().enumerate().filter_map(|(i, g)| Some((i, g?))).collect();
-        self.opt.step(&self.params, &grads);
+        full_graph_step(self.net, self.input, self.g, &self.params, &mut self.opt, &self.labels.y, batch);
         Ok(())
     }
     /// The baselines have never stopped on divergence; a NaN model then scores at chance.
@@ -295,7 +310,7 @@ pub fn fit_full_batch(
     fit: &FitConfig,
 ) -> Result<(FullBatchModel, Accuracy)> {
     fit.validate()?;
-    if fit.dp.is_some() || matches!(fit.batching, Batching::Poisson { .. } | Batching::Uniform { .. }) {
+    if fit.dp.is_some() || !matches!(fit.batching, Batching::Full | Batching::Shuffled(_)) {
         return Err(Error::invalid("batch_size", "the GNN baselines train without DP-SGD"));
     }
     let labels = Labels::from_dataset(data)?;

@@ -449,6 +449,7 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
         epochs: 1,
         batching: Batching::Uniform { size: cfg.batch_size, steps_per_epoch: cfg.steps(n_train) as usize },
         selection: Selection::Last,
+        early_stop: None,
     };
     drive(&mut t, &Split::index_tensor(&split.train), &schedule)?;
     // One noisy release of the aggregation for every node; all predictions come from it.

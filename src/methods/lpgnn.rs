@@ -606,6 +606,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
         epochs: config.epochs,
         batching: Batching::Full,
         selection: Selection::LowestValLoss { ties: Ties::Latest },
+        early_stop: None,
     };
     let report = drive(&mut t, &tr, &schedule)?;
     if report.kept.is_some_and(|e| !e.admissible) {

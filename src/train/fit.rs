@@ -23,6 +23,9 @@ pub enum Batching {
     /// `size` training nodes drawn uniformly without replacement for each of `steps_per_epoch`
     /// steps (DP-GNN's sampling, Daigavane et al. 2021).
     Uniform { size: usize, steps_per_epoch: usize },
+    /// `steps_per_epoch` steps, each on a batch the trainee draws itself (class-DP samples
+    /// privacy units, groups of nodes, not nodes); its `step` is handed all training nodes.
+    TraineeDrawn { steps_per_epoch: usize },
 }
 
 /// Which of equally good epochs selection keeps.
@@ -77,6 +80,16 @@ pub struct Schedule {
     pub epochs: usize,
     pub batching: Batching,
     pub selection: Selection,
+    /// Stop before `epochs` once selection has kept no newer epoch for a while.
+    pub early_stop: Option<EarlyStop>,
+}
+
+/// Stop once `patience` epochs have passed since the kept one, after at least `min_epochs`
+/// (PGC's training, Kipf & Welling's set-up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EarlyStop {
+    pub patience: usize,
+    pub min_epochs: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -149,6 +162,12 @@ pub fn drive(t: &mut dyn Trainee, train: &Tensor, schedule: &Schedule) -> Result
                     steps += 1;
                 }
             }
+            Batching::TraineeDrawn { steps_per_epoch } => {
+                for _ in 0..steps_per_epoch {
+                    t.step(train)?;
+                    steps += 1;
+                }
+            }
             Batching::Uniform { size, steps_per_epoch } => {
                 for _ in 0..steps_per_epoch {
                     t.step(&train.index_select(0, &randperm().narrow(0, 0, size as i64)))?;
@@ -164,6 +183,11 @@ pub fn drive(t: &mut dyn Trainee, train: &Tensor, schedule: &Schedule) -> Result
         let slot = if e.admissible { &mut kept } else { &mut fallback };
         if replaces(schedule.selection, &e, slot.as_ref().map(|k| &k.0)) {
             *slot = Some((e, epoch, snapshot(t.variables())));
+        }
+        if let (Some(stop), Some((_, at, _))) = (schedule.early_stop, kept.as_ref().or(fallback.as_ref())) {
+            if epoch - at >= stop.patience && epoch + 1 >= stop.min_epochs {
+                break;
+            }
         }
     }
     Ok(match kept.or(fallback) {
@@ -217,7 +241,7 @@ impl FitConfig {
         Ok(())
     }
     pub fn schedule(&self) -> Schedule {
-        Schedule { epochs: self.epochs, batching: self.batching, selection: self.selection }
+        Schedule { epochs: self.epochs, batching: self.batching, selection: self.selection, early_stop: None }
     }
 }
 
@@ -298,32 +322,16 @@ impl ClassifierTrainee<'_> {
 
     /// One non-private step on the mean cross-entropy of `idx`.
     fn plain_step(&mut self, idx: &Tensor) {
-        let params = &self.params;
-        let mut f = Fwd::train_sparse_leaves();
+        let mut f = Fwd::train_recorded();
         let logits = self.model.logits(idx, &mut f);
         let loss = crate::models::cross_entropy(&logits, &self.labels.y.index_select(0, idx));
-        // Sparse first layers are leaves: autograd stops at their outputs and their weight
-        // gradients are formed from the output gradients (`SparseLeaf::grads`).
-        let leaves: Vec<_> = f
-            .sparse_leaves
-            .take()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|l| params.iter().any(|(i, _)| *i == l.weight))
-            .collect();
-        let dense: Vec<&(usize, Tensor)> =
-            params.iter().filter(|(i, _)| !leaves.iter().any(|l| l.weight == *i || l.bias == *i)).collect();
-        let inputs: Vec<&Tensor> = dense.iter().map(|(_, p)| p).chain(leaves.iter().map(|l| &l.out)).collect();
-        let mut out = Tensor::run_backward(&[&loss], &inputs, false, false).into_iter();
-        let mut grads: Vec<(usize, Tensor)> = dense.iter().map(|(i, _)| *i).zip(out.by_ref()).collect();
-        for (leaf, g) in leaves.iter().zip(out) {
-            for (id, t) in leaf.grads(&g) {
-                match grads.iter_mut().find(|(i, _)| *i == id) {
-                    Some((_, acc)) => *acc = &*acc + t,
-                    None => grads.push((id, t)),
-                }
-            }
-        }
+        // Sparse first layers' products were recorded: their weight gradients come from the
+        // stored transposes (`models::sparse::backward`).
+        let products = f.take_products();
+        let tensors: Vec<Tensor> = self.params.iter().map(|(_, p)| p.shallow_clone()).collect();
+        let grads = crate::models::sparse::backward(&loss, &tensors, products);
+        let grads: Vec<(usize, Tensor)> =
+            self.params.iter().zip(grads).filter_map(|((i, _), g)| Some((*i, g?))).collect();
         self.opt.step(&self.ps.params, &grads);
     }
 }
@@ -369,7 +377,7 @@ mod tests {
         fn kept(script: Vec<Evaluation>, selection: Selection) -> i64 {
             let mut t = Scripted::new(script);
             let epochs = t.script.len();
-            let schedule = Schedule { epochs, batching: Batching::Full, selection };
+            let schedule = Schedule { epochs, batching: Batching::Full, selection, early_stop: None };
             let report = drive(&mut t, &Tensor::from_slice(&[0i64, 1, 2]), &schedule).unwrap();
             assert_eq!(report.steps, epochs);
             let kept = t.epoch.int64_value(&[0]);
@@ -416,6 +424,13 @@ mod tests {
         let l = loss(&[(0.9, true), (0.2, false), (0.5, true), (f64::NAN, true), (0.5, true)]);
         assert_eq!(Scripted::kept(l.clone(), lowest(Ties::Earliest)), 2);
         assert_eq!(Scripted::kept(l, lowest(Ties::Latest)), 4);
+        // Early stop: 2 epochs without a better one, after at least 4.
+        let mut t = Scripted::new(acc(&[0.5, 0.7, 0.6, 0.6, 0.6, 0.9, 0.9]));
+        let stop = EarlyStop { patience: 2, min_epochs: 4 };
+        let schedule =
+            Schedule { epochs: 7, batching: Batching::Full, selection: best(Ties::Earliest), early_stop: Some(stop) };
+        let r = drive(&mut t, &Tensor::from_slice(&[0i64]), &schedule).unwrap();
+        assert_eq!((r.steps, r.best_epoch), (4, 1));
         // None admissible: the lowest loss of all.
         assert_eq!(Scripted::kept(loss(&[(0.9, false), (0.2, false), (0.5, false)]), lowest(Ties::Latest)), 1);
     }
@@ -426,7 +441,7 @@ mod tests {
         let train = Tensor::arange(10, (Kind::Int64, tch::Device::Cpu));
         let run = |batching| {
             let mut t = Scripted::new(acc(&[0.5; 40]));
-            let schedule = Schedule { epochs: 2, batching, selection: Selection::Last };
+            let schedule = Schedule { epochs: 2, batching, selection: Selection::Last, early_stop: None };
             let r = drive(&mut t, &train, &schedule).unwrap();
             assert_eq!(r.steps, t.steps.len());
             t.steps
@@ -440,6 +455,7 @@ mod tests {
             epochs: 1,
             batching: Batching::Uniform { size: 11, steps_per_epoch: 1 },
             selection: Selection::Last,
+            early_stop: None,
         };
         assert!(drive(&mut t, &train, &too_big).is_err());
     }
