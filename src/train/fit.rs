@@ -133,7 +133,8 @@ pub fn drive(t: &mut dyn Trainee, train: &Tensor, schedule: &Schedule) -> Result
         Batching::Poisson { rate, .. } => Some(PoissonSampler::new(train, rate)),
         _ => None,
     };
-    let randperm = || crate::device::place(Tensor::randperm(n, (Kind::Int64, tch::Device::Cpu)));
+    // Drawn on the CPU generator whatever the device, so that runs agree across devices.
+    let randperm = || Tensor::randperm(n, (Kind::Int64, tch::Device::Cpu)).to_device(train.device());
     // The kept evaluation, epoch and weights among admissible epochs, and among the others (the
     // fallback, which is then the best of all epochs when none is admissible).
     type Kept = Option<(Evaluation, usize, Vec<(String, Tensor)>)>;
