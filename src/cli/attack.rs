@@ -346,12 +346,7 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
 
 /// Train, validation and test accuracy of argmax posteriors on a split.
 fn accuracy_of(post: &tch::Tensor, ds: &crate::data::Dataset) -> Result<train::Accuracy> {
-    let pred = Vec::<i64>::try_from(&post.argmax(1, false))?;
-    let s = ds.split()?;
-    let acc = |idx: &[usize]| {
-        idx.iter().filter(|&&v| pred[v] as usize == ds.labels[v]).count() as f64 / idx.len().max(1) as f64
-    };
-    Ok(train::Accuracy { train: acc(&s.train), val: acc(&s.val), test: acc(&s.test) })
+    Ok(train::evaluate::Labels::from_dataset(ds)?.accuracy(post))
 }
 
 /// `--describe`: the attack's parameter table with defaults, from the registry.

@@ -1,6 +1,6 @@
 //! The GNN backbones shared by LPGNN and the non-private baselines: the graph tensors each layer
 //! type needs, the 2-layer GCN/GAT/SAGE network of thesis ch.3 (hidden 16, SeLU, dropout, GAT with
-//! 4 heads), and a full-batch trainer with best-validation model selection.
+//! 4 heads), and their full-graph step on the one training loop (`train::fit`).
 use crate::data::{Dataset, Graph};
 use crate::error::{Error, Result};
 use crate::methods::{Accuracy, TrainedModel};
@@ -9,6 +9,8 @@ use crate::models::gcn::{gcn_normalized, gcn_normalized_dense, GcnConv};
 use crate::models::sage::{aggregation_matrix, Aggregation, SageConfig, SageConv, SageNet};
 use crate::models::sparse::{self, FeatureMatrix, Product, SparseMatrix};
 use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
+use crate::train::evaluate::{self, Labels};
+use crate::train::fit::{drive, Batching, Evaluation, FitConfig, Selection, Ties, Trainee};
 use tch::{nn, Kind, Tensor};
 
 /// Which message-passing layer a backbone uses.
@@ -186,35 +188,6 @@ impl Network {
     }
 }
 
-/// Optimiser settings for full-batch training (paper defaults: Adam, lr 0.01, 100 epochs).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct FitConfig {
-    pub epochs: usize,
-    pub learning_rate: f64,
-    pub weight_decay: f64,
-}
-
-impl Default for FitConfig {
-    fn default() -> Self {
-        FitConfig { epochs: 100, learning_rate: 0.01, weight_decay: 0.0 }
-    }
-}
-
-impl FitConfig {
-    pub fn validate(&self) -> Result<()> {
-        if self.epochs == 0 {
-            return Err(Error::invalid("epochs", "must be >= 1"));
-        }
-        if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
-            return Err(Error::invalid("learning_rate", format!("must be > 0, got {}", self.learning_rate)));
-        }
-        if !(self.weight_decay >= 0.0) {
-            return Err(Error::invalid("weight_decay", format!("must be >= 0, got {}", self.weight_decay)));
-        }
-        Ok(())
-    }
-}
-
 /// A trained full-batch model: weights, the graph tensors and features of its training graph.
 pub struct FullBatchModel {
     pub vs: nn::VarStore,
@@ -261,82 +234,100 @@ impl TrainedModel for FullBatchModel {
     }
 }
 
-/// Fraction of `idx` rows whose argmax equals `labels`.
-pub fn accuracy_on(logits: &Tensor, labels: &Tensor, idx: &Tensor) -> f64 {
-    if idx.numel() == 0 {
-        return 0.0;
+/// One step of a full-graph network (the baselines, graph-PATE's students): every node's
+/// logits, the mean cross-entropy of `batch` against `y`, gradients through the recorded sparse
+/// products (`models::sparse::backward`), then `opt`.
+pub fn full_graph_step(
+    net: &Network,
+    input: &FeatureMatrix,
+    g: &GraphTensors,
+    params: &[Tensor],
+    opt: &mut Optimizer,
+    y: &Tensor,
+    batch: &Tensor,
+) {
+    let recorders: Vec<&SparseMatrix> = g.matrices().chain(input.sparse()).collect();
+    recorders.iter().for_each(|m| m.record());
+    let logits = net.forward_features(input, g, true);
+    let products: Vec<Product> = recorders.iter().flat_map(|m| m.take_products()).collect();
+    let loss = crate::models::cross_entropy(&logits.index_select(0, batch), &y.index_select(0, batch));
+    let grads = sparse::backward(&loss, params, products);
+    let grads: Vec<(usize, Tensor)> = grads.into_iter().enumerate().filter_map(|(i, g)| Some((i, g?))).collect();
+    opt.step(params, &grads);
+}
+
+/// The full-graph step of a baseline: every node's logits, the mean cross-entropy of the batch,
+/// gradients through the recorded sparse products (`models::sparse::backward`).
+struct FullGraphTrainee<'a> {
+    vs: &'a nn::VarStore,
+    net: &'a Network,
+    input: &'a FeatureMatrix,
+    g: &'a GraphTensors,
+    params: Vec<Tensor>,
+    opt: Optimizer,
+    labels: &'a Labels,
+}
+
+impl Trainee for FullGraphTrainee<'_> {
+    fn step(&mut self, batch: &Tensor) -> Result<()> {
+        full_graph_step(self.net, self.input, self.g, &self.params, &mut self.opt, &self.labels.y, batch);
+        Ok(())
     }
-    let pred = logits.index_select(0, idx).argmax(-1, false);
-    pred.eq_tensor(&labels.index_select(0, idx)).to_kind(Kind::Float).mean(Kind::Float).double_value(&[])
+    /// The baselines have never stopped on divergence; a NaN model then scores at chance.
+    fn check(&self, _epoch: usize) -> Result<()> {
+        Ok(())
+    }
+    fn evaluate(&self) -> Evaluation {
+        let logits = tch::no_grad(|| self.net.forward_features(self.input, self.g, false));
+        Evaluation::accuracy(evaluate::accuracy(&logits, &self.labels.y, &self.labels.val))
+    }
+    fn variables(&self) -> &nn::VarStore {
+        self.vs
+    }
 }
 
-/// Snapshot of every variable, to restore the best epoch's weights.
-pub fn snapshot(vs: &nn::VarStore) -> Vec<(String, Tensor)> {
-    tch::no_grad(|| vs.variables().into_iter().map(|(k, v)| (k, v.copy())).collect())
+/// The baselines' training (thesis ch.3 and PyG's examples): full-batch Adam on the mean
+/// cross-entropy of the train nodes, keeping the best validation epoch (the latest of equals).
+pub fn baseline_fit(epochs: usize, lr: f64, weight_decay: f64) -> FitConfig {
+    FitConfig {
+        epochs,
+        batching: Batching::Full,
+        dp: None,
+        optimizer: OptimizerKind::Adam,
+        lr,
+        weight_decay,
+        selection: Selection::BestValAcc { ties: Ties::Latest },
+    }
 }
 
-pub fn restore(vs: &mut nn::VarStore, snap: &[(String, Tensor)]) {
-    let vars = vs.variables();
-    tch::no_grad(|| {
-        for (k, v) in snap {
-            if let Some(t) = vars.get(k) {
-                t.shallow_clone().copy_(v);
-            }
-        }
-    });
-}
-
-/// Trains `net` with Adam on cross-entropy over the train nodes, full batch, and keeps the epoch
-/// with the best validation accuracy. Returns the model and its accuracy.
+/// Trains `net` on `data` with `fit` (non-private: no DP-SGD; see [`baseline_fit`]) through the
+/// one loop, and returns the model and its accuracy at the kept epoch.
 pub fn fit_full_batch(
-    mut vs: nn::VarStore,
+    vs: nn::VarStore,
     net: Network,
     data: &Dataset,
     features: Tensor,
     fit: &FitConfig,
 ) -> Result<(FullBatchModel, Accuracy)> {
     fit.validate()?;
-    let split = data.split()?;
-    if split.train.is_empty() {
+    if fit.dp.is_some() || !matches!(fit.batching, Batching::Full | Batching::Shuffled(_)) {
+        return Err(Error::invalid("batch_size", "the GNN baselines train without DP-SGD"));
+    }
+    let labels = Labels::from_dataset(data)?;
+    if labels.train.numel() == 0 {
         return Err(Error::invalid("split", "the training set is empty"));
     }
     let g = net.tensors(&data.graph);
-    let y = data.label_tensor();
-    let (tr, va, te) = (
-        crate::data::Split::index_tensor(&split.train),
-        crate::data::Split::index_tensor(&split.val),
-        crate::data::Split::index_tensor(&split.test),
-    );
-    let params = vs.trainable_variables();
-    let mut opt = Optimizer::new(OptimizerKind::Adam, fit.learning_rate, fit.weight_decay);
-    let y_tr = y.index_select(0, &tr);
-    let mut best = (f64::NEG_INFINITY, Accuracy { train: 0.0, val: 0.0, test: 0.0 }, snapshot(&vs));
     let input = net.feature_matrix(&features);
-    let recorders: Vec<&SparseMatrix> = g.matrices().chain(input.sparse()).collect();
-    for _ in 0..fit.epochs {
-        recorders.iter().for_each(|m| m.record());
-        let logits = net.forward_features(&input, &g, true);
-        let products: Vec<Product> = recorders.iter().flat_map(|m| m.take_products()).collect();
-        let loss = crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr);
-        let grads = sparse::backward(&loss, &params, products);
-        let grads: Vec<(usize, Tensor)> = grads.into_iter().enumerate().filter_map(|(i, g)| Some((i, g?))).collect();
-        opt.step(&params, &grads);
-        let logits = tch::no_grad(|| net.forward_features(&input, &g, false));
-        let acc = Accuracy {
-            train: accuracy_on(&logits, &y, &tr),
-            val: accuracy_on(&logits, &y, &va),
-            test: accuracy_on(&logits, &y, &te),
-        };
-        // With no validation nodes the last epoch wins.
-        let score = if split.val.is_empty() { 0.0 } else { acc.val };
-        if score >= best.0 {
-            best = (score, acc, snapshot(&vs));
-        }
-    }
-    restore(&mut vs, &best.2);
-    let posteriors = tch::no_grad(|| net.forward_features(&input, &g, false).softmax(-1, Kind::Float));
+    let params = vs.trainable_variables();
+    let opt = Optimizer::new(fit.optimizer, fit.lr, fit.weight_decay);
+    let mut t = FullGraphTrainee { vs: &vs, net: &net, input: &input, g: &g, params, opt, labels: &labels };
+    drive(&mut t, &labels.train, &fit.schedule())?;
+    let logits = tch::no_grad(|| net.forward_features(&input, &g, false));
+    let accuracy = labels.accuracy(&logits);
+    let posteriors = logits.softmax(-1, Kind::Float);
     let graph = data.graph.clone();
-    Ok((FullBatchModel { vs, net, features, tensors: g, graph, posteriors_cache: posteriors }, best.1))
+    Ok((FullBatchModel { vs, net, features, tensors: g, graph, posteriors_cache: posteriors }, accuracy))
 }
 
 /// Rebuilds a saved baseline (see `train::checkpoint`): the network from the recipe, its weights,
@@ -433,7 +424,7 @@ pub fn train_recipe(
     use crate::privacy::mechanisms::edge_rand::AsymmetricRandomizedResponse;
     use rand::SeedableRng;
     let start = std::time::Instant::now();
-    let fit = FitConfig { epochs: recipe.epochs(), learning_rate: recipe.lr, weight_decay: recipe.weight_decay };
+    let fit = baseline_fit(recipe.epochs(), recipe.lr, recipe.weight_decay);
     let spec = spec_of(recipe)?;
     let mut budget = Budget::non_private();
     let mut noisy;

@@ -19,7 +19,7 @@ use crate::data::Dataset;
 use crate::ensure;
 use crate::error::{Error, Result};
 use crate::methods::decoupled::{accountant_failure, MlpModel};
-use crate::methods::{Accuracy, Method, Recipe, TrainedRun};
+use crate::methods::{Method, Recipe, TrainedRun};
 use crate::models::mlp::MlpClassifier;
 use crate::models::NodeClassifier;
 use crate::models::{Fwd, MlpStyle};
@@ -27,7 +27,8 @@ use crate::privacy::accountant::class_dp::{check_unit_delta, class_dp_sgd, theor
 use crate::privacy::accountant::{default_delta, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer};
 use crate::train::accounting::{Accounting, Expression};
-use crate::train::fit::{accuracy, Labels};
+use crate::train::evaluate::model_accuracy;
+use crate::train::fit::{drive, ensure_finite, Batching, Evaluation, Labels, Schedule, Selection, Ties, Trainee};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Reduction, Tensor};
@@ -157,6 +158,60 @@ pub fn expression(unit: GroupUnit, relation: Relation, sample_rate: f64, steps: 
     }
 }
 
+/// Algorithm 5's step: privacy units (classes or subclasses) Poisson-sampled at rate q from the
+/// run's own stream, per-unit clipped gradient sums (each node weighted 1/|unit|), Gaussian noise.
+struct UnitTrainee<'a> {
+    net: &'a MlpClassifier,
+    ps: &'a crate::models::ParamStore,
+    params: Vec<(usize, Tensor)>,
+    labels: &'a Labels,
+    units: &'a [Vec<i64>],
+    q: f64,
+    dp: DpSgd,
+    opt: Optimizer,
+    rng: ChaCha8Rng,
+    recipe: &'a Recipe,
+}
+
+impl Trainee for UnitTrainee<'_> {
+    /// Draws its own batch of units (see [`Batching::TraineeDrawn`]).
+    fn step(&mut self, _train: &Tensor) -> Result<()> {
+        let q = self.q;
+        let chosen: Vec<&Vec<i64>> =
+            self.units.iter().filter(|_| self.rng.gen_bool(q)).filter(|v| !v.is_empty()).collect();
+        let grads = if chosen.is_empty() {
+            self.dp.noisy_mean(Vec::new(), &self.params)
+        } else {
+            let idx = Tensor::from_slice(&chosen.iter().flat_map(|v| v.iter().copied()).collect::<Vec<_>>());
+            let rows: Vec<i64> = chosen.iter().map(|v| v.len() as i64).collect();
+            let w: Vec<f32> = chosen.iter().flat_map(|v| std::iter::repeat_n(1.0 / v.len() as f32, v.len())).collect();
+            let mut f = Fwd::train_taped();
+            let logits = self.net.logits(&idx, &mut f);
+            let nll = crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
+                &self.labels.y.index_select(0, &idx),
+                None,
+                Reduction::None,
+                -100,
+            );
+            let loss = (nll * Tensor::from_slice(&w)).sum(Kind::Float);
+            let tape = f.tape.take().expect("taped forward");
+            let (summed, _) = tape.unit_clipped_sum(&loss, &rows, self.recipe.max_grad_norm)?;
+            self.dp.noisy_mean(summed, &self.params)
+        };
+        self.opt.step(&self.ps.params, &grads);
+        Ok(())
+    }
+    fn check(&self, epoch: usize) -> Result<()> {
+        ensure_finite(self.ps, &self.params, epoch, self.recipe.lr)
+    }
+    fn evaluate(&self) -> Evaluation {
+        Evaluation::accuracy(model_accuracy(self.net, &self.labels.y, &self.labels.val))
+    }
+    fn variables(&self) -> &tch::nn::VarStore {
+        &self.ps.vs
+    }
+}
+
 /// Sigma and the budget of a run over `u` units (training and `account budget` share it).
 fn spend(r: &Recipe, data: &Dataset, u: usize, acct: &Accounting) -> Result<(f64, Budget)> {
     let unit = group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
@@ -214,67 +269,23 @@ pub fn train_units_by(
     let ids = net.trainable();
     let params: Vec<(usize, Tensor)> = ids.iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
     let dp = DpSgd { noise_multiplier: sigma, max_grad_norm: r.max_grad_norm, expected_batch_size: q * u as f64 };
-    let mut opt = Optimizer::new(r.optimizer, r.lr, r.weight_decay);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xC1A55);
+    let opt = Optimizer::new(r.optimizer, r.lr, r.weight_decay);
+    let rng = ChaCha8Rng::seed_from_u64(seed ^ 0xC1A55);
     let per_epoch = (t as usize / r.epochs()).max(1);
     net.cache_rows(&labels.val);
-    let mut best: Option<(f64, Vec<(String, Tensor)>)> = None;
-    for epoch in 0..r.epochs() {
-        for _ in 0..per_epoch {
-            let chosen: Vec<&Vec<i64>> = units.iter().filter(|_| rng.gen_bool(q)).filter(|v| !v.is_empty()).collect();
-            let grads = if chosen.is_empty() {
-                dp.noisy_mean(Vec::new(), &params)
-            } else {
-                let idx = Tensor::from_slice(&chosen.iter().flat_map(|v| v.iter().copied()).collect::<Vec<_>>());
-                let rows: Vec<i64> = chosen.iter().map(|v| v.len() as i64).collect();
-                let w: Vec<f32> =
-                    chosen.iter().flat_map(|v| std::iter::repeat_n(1.0 / v.len() as f32, v.len())).collect();
-                let mut f = Fwd::train_taped();
-                let logits = net.logits(&idx, &mut f);
-                let nll = crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
-                    &labels.y.index_select(0, &idx),
-                    None,
-                    Reduction::None,
-                    -100,
-                );
-                let loss = (nll * Tensor::from_slice(&w)).sum(Kind::Float);
-                let tape = f.tape.take().expect("taped forward");
-                let (summed, _) = tape.unit_clipped_sum(&loss, &rows, r.max_grad_norm)?;
-                dp.noisy_mean(summed, &params)
-            };
-            opt.step(&ps.params, &grads);
-        }
-        for (i, p) in &params {
-            ensure!(
-                p.isfinite().all().int64_value(&[]) == 1,
-                Error::invalid(
-                    "lr",
-                    format!(
-                        "training diverged in epoch {}: weight '{}' became NaN or infinite; lower --lr (was {})",
-                        epoch + 1,
-                        ps.names[*i],
-                        crate::error::num(r.lr)
-                    )
-                )
-            );
-        }
-        if r.select_best_val {
-            let val = accuracy(&net, &labels.y, &labels.val);
-            if best.as_ref().is_none_or(|(b, _)| val > *b) {
-                best = Some((val, ps.snapshot()));
-            }
-        }
-    }
-    if let Some((_, snap)) = best {
-        ps.restore(&snap);
-    }
-    let acc = Accuracy {
-        train: accuracy(&net, &labels.y, &labels.train),
-        val: accuracy(&net, &labels.y, &labels.val),
-        test: accuracy(&net, &labels.y, &labels.test),
+    let mut trainee =
+        UnitTrainee { net: &net, ps: &ps, params, labels: &labels, units: &units, q, dp, opt, rng, recipe: r };
+    let schedule = Schedule {
+        epochs: r.epochs(),
+        batching: Batching::TraineeDrawn { steps_per_epoch: per_epoch },
+        selection: if r.select_best_val { Selection::BestValAcc { ties: Ties::Earliest } } else { Selection::Last },
+        early_stop: None,
     };
+    drive(&mut trainee, &labels.train, &schedule)?;
+    let acc = labels.model_accuracy(&net);
     Ok(TrainedRun { model: Box::new(MlpModel { ps, net }), accuracy: acc, budget, seconds: 0.0 })
 }
+
 // ---------------------------------------------------------------- registry entries
 
 use crate::methods::registry::{no_defaults, MethodSpec};

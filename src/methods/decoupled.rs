@@ -11,12 +11,11 @@ use crate::models::aggregation::{aggregation_operator, nap, pma};
 use crate::models::gap::{GapClassifier, GapEncoder};
 use crate::models::mlp::MlpClassifier;
 use crate::models::progap::ProgapNet;
-use crate::models::NodeClassifier;
 use crate::models::{Fwd, MlpStyle, ParamStore};
 use crate::privacy::accountant::{methods, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{steps_per_epoch, DpSgd};
 use crate::train::accounting::{self, Accounting, Expression, SgdSchedule};
-use crate::train::fit::{accuracy, fit, Batching, FitConfig, Labels};
+use crate::train::fit::{fit, Batching, FitConfig, Labels, Selection, Ties};
 use tch::{Kind, Tensor};
 
 /// What the privacy calibration decided for one run.
@@ -132,15 +131,7 @@ pub fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
         optimizer: r.optimizer,
         lr: r.lr,
         weight_decay: r.weight_decay,
-        select_best_val: r.select_best_val,
-    }
-}
-
-fn measure(model: &dyn NodeClassifier, labels: &Labels) -> Accuracy {
-    Accuracy {
-        train: accuracy(model, &labels.y, &labels.train),
-        val: accuracy(model, &labels.y, &labels.val),
-        test: accuracy(model, &labels.y, &labels.test),
+        selection: if r.select_best_val { Selection::BestValAcc { ties: Ties::Earliest } } else { Selection::Last },
     }
 }
 
@@ -195,7 +186,7 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     let net =
         MlpClassifier::new(&mut ps, features(data), r.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
     fit(&net, &ps, &labels, &fit_config(r, n_train, privacy.sigma))?;
-    let accuracy = measure(&net, &labels);
+    let accuracy = labels.model_accuracy(&net);
     Ok((MlpModel { ps, net }, accuracy, privacy))
 }
 
@@ -292,13 +283,13 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     let (ps, encoder, mut classifier) = build_gap(r, features(data), data.num_classes);
     // 1. pre-train the encoder; 2-4. encode, normalise, PMA once (cached); 5. train CM.
     let rep = fit(&encoder, &ps, &labels, &cfg)?;
-    tracing::info!("GAP encoder: best val {:.4} at epoch {} ({} steps)", rep.best_val, rep.best_epoch, rep.steps);
+    tracing::info!("GAP encoder: best val {:.4} at epoch {} ({} steps)", rep.best_val(), rep.best_epoch, rep.steps);
     let noise_std = privacy.sigma * sensitivity;
     let x0 = encoder.embed(&encoder.x.x);
     classifier.inputs = pma(&aggregation_operator(&graph), &x0, hops, noise_std);
     let rep = fit(&classifier, &ps, &labels, &cfg)?;
-    tracing::info!("GAP classifier: best val {:.4} at epoch {} ({} steps)", rep.best_val, rep.best_epoch, rep.steps);
-    let accuracy = measure(&classifier, &labels);
+    tracing::info!("GAP classifier: best val {:.4} at epoch {} ({} steps)", rep.best_val(), rep.best_epoch, rep.steps);
+    let accuracy = labels.model_accuracy(&classifier);
     let model = GapModel {
         ps,
         encoder,
@@ -405,12 +396,12 @@ pub fn fit_progap(
         let rep = fit(&net, &ps, &labels, &cfg)?;
         tracing::info!(
             "ProGAP stage {s}: best val {:.4} at epoch {} ({} steps)",
-            rep.best_val,
+            rep.best_val(),
             rep.best_epoch,
             rep.steps
         );
     }
-    let accuracy = measure(&net, &labels);
+    let accuracy = labels.model_accuracy(&net);
     let model = ProgapModel { ps, net, noise_std, max_degree: node.then_some(r.max_degree), graph: Some(graph) };
     Ok((model, accuracy, privacy))
 }

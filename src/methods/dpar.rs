@@ -37,6 +37,7 @@ use crate::models::{Activation, Fwd, Mlp, MlpStyle, NormKind, ParamStore};
 use crate::privacy::accountant::dpar as acc;
 use crate::privacy::accountant::{budget, calibrate, default_delta, rdp_epsilon, Budget, Event, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind};
+use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Trainee};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -470,12 +471,58 @@ pub fn load_checkpoint(
     }))
 }
 
-fn accuracy(logits: &Tensor, y: &[usize]) -> f64 {
-    if y.is_empty() {
-        return 0.0;
+/// DPAR's step: DP-SGD on a batch of ranked rows (each row a node's top-k APPR neighbours and
+/// weights), one per-sample gradient per row.
+struct RowTrainee<'a> {
+    net: &'a Mlp,
+    ps: &'a ParamStore,
+    params: Vec<(usize, Tensor)>,
+    x: &'a Tensor,
+    ids: &'a Tensor,
+    w: &'a Tensor,
+    y: &'a Tensor,
+    dp: DpSgd,
+    opt: Optimizer,
+}
+
+impl Trainee for RowTrainee<'_> {
+    fn step(&mut self, batch: &Tensor) -> Result<()> {
+        let grads = if batch.size()[0] == 0 {
+            // An empty Poisson batch still releases pure noise.
+            self.dp.private_grads(None, &self.params)
+        } else {
+            let mut f = Fwd::train_taped();
+            let z =
+                row_logits(self.net, self.x, &self.ids.index_select(0, batch), &self.w.index_select(0, batch), &mut f);
+            let loss_sum = crate::models::log_softmax_rows(&z).g_nll_loss::<Tensor>(
+                &self.y.index_select(0, batch),
+                None,
+                Reduction::Sum,
+                -100,
+            );
+            let tape = f.tape.take().expect("taped forward");
+            self.dp.private_grads(Some((&tape, &loss_sum)), &self.params)
+        };
+        self.opt.step(&self.ps.params, &grads);
+        Ok(())
     }
-    let pred = Vec::<i64>::try_from(&logits.argmax(-1, false)).unwrap_or_default();
-    pred.iter().zip(y).filter(|(p, &t)| **p as usize == t).count() as f64 / y.len() as f64
+    /// DPAR has never stopped on divergence; its released weights are the last step's.
+    fn check(&self, _epoch: usize) -> Result<()> {
+        Ok(())
+    }
+    /// Not called: DPAR selects nothing (a validation pick would need its own budget).
+    fn evaluate(&self) -> Evaluation {
+        Evaluation::accuracy(f64::NAN)
+    }
+    fn variables(&self) -> &tch::nn::VarStore {
+        &self.ps.vs
+    }
+}
+
+/// Accuracy of `logits` [n, C] against the labels `y` of its rows (NaN for none: see
+/// `train::evaluate`).
+fn accuracy(logits: &Tensor, y: &[usize]) -> f64 {
+    crate::train::evaluate::row_accuracy(logits, &Tensor::from_slice(&y.iter().map(|&c| c as i64).collect::<Vec<_>>()))
 }
 
 /// The `train` arm of every `dpar-*` method.
@@ -557,33 +604,16 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> 
         max_grad_norm: if private { cfg.max_grad_norm } else { 1e12 },
         expected_batch_size: noise.batch as f64,
     };
-    let mut opt = Optimizer::new(cfg.optimizer, cfg.lr, cfg.weight_decay);
-    let poisson = cfg.variant == Variant::Features && private;
-    for _ in 0..noise.steps {
-        let batch = if poisson {
-            let mask = Tensor::rand([m as i64], (Kind::Float, tch::Device::Cpu)).lt(noise.batch as f64 / m as f64);
-            Tensor::arange(m as i64, (Kind::Int64, tch::Device::Cpu)).masked_select(&mask)
-        } else {
-            Tensor::randperm(m as i64, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, noise.batch as i64)
-        };
-        if batch.size()[0] == 0 {
-            // An empty Poisson batch still releases pure noise.
-            let grads = dp.private_grads(None, &params);
-            opt.step(&ps.params, &grads);
-            continue;
-        }
-        let mut f = Fwd::train_taped();
-        let z = row_logits(&net, &x, &ids.index_select(0, &batch), &w.index_select(0, &batch), &mut f);
-        let loss_sum = crate::models::log_softmax_rows(&z).g_nll_loss::<Tensor>(
-            &y.index_select(0, &batch),
-            None,
-            Reduction::Sum,
-            -100,
-        );
-        let tape = f.tape.take().expect("taped forward");
-        let grads = dp.private_grads(Some((&tape, &loss_sum)), &params);
-        opt.step(&ps.params, &grads);
-    }
+    let opt = Optimizer::new(cfg.optimizer, cfg.lr, cfg.weight_decay);
+    let batching = if cfg.variant == Variant::Features && private {
+        Batching::Poisson { rate: noise.batch as f64 / m as f64, steps_per_epoch: noise.steps as usize }
+    } else {
+        Batching::Uniform { size: noise.batch as usize, steps_per_epoch: noise.steps as usize }
+    };
+    let mut t = RowTrainee { net: &net, ps: &ps, params, x: &x, ids: &ids, w: &w, y: &y, dp, opt };
+    // One pass of `steps` batches of rows; the last step's weights are released.
+    let schedule = Schedule { epochs: 1, batching, selection: Selection::Last, early_stop: None };
+    drive(&mut t, &Tensor::arange(m as i64, (Kind::Int64, tch::Device::Cpu)), &schedule)?;
 
     // Inference: rows' logits (train accuracy), the disjoint test graph (val + test).
     let z = tch::no_grad(|| row_logits(&net, &x, &ids, &w, &mut Fwd::eval()));

@@ -30,10 +30,12 @@
 //! reach far more than K+1 clipped rows; per-node clipping as here gives up to 35x less signal.
 use crate::data::{bound_degree, Dataset, DegreeBound, Graph, Split};
 use crate::error::{Error, Result};
-use crate::methods::{Accuracy, TrainedModel, TrainedRun};
+use crate::methods::{TrainedModel, TrainedRun};
 use crate::models::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
 use crate::privacy::accountant::{budget, calibrate, default_delta, methods, Budget, Event, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind};
+use crate::train::evaluate::Labels;
+use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Trainee};
 use tch::{Kind, Reduction, Tensor};
 
 /// DP-GNN hyper-parameters; defaults are the reference scripts' (anchors file) and thesis ch.4's.
@@ -331,13 +333,58 @@ impl TrainedModel for DpgnnModel {
     }
 }
 
-fn accuracy(logits: &Tensor, y: &Tensor, idx: &[usize]) -> f64 {
-    if idx.is_empty() {
-        return 0.0;
+/// DP-GNN's step: the per-sample forward of each batch node on its gathered neighbourhood (or
+/// of every row of its 1-hop subgraph, under row clipping) on the DP-SGD tape, clipped and
+/// noised gradients, Adam.
+struct DpgnnTrainee<'a> {
+    ps: &'a ParamStore,
+    net: &'a Net,
+    x: &'a Tensor,
+    y: &'a Tensor,
+    /// The padded in-neighbour table and its mask.
+    table: (&'a Tensor, &'a Tensor),
+    params: Vec<(usize, Tensor)>,
+    dp: DpSgd,
+    opt: Optimizer,
+    row_clipping: bool,
+    train_noise: f64,
+    ones: Tensor,
+}
+
+impl Trainee for DpgnnTrainee<'_> {
+    fn step(&mut self, batch: &Tensor) -> Result<()> {
+        let mut f = Fwd::train_taped();
+        let loss_sum = if self.row_clipping {
+            rowclip::subgraph_loss(self.net, self.x, self.y, self.table, batch, self.train_noise, &mut f)
+        } else {
+            let (table, table_mask) = self.table;
+            let m = batch.size()[0];
+            let rows = Tensor::cat(&[batch.unsqueeze(1), table.index_select(0, batch)], 1);
+            let mask = Tensor::cat(&[self.ones.expand([m, 1], false), table_mask.index_select(0, batch)], 1);
+            let logits = self.net.forward_batch(self.x, &rows, &mask, self.train_noise, &mut f);
+            crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
+                &self.y.index_select(0, batch),
+                None,
+                Reduction::Sum,
+                -100,
+            )
+        };
+        let tape = f.tape.take().expect("taped forward");
+        let grads = self.dp.private_grads(Some((&tape, &loss_sum)), &self.params);
+        self.opt.step(&self.ps.params, &grads);
+        Ok(())
     }
-    let i = Split::index_tensor(idx);
-    let pred = logits.index_select(0, &i).argmax(-1, false);
-    pred.eq_tensor(&y.index_select(0, &i)).to_kind(Kind::Float).mean(Kind::Float).double_value(&[])
+    /// DP-GNN has never stopped on divergence; its released weights are the last step's.
+    fn check(&self, _epoch: usize) -> Result<()> {
+        Ok(())
+    }
+    /// Not called: DP-GNN selects nothing (a validation pick would need its own budget).
+    fn evaluate(&self) -> Evaluation {
+        Evaluation::accuracy(f64::NAN)
+    }
+    fn variables(&self) -> &tch::nn::VarStore {
+        &self.ps.vs
+    }
 }
 
 /// The budget of a run on `data` with the noise scales calibrated to it (training and
@@ -389,42 +436,34 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun>
     };
     let agg_noise = inference_scale * k.sqrt();
     let train_noise = if cfg.noisy_training_aggregation { agg_noise } else { 0.0 };
-    let mut opt = Optimizer::new(OptimizerKind::Adam, cfg.learning_rate, cfg.weight_decay);
-    let pool = Split::index_tensor(&split.train);
-    let m = cfg.batch_size as i64;
+    let opt = Optimizer::new(OptimizerKind::Adam, cfg.learning_rate, cfg.weight_decay);
     let ones = Tensor::ones([1, 1], (Kind::Float, crate::device::current()));
-    for _ in 0..cfg.steps(n_train) {
-        // m nodes uniformly without replacement.
-        let batch = pool.index_select(
-            0,
-            &crate::device::place(Tensor::randperm(n_train as i64, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, m)),
-        );
-        let mut f = Fwd::train_taped();
-        let loss_sum = if cfg.row_clipping {
-            rowclip::subgraph_loss(&net, &x, &y, (&table, &table_mask), &batch, train_noise, &mut f)
-        } else {
-            let rows = Tensor::cat(&[batch.unsqueeze(1), table.index_select(0, &batch)], 1);
-            let mask = Tensor::cat(&[ones.expand([m, 1], false), table_mask.index_select(0, &batch)], 1);
-            let logits = net.forward_batch(&x, &rows, &mask, train_noise, &mut f);
-            crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
-                &y.index_select(0, &batch),
-                None,
-                Reduction::Sum,
-                -100,
-            )
-        };
-        let tape = f.tape.take().expect("taped forward");
-        let grads = dp.private_grads(Some((&tape, &loss_sum)), &params);
-        opt.step(&ps.params, &grads);
-    }
+    let mut t = DpgnnTrainee {
+        ps: &ps,
+        net: &net,
+        x: &x,
+        y: &y,
+        table: (&table, &table_mask),
+        params,
+        dp,
+        opt,
+        row_clipping: cfg.row_clipping,
+        train_noise,
+        ones,
+    };
+    // One pass of `steps` batches of m nodes, uniformly without replacement; the last step's
+    // weights are released.
+    let schedule = Schedule {
+        epochs: 1,
+        batching: Batching::Uniform { size: cfg.batch_size, steps_per_epoch: cfg.steps(n_train) as usize },
+        selection: Selection::Last,
+        early_stop: None,
+    };
+    drive(&mut t, &Split::index_tensor(&split.train), &schedule)?;
     // One noisy release of the aggregation for every node; all predictions come from it.
     let adj = bounded.graph.aggregation_tensor();
     let logits = tch::no_grad(|| net.forward_full(&x, &adj, agg_noise));
-    let accuracy = Accuracy {
-        train: accuracy(&logits, &y, &split.train),
-        val: accuracy(&logits, &y, &split.val),
-        test: accuracy(&logits, &y, &split.test),
-    };
+    let accuracy = Labels { y: y.shallow_clone(), ..Labels::from_dataset(data)? }.accuracy(&logits);
     let posteriors = logits.softmax(-1, Kind::Float);
     let model = DpgnnModel { ps, net, noise_std: agg_noise, posteriors, adj, graph: bounded.graph };
     Ok(TrainedRun { model: Box::new(model), accuracy, budget: spent, seconds: start.elapsed().as_secs_f64() })

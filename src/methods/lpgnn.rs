@@ -3,15 +3,17 @@
 //! randomized response (eps_y), KProp denoising on both (K_x, K_y; GCN aggregator, no self
 //! loops), a GCN/GAT/SAGE backbone, and Drop training/validation. eps = inf switches a part off.
 //! Budget: (eps_x + eps_y)-LDP per node (Corollary 2), PrivacyUnit::Local.
-use super::backbone::{accuracy_on, restore, snapshot, GnnKind, GraphTensors, TwoLayerGnn};
+use super::backbone::{GnnKind, GraphTensors, TwoLayerGnn};
 use crate::data::{Dataset, Split};
 use crate::error::{Error, Result};
-use crate::methods::{Accuracy, TrainedModel, TrainedRun};
+use crate::methods::{TrainedModel, TrainedRun};
 use crate::models::kprop::KProp;
 use crate::privacy::accountant::{budget, Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::multibit::{min_max_scale, MultiBit};
 use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
 use crate::privacy::mechanisms::record_noise::{RecordMechanism, RecordNoise, AG_DELTA};
+use crate::train::evaluate::{accuracy, Labels};
+use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Ties, Trainee};
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
 /// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
@@ -460,6 +462,78 @@ fn nll_of_probs(p: &Tensor, target: &Tensor) -> Tensor {
     -(p.gather(1, &target.unsqueeze(1), false).squeeze_dim(1) + 1e-20).log().mean(Kind::Float)
 }
 
+/// LPGNN's step (Algorithm 4): a full-graph forward, the loss of its training mode on the
+/// noisy labels, libtorch's Adam; and its validation loss and Acc* admissibility for selection.
+struct LpgnnTrainee<'a> {
+    vs: &'a nn::VarStore,
+    gnn: &'a TwoLayerGnn,
+    x: &'a Tensor,
+    tensors: &'a GraphTensors,
+    opt: nn::Optimizer,
+    training: Training,
+    transition: &'a Tensor,
+    /// Label KProp under Drop with K_y > 0.
+    kprop_y: Option<&'a KProp>,
+    /// Drop's training nodes and targets.
+    drop: (&'a Tensor, &'a Tensor),
+    y_noisy: &'a Tensor,
+    labels: &'a Labels,
+    acc_star: f64,
+}
+
+impl Trainee for LpgnnTrainee<'_> {
+    fn step(&mut self, tr: &Tensor) -> Result<()> {
+        let logits = self.gnn.forward_t(self.x, self.tensors, true);
+        let p_y = logits.softmax(-1, Kind::Float);
+        let y_tr = self.y_noisy.index_select(0, tr);
+        let loss = match self.training {
+            Training::CrossEntropy => crate::models::cross_entropy(&logits.index_select(0, tr), &y_tr),
+            Training::ForwardCorrection => nll_of_probs(&p_y.mm(self.transition).index_select(0, tr), &y_tr),
+            Training::Drop => {
+                let p_noisy = p_y.mm(self.transition); // eq. 3.41
+                let p_smooth = match self.kprop_y {
+                    None => p_noisy,
+                    Some(k) => k.forward(&p_noisy).softmax(-1, Kind::Float), // eq. 3.42
+                };
+                nll_of_probs(&p_smooth.index_select(0, self.drop.0), self.drop.1)
+            }
+        };
+        self.opt.zero_grad();
+        loss.backward();
+        self.opt.step();
+        Ok(())
+    }
+    /// LPGNN has never stopped on divergence (a NaN loss then selects nothing better).
+    fn check(&self, _epoch: usize) -> Result<()> {
+        Ok(())
+    }
+    fn evaluate(&self) -> Evaluation {
+        let (tr, va) = (&self.labels.train, &self.labels.val);
+        tch::no_grad(|| {
+            let logits = self.gnn.forward_t(self.x, self.tensors, false);
+            let no_val = va.numel() == 0;
+            // Without validation nodes every epoch ties at 0 and the latest wins.
+            let val_loss = if no_val {
+                0.0
+            } else {
+                let y_va = self.y_noisy.index_select(0, va);
+                match self.training {
+                    Training::CrossEntropy => crate::models::cross_entropy(&logits.index_select(0, va), &y_va),
+                    _ => nll_of_probs(&logits.softmax(-1, Kind::Float).mm(self.transition).index_select(0, va), &y_va),
+                }
+                .double_value(&[])
+            };
+            let admissible = self.training != Training::Drop
+                || (accuracy(&logits, self.y_noisy, tr) <= self.acc_star
+                    && (no_val || accuracy(&logits, self.y_noisy, va) <= self.acc_star));
+            Evaluation { val_accuracy: accuracy(&logits, &self.labels.y, va), val_loss, admissible }
+        })
+    }
+    fn variables(&self) -> &nn::VarStore {
+        self.vs
+    }
+}
+
 /// Trains LPGNN on `data` (which must carry a split; LPGNN's default is 50/25/25).
 pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedRun> {
     config.validate_for(data.num_features())?;
@@ -481,9 +555,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     let transition = rr.transition_matrix();
     let acc_star = rr.max_noisy_accuracy();
 
-    let (tr, va, te) =
-        (Split::index_tensor(&split.train), Split::index_tensor(&split.val), Split::index_tensor(&split.test));
-    let y_clean = data.label_tensor();
+    let tr = Split::index_tensor(&split.train);
     let y_noisy = &collected.noisy_labels;
     // Drop's targets: argmax of KProp(y'), restricted to train nodes that received any label mass.
     let smoothed = tch::no_grad(|| kprop_y.forward(&collected.noisy_onehot));
@@ -498,7 +570,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
         label_recovery.noisy_accuracy
     );
 
-    let mut vs = nn::VarStore::new(crate::device::current());
+    let vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(
         &vs.root(),
         config.backbone,
@@ -508,71 +580,38 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
         config.dropout,
     );
     let tensors = GraphTensors::for_kind(&data.graph, config.backbone);
-    let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
-    let x = &collected.features;
-    let y_tr_noisy = y_noisy.index_select(0, &tr);
-    let y_va_noisy = y_noisy.index_select(0, &va);
-
+    let opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
+    let labels = Labels::from_dataset(data)?;
+    let mut t = LpgnnTrainee {
+        vs: &vs,
+        gnn: &gnn,
+        x: &collected.features,
+        tensors: &tensors,
+        opt,
+        training: config.training,
+        transition: &transition,
+        kprop_y: (ky != 0).then_some(&kprop_y),
+        drop: (&drop_nodes, &drop_targets),
+        y_noisy,
+        labels: &labels,
+        acc_star,
+    };
     // Best epoch: lowest validation loss; under Drop only among epochs whose accuracy on the
     // noisy labels stays <= Acc* on both train and validation (Algorithm 4, line 29).
-    let mut best: Option<(f64, Accuracy, Vec<(String, Tensor)>)> = None;
-    let mut fallback: Option<(f64, Accuracy, Vec<(String, Tensor)>)> = None;
-    for _ in 0..config.epochs {
-        let logits = gnn.forward_t(x, &tensors, true);
-        let p_y = logits.softmax(-1, Kind::Float);
-        let loss = match config.training {
-            Training::CrossEntropy => crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr_noisy),
-            Training::ForwardCorrection => nll_of_probs(&p_y.mm(&transition).index_select(0, &tr), &y_tr_noisy),
-            Training::Drop => {
-                let p_noisy = p_y.mm(&transition); // eq. 3.41
-                let p_smooth = if ky == 0 {
-                    p_noisy
-                } else {
-                    kprop_y.forward(&p_noisy).softmax(-1, Kind::Float) // eq. 3.42
-                };
-                nll_of_probs(&p_smooth.index_select(0, &drop_nodes), &drop_targets)
-            }
-        };
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-
-        let (val_loss, acc_tr_noisy, acc_va_noisy, acc) = tch::no_grad(|| {
-            let logits = gnn.forward_t(x, &tensors, false);
-            let p_y = logits.softmax(-1, Kind::Float);
-            let val_loss = if split.val.is_empty() {
-                0.0
-            } else {
-                match config.training {
-                    Training::CrossEntropy => crate::models::cross_entropy(&logits.index_select(0, &va), &y_va_noisy),
-                    _ => nll_of_probs(&p_y.mm(&transition).index_select(0, &va), &y_va_noisy),
-                }
-                .double_value(&[])
-            };
-            let acc = Accuracy {
-                train: accuracy_on(&logits, &y_clean, &tr),
-                val: accuracy_on(&logits, &y_clean, &va),
-                test: accuracy_on(&logits, &y_clean, &te),
-            };
-            (val_loss, accuracy_on(&logits, y_noisy, &tr), accuracy_on(&logits, y_noisy, &va), acc)
-        });
-        let better =
-            |b: &Option<(f64, Accuracy, Vec<(String, Tensor)>)>| b.as_ref().is_none_or(|(l, _, _)| val_loss <= *l);
-        let admissible = config.training != Training::Drop
-            || (acc_tr_noisy <= acc_star && (split.val.is_empty() || acc_va_noisy <= acc_star));
-        if admissible && better(&best) {
-            best = Some((val_loss, acc, snapshot(&vs)));
-        }
-        if better(&fallback) {
-            fallback = Some((val_loss, acc, snapshot(&vs)));
-        }
-    }
-    if best.is_none() {
+    let schedule = Schedule {
+        epochs: config.epochs,
+        batching: Batching::Full,
+        selection: Selection::LowestValLoss { ties: Ties::Latest },
+        early_stop: None,
+    };
+    let report = drive(&mut t, &tr, &schedule)?;
+    if report.kept.is_some_and(|e| !e.admissible) {
         tracing::warn!("LPGNN: no epoch met the Acc* <= {acc_star:.3} rule; using the lowest validation loss");
     }
-    let (_, accuracy, snap) = best.or(fallback).expect("at least one epoch ran");
-    restore(&mut vs, &snap);
-    let posteriors = tch::no_grad(|| gnn.forward_t(x, &tensors, false).softmax(-1, Kind::Float));
+    let x = &collected.features;
+    let logits = tch::no_grad(|| gnn.forward_t(x, &tensors, false));
+    let accuracy = labels.accuracy(&logits);
+    let posteriors = logits.softmax(-1, Kind::Float);
     let budget = config.budget(data.num_features())?;
     let model = LpgnnModel {
         vs,

@@ -10,12 +10,14 @@
 //! Claim (spec 1.8 decision 1): the chapter allots eps to each feature, so a node's record is
 //! d eps-LDP (basic composition, tight for independent coordinates). The budget claims d eps at
 //! the `Local` unit; eps per feature is a labelled component detail.
-use crate::data::{Dataset, Graph, Split};
+use crate::data::{Dataset, Graph};
 use crate::error::{Error, Result};
-use crate::methods::{Accuracy, TrainedModel, TrainedRun};
+use crate::methods::{TrainedModel, TrainedRun};
 use crate::models::gcn::{gcn_normalized, GcnConv};
 use crate::privacy::accountant::{Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::feature_ldp::{FeatureLdp, FeatureMechanismKind};
+use crate::train::evaluate::{accuracy, Labels};
+use crate::train::fit::{drive, Batching, EarlyStop, Evaluation, Schedule, Selection, Ties, Trainee};
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
 /// Early stopping of section 2.6.4: stop when the validation loss has not decreased for this
@@ -229,8 +231,48 @@ impl PgcModel {
     }
 }
 
-fn accuracy_on(logits: &Tensor, labels: &Tensor, idx: &Tensor) -> f64 {
-    super::backbone::accuracy_on(logits, labels, idx)
+/// PGC's step: the GCN on Algorithm 1's first-layer estimate, full batch, libtorch's Adam; the
+/// validation loss for selection (the step's training loss where there are no validation nodes).
+struct PgcTrainee<'a> {
+    vs: &'a nn::VarStore,
+    gcn: &'a PgcGcn,
+    gc: &'a Tensor,
+    adj: &'a Tensor,
+    opt: nn::Optimizer,
+    labels: &'a Labels,
+    last_loss: f64,
+}
+
+impl Trainee for PgcTrainee<'_> {
+    fn step(&mut self, tr: &Tensor) -> Result<()> {
+        let logits = self.gcn.forward_t(self.gc, self.adj, true);
+        let loss = crate::models::cross_entropy(&logits.index_select(0, tr), &self.labels.y.index_select(0, tr));
+        self.opt.zero_grad();
+        loss.backward();
+        self.opt.step();
+        self.last_loss = loss.double_value(&[]);
+        Ok(())
+    }
+    /// PGC has never stopped on divergence (a NaN loss is never the lowest).
+    fn check(&self, _epoch: usize) -> Result<()> {
+        Ok(())
+    }
+    fn evaluate(&self) -> Evaluation {
+        let va = &self.labels.val;
+        tch::no_grad(|| {
+            let logits = self.gcn.forward_t(self.gc, self.adj, false);
+            let val_loss = if va.numel() == 0 {
+                self.last_loss
+            } else {
+                crate::models::cross_entropy(&logits.index_select(0, va), &self.labels.y.index_select(0, va))
+                    .double_value(&[])
+            };
+            Evaluation { val_accuracy: accuracy(&logits, &self.labels.y, va), val_loss, admissible: true }
+        })
+    }
+    fn variables(&self) -> &nn::VarStore {
+        self.vs
+    }
 }
 
 /// Trains PGC for node classification on `data` (which must carry a split).
@@ -252,49 +294,23 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
     let gc = first_layer_estimate(&data.graph, &y_star);
     let adj = gcn_normalized(&data.graph, true);
 
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let vs = nn::VarStore::new(tch::Device::Cpu);
     let root = vs.root();
     let gcn = network(&root, config, data.num_features() as i64, data.num_classes as i64);
-    let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
-    let (tr, va, te) =
-        (Split::index_tensor(&split.train), Split::index_tensor(&split.val), Split::index_tensor(&split.test));
-    let y = data.label_tensor();
-    let (y_tr, y_va) = (y.index_select(0, &tr), y.index_select(0, &va));
-
-    let mut best: Option<(f64, Accuracy, Vec<(String, Tensor)>)> = None;
-    let mut since_best = 0;
-    for epoch in 0..config.max_epochs {
-        let logits = gcn.forward_t(&gc, &adj, true);
-        let loss = crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr);
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-        let (val_loss, acc) = tch::no_grad(|| {
-            let logits = gcn.forward_t(&gc, &adj, false);
-            let val_loss = if split.val.is_empty() {
-                loss.double_value(&[])
-            } else {
-                crate::models::cross_entropy(&logits.index_select(0, &va), &y_va).double_value(&[])
-            };
-            let acc = Accuracy {
-                train: accuracy_on(&logits, &y, &tr),
-                val: accuracy_on(&logits, &y, &va),
-                test: accuracy_on(&logits, &y, &te),
-            };
-            (val_loss, acc)
-        });
-        if best.as_ref().is_none_or(|(l, _, _)| val_loss < *l) {
-            best = Some((val_loss, acc, super::backbone::snapshot(&vs)));
-            since_best = 0;
-        } else {
-            since_best += 1;
-        }
-        if since_best >= PATIENCE && epoch + 1 >= MIN_EPOCHS {
-            break;
-        }
+    if config.max_epochs == 0 {
+        return Err(Error::invalid("epochs", "must be >= 1"));
     }
-    let (_, accuracy, snap) = best.ok_or_else(|| Error::invalid("epochs", "must be >= 1"))?;
-    super::backbone::restore(&mut vs, &snap);
+    let opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
+    let labels = Labels::from_dataset(data)?;
+    let mut t = PgcTrainee { vs: &vs, gcn: &gcn, gc: &gc, adj: &adj, opt, labels: &labels, last_loss: f64::NAN };
+    let schedule = Schedule {
+        epochs: config.max_epochs,
+        batching: Batching::Full,
+        selection: Selection::LowestValLoss { ties: Ties::Earliest },
+        early_stop: Some(EarlyStop { patience: PATIENCE, min_epochs: MIN_EPOCHS }),
+    };
+    drive(&mut t, &labels.train, &schedule)?;
+    let accuracy = labels.accuracy(&tch::no_grad(|| gcn.forward_t(&gc, &adj, false)));
     let model = PgcModel::new(vs, gcn, config.clone(), gc, data.graph.clone());
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }

@@ -307,7 +307,7 @@ pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRu
     let gc = first_layer_estimate(&split.train_graph, &y_star);
     let adj = gcn_normalized(&split.train_graph, true);
 
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let vs = nn::VarStore::new(tch::Device::Cpu);
     let encoder = Encoder::new(&vs.root(), config, data.num_features() as i64, LATENT);
     let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
     let n = data.num_nodes() as f64;
@@ -337,7 +337,7 @@ pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRu
             recon_loss(&mu, &val_pos, &val_neg).double_value(&[])
         });
         if best.as_ref().is_none_or(|(l, _)| val_loss < *l) {
-            best = Some((val_loss, super::backbone::snapshot(&vs)));
+            best = Some((val_loss, crate::train::fit::snapshot(&vs)));
             checks_since_best = 0;
         } else {
             checks_since_best += 1;
@@ -347,7 +347,7 @@ pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRu
         }
     }
     let (_, snap) = best.ok_or_else(|| Error::invalid("epochs", "must be >= 1"))?;
-    super::backbone::restore(&mut vs, &snap);
+    crate::train::fit::restore(&vs, &snap);
     // Training utility: the training edges against as many fresh non-edges (fixed seed).
     let mu = tch::no_grad(|| encoder.forward_t(&gc, &adj, false).0);
     let mut fixed = ChaCha8Rng::seed_from_u64(seed);

@@ -15,13 +15,15 @@
 //! ln(1 + (m/d')(e^{m eps_x} - 1)) + eps_y is recorded as `paper_epsilon` in the budget's noise
 //! entries and flagged. Ablations: kx = 0 (no f_X), ky = 0 (no f_Y), alpha = 0 (no LLP); all three
 //! give the paper's "GraphSAGE" baseline trained on X', Y'.
-use super::backbone::{accuracy_on, restore, snapshot, GnnKind, GraphTensors, TwoLayerGnn};
+use super::backbone::{GnnKind, GraphTensors, TwoLayerGnn};
 use crate::data::{grouping, partition, Dataset, Graph, Split};
 use crate::error::{Error, Result};
-use crate::methods::{Accuracy, TrainedModel, TrainedRun};
+use crate::methods::{TrainedModel, TrainedRun};
 use crate::privacy::accountant::{Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::grr_fs::GrrFs;
 use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
+use crate::train::evaluate::{accuracy, Labels};
+use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Ties, Trainee};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
@@ -527,6 +529,46 @@ impl RgnnModel {
     }
 }
 
+/// RGNN's step: the backbone on the reconstructed features, cross-entropy on the reconstructed
+/// train labels plus the bag-level label-proportion loss, libtorch's Adam with gradient-norm
+/// clipping; selection on the reconstructed validation labels (the server has no clean ones).
+struct RgnnTrainee<'a> {
+    vs: &'a nn::VarStore,
+    gnn: &'a TwoLayerGnn,
+    x: &'a Tensor,
+    tensors: &'a GraphTensors,
+    opt: nn::Optimizer,
+    reconstructed: &'a Tensor,
+    /// The label-proportion bags, the KL direction and the weight alpha.
+    bags: Option<(&'a Bags, KlDirection, f64)>,
+    val: &'a Tensor,
+}
+
+impl Trainee for RgnnTrainee<'_> {
+    fn step(&mut self, tr: &Tensor) -> Result<()> {
+        let logits = self.gnn.forward_t(self.x, self.tensors, true);
+        let mut loss =
+            crate::models::cross_entropy(&logits.index_select(0, tr), &self.reconstructed.index_select(0, tr));
+        if let Some((b, direction, alpha)) = self.bags {
+            let probs = logits.index_select(0, tr).softmax(-1, Kind::Float);
+            loss = loss + b.loss(&probs, direction) * alpha;
+        }
+        self.opt.backward_step_clip_norm(&loss, GRAD_CLIP);
+        Ok(())
+    }
+    /// RGNN has never stopped on divergence.
+    fn check(&self, _epoch: usize) -> Result<()> {
+        Ok(())
+    }
+    fn evaluate(&self) -> Evaluation {
+        let logits = tch::no_grad(|| self.gnn.forward_t(self.x, self.tensors, false));
+        Evaluation::accuracy(accuracy(&logits, self.reconstructed, self.val))
+    }
+    fn variables(&self) -> &nn::VarStore {
+        self.vs
+    }
+}
+
 /// Trains RGNN on `data` (which must carry a split; the paper's is 50/25/25).
 pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRun> {
     config.validate()?;
@@ -550,7 +592,7 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
         reconstruction.noisy_feature_mae
     );
     let tr_idx = &split.train;
-    let (tr, va, te) = (Split::index_tensor(tr_idx), Split::index_tensor(&split.val), Split::index_tensor(&split.test));
+    let tr = Split::index_tensor(tr_idx);
     let bags = (config.alpha > 0.0).then(|| {
         let part = partition::greedy_growing(&data.graph, config.clusters.min(data.num_nodes()), seed);
         part.map(|p| {
@@ -560,39 +602,30 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
     let bags = bags.transpose()?;
 
     tch::manual_seed(seed as i64);
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let vs = nn::VarStore::new(tch::Device::Cpu);
     let gnn = TwoLayerGnn::new(&vs.root(), config.backbone, d, config.hidden, data.num_classes as i64, config.dropout);
     let tensors = GraphTensors::for_kind(&data.graph, config.backbone);
-    let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
+    let opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
     let x = &collected.features;
-    let y_clean = data.label_tensor();
-    let y_tr = collected.labels.index_select(0, &tr);
-    let mut best: Option<(f64, Accuracy, Vec<(String, Tensor)>)> = None;
-    for _ in 0..config.epochs {
-        let logits = gnn.forward_t(x, &tensors, true);
-        let mut loss = crate::models::cross_entropy(&logits.index_select(0, &tr), &y_tr);
-        if let Some(b) = &bags {
-            let probs = logits.index_select(0, &tr).softmax(-1, Kind::Float);
-            loss = loss + b.loss(&probs, config.kl_direction) * config.alpha;
-        }
-        opt.backward_step_clip_norm(&loss, GRAD_CLIP);
-        let (val, acc) = tch::no_grad(|| {
-            let logits = gnn.forward_t(x, &tensors, false);
-            // Selection on the reconstructed validation labels: the server has no clean ones.
-            let val = if split.val.is_empty() { 0.0 } else { accuracy_on(&logits, &collected.labels, &va) };
-            let acc = Accuracy {
-                train: accuracy_on(&logits, &y_clean, &tr),
-                val: accuracy_on(&logits, &y_clean, &va),
-                test: accuracy_on(&logits, &y_clean, &te),
-            };
-            (val, acc)
-        });
-        if best.as_ref().is_none_or(|(v, _, _)| val > *v) {
-            best = Some((val, acc, snapshot(&vs)));
-        }
-    }
-    let (_, accuracy, snap) = best.expect("at least one epoch ran");
-    restore(&mut vs, &snap);
+    let labels = Labels::from_dataset(data)?;
+    let mut t = RgnnTrainee {
+        vs: &vs,
+        gnn: &gnn,
+        x,
+        tensors: &tensors,
+        opt,
+        reconstructed: &collected.labels,
+        bags: bags.as_ref().map(|b| (b, config.kl_direction, config.alpha)),
+        val: &labels.val,
+    };
+    let schedule = Schedule {
+        epochs: config.epochs,
+        batching: Batching::Full,
+        selection: Selection::BestValAcc { ties: Ties::Earliest },
+        early_stop: None,
+    };
+    drive(&mut t, &tr, &schedule)?;
+    let accuracy = labels.accuracy(&tch::no_grad(|| gnn.forward_t(x, &tensors, false)));
     let model = RgnnModel::new(vs, gnn, config.clone(), reconstruction, x.shallow_clone(), data.graph.clone());
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }

@@ -25,7 +25,7 @@ pub mod sparse;
 
 use crate::privacy::dpsgd::{OpKind, Tape};
 use serde::{Deserialize, Serialize};
-use sparse::SparseMatrix;
+use sparse::{Propagate, SparseMatrix};
 use tch::nn::{self, VarStore};
 use tch::{Kind, Tensor};
 
@@ -46,16 +46,18 @@ pub struct Fwd {
     pub tape: Option<Tape>,
     /// Sparse inputs handed out by [`Rows::get_for`] in this pass (CSR and transposed CSR).
     sparse_inputs: Vec<std::rc::Rc<SparseMatrix>>,
-    /// When `Some`, a Linear layer on a sparse input computes its output without autograd and
-    /// records it here as a leaf; the caller then forms the weight gradient `x^T g` itself
-    /// ([`SparseLeaf::grads`]). libtorch's autograd for sparse-times-dense transposes the sparse
-    /// matrix on every backward, which costs more than the dense layer it replaces.
-    pub sparse_leaves: Option<Vec<SparseLeaf>>,
+    /// When `Some`, a Linear layer on a sparse input records its product `x W^T` on the input's
+    /// [`SparseMatrix`] (listed here), and the caller takes the products to
+    /// [`sparse::backward`], which forms the weight gradient `x^T g` from the stored transpose:
+    /// libtorch's autograd for sparse-times-dense transposes the sparse matrix on every backward,
+    /// which costs more than the dense layer it replaces. The same path as the full-graph
+    /// networks' adjacency and feature products ([`sparse::FeatureMatrix`]).
+    pub recorded: Option<Vec<std::rc::Rc<SparseMatrix>>>,
 }
 
 impl Fwd {
-    fn new(train: bool, tape: Option<Tape>, leaves: bool) -> Self {
-        Fwd { train, tape, sparse_inputs: Vec::new(), sparse_leaves: leaves.then(Vec::new) }
+    fn new(train: bool, tape: Option<Tape>, record: bool) -> Self {
+        Fwd { train, tape, sparse_inputs: Vec::new(), recorded: record.then(Vec::new) }
     }
     pub fn eval() -> Self {
         Fwd::new(false, None, false)
@@ -66,24 +68,13 @@ impl Fwd {
     pub fn train_taped() -> Self {
         Fwd::new(true, Some(Tape::new()), false)
     }
-    /// Training without a tape, sparse first layers as leaves (see `sparse_leaves`).
-    pub fn train_sparse_leaves() -> Self {
+    /// Training without a tape, sparse first layers' products recorded (see `recorded`).
+    pub fn train_recorded() -> Self {
         Fwd::new(true, None, true)
     }
-}
-
-/// The output of a Linear layer on a sparse input, detached as a leaf of the autograd graph.
-pub struct SparseLeaf {
-    pub weight: usize,
-    pub bias: usize,
-    x_t: Tensor,
-    pub out: Tensor,
-}
-
-impl SparseLeaf {
-    /// Weight and bias gradients from the gradient `g` of the output: `(x^T g)^T` and `sum g`.
-    pub fn grads(&self, g: &Tensor) -> [(usize, Tensor); 2] {
-        [(self.weight, self.x_t.mm(g).tr()), (self.bias, g.sum_dim_intlist([0i64].as_slice(), false, Kind::Float))]
+    /// The sparse products this pass recorded, for [`sparse::backward`].
+    pub fn take_products(&mut self) -> Vec<sparse::Product> {
+        self.recorded.take().unwrap_or_default().iter().flat_map(|m| m.take_products()).collect()
     }
 }
 
@@ -166,20 +157,30 @@ impl ParamStore {
     }
     /// Copies of every variable (parameters and batch-norm statistics), to restore the best epoch.
     pub fn snapshot(&self) -> Vec<(String, Tensor)> {
-        let mut v: Vec<_> = self.vs.variables().into_iter().map(|(k, t)| (k, t.detach().copy())).collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
+        snapshot(&self.vs)
     }
     pub fn restore(&self, snap: &[(String, Tensor)]) {
-        let vars = self.vs.variables();
-        tch::no_grad(|| {
-            for (k, t) in snap {
-                if let Some(v) = vars.get(k) {
-                    v.shallow_clone().copy_(t);
-                }
-            }
-        });
+        restore(&self.vs, snap)
     }
+}
+
+/// Copies of every variable of `vs`, sorted by name (the best-epoch snapshot of every trainer).
+pub fn snapshot(vs: &VarStore) -> Vec<(String, Tensor)> {
+    let mut v: Vec<_> = vs.variables().into_iter().map(|(k, t)| (k, t.detach().copy())).collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// Writes a [`snapshot`] back into `vs`.
+pub fn restore(vs: &VarStore, snap: &[(String, Tensor)]) {
+    let vars = vs.variables();
+    tch::no_grad(|| {
+        for (k, t) in snap {
+            if let Some(v) = vars.get(k) {
+                v.shallow_clone().copy_(t);
+            }
+        }
+    });
 }
 
 pub struct Linear {
@@ -195,13 +196,12 @@ impl Linear {
     pub fn forward(&self, x: &Tensor, f: &mut Fwd) -> Tensor {
         if x.is_sparse() && f.tape.is_none() {
             if let Some(sr) = f.sparse_inputs.iter().find(|s| s.is_coo(x)).cloned() {
-                if let Some(leaves) = f.sparse_leaves.as_mut() {
-                    let y = tch::no_grad(|| sr.csr().mm(&self.ws.tr()) + &self.bs).set_requires_grad(true);
-                    let leaf =
-                        SparseLeaf { weight: self.weight, bias: self.bias, x_t: sr.csr_t().shallow_clone(), out: y };
-                    let out = leaf.out.shallow_clone();
-                    leaves.push(leaf);
-                    return out;
+                if let Some(recorded) = f.recorded.as_mut() {
+                    if !recorded.iter().any(|m| std::rc::Rc::ptr_eq(m, &sr)) {
+                        sr.record();
+                        recorded.push(sr.clone());
+                    }
+                    return sr.propagate(&self.ws.tr()) + &self.bs;
                 }
                 return sr.csr().mm(&self.ws.tr()) + &self.bs;
             }
@@ -487,7 +487,7 @@ mod tests {
     /// The sparse first layer (CSR forward, leaf output, `x^T g` weight gradient) gives the same
     /// outputs and parameter gradients as the dense layer under autograd.
     #[test]
-    fn sparse_leaf_layer_matches_dense_autograd() {
+    fn sparse_first_layer_matches_dense_autograd() {
         tch::manual_seed(3);
         let x = Tensor::rand([40, 30], (Kind::Float, Device::Cpu)).lt(0.04).to_kind(Kind::Float);
         let rows = Rows::features(x.shallow_clone());
@@ -498,23 +498,22 @@ mod tests {
         rows.register(&idx);
         let c = Tensor::randn([6, 5], (Kind::Float, Device::Cpu));
 
-        let mut f = Fwd::train_sparse_leaves();
+        let mut f = Fwd::train_recorded();
         let xs = rows.get_for(&idx, &mut f);
         assert!(xs.is_sparse());
         let y = lin.forward(&xs, &mut f);
-        let leaves = f.sparse_leaves.take().unwrap();
-        assert_eq!(leaves.len(), 1);
-        let g = Tensor::run_backward(&[(&y * &c).sum(Kind::Float)], &[&leaves[0].out], false, false);
-        let sparse = leaves[0].grads(&g[0]);
+        let products = f.take_products();
+        assert_eq!(products.len(), 1);
+        let sparse =
+            sparse::backward(&(&y * &c).sum(Kind::Float), &[lin.ws.shallow_clone(), lin.bs.shallow_clone()], products);
 
         let yd = lin.forward(&rows.get(&idx), &mut Fwd::train());
         assert!((&y - &yd).abs().max().double_value(&[]) < 1e-5);
         let dense = Tensor::run_backward(&[(&yd * &c).sum(Kind::Float)], &[&lin.ws, &lin.bs], false, false);
-        assert_eq!((sparse[0].0, sparse[1].0), (lin.weight, lin.bias));
-        assert!((&sparse[0].1 - &dense[0]).abs().max().double_value(&[]) < 1e-5);
-        assert!((&sparse[1].1 - &dense[1]).abs().max().double_value(&[]) < 1e-5);
+        assert!((sparse[0].as_ref().unwrap() - &dense[0]).abs().max().double_value(&[]) < 1e-5);
+        assert!((sparse[1].as_ref().unwrap() - &dense[1]).abs().max().double_value(&[]) < 1e-5);
         // Unregistered rows and taped passes stay dense.
-        assert!(!rows.get_for(&Tensor::from_slice(&[1i64, 2]), &mut Fwd::train_sparse_leaves()).is_sparse());
+        assert!(!rows.get_for(&Tensor::from_slice(&[1i64, 2]), &mut Fwd::train_recorded()).is_sparse());
         assert!(!rows.get_for(&idx, &mut Fwd::train_taped()).is_sparse());
     }
 

@@ -32,9 +32,10 @@ pub use student::StudentKind;
 
 use crate::data::{Dataset, Graph, Split};
 use crate::error::{Error, Result};
-use crate::methods::backbone::{self, BaselineSpec, FitConfig, FullBatchModel, GnnKind, Network, TwoLayerGnn};
+use crate::methods::backbone::{self, BaselineSpec, FullBatchModel, GnnKind, Network, TwoLayerGnn};
 use crate::methods::{Accuracy, Recipe, TrainedModel, TrainedRun};
 use crate::privacy::accountant::{pate as acc, Budget, PrivacyUnit};
+use crate::train::fit::FitConfig;
 use aggregator::{vote_counts, ConfidentGnmax};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -74,7 +75,7 @@ pub fn config(r: &Recipe) -> PateConfig {
         queries: r.queries,
         vote_threshold: r.vote_threshold.unwrap_or(DEFAULT_VOTE_THRESHOLD),
         check_noise_ratio: r.check_noise_ratio.unwrap_or(DEFAULT_CHECK_NOISE_RATIO),
-        teacher_fit: FitConfig { epochs: r.epochs(), learning_rate: r.lr, weight_decay: r.weight_decay },
+        teacher_fit: backbone::baseline_fit(r.epochs(), r.lr, r.weight_decay),
         student: StudentConfig {
             kind: r.student.unwrap_or_default(),
             backbone: r.backbone,
@@ -294,9 +295,7 @@ pub fn train(
     let inference = Graph::from_edges(n, std::iter::empty())?;
     let features = data.features.to_tensor().to_kind(Kind::Float).to_device(crate::device::current());
     let model = released(trained.student.vs, trained.student.net, features, inference);
-    let y = data.label_tensor();
-    let acc_of = |idx: &[usize]| backbone::accuracy_on(&model.posteriors_cache, &y, &Split::index_tensor(idx));
-    let accuracy = Accuracy { train: acc_of(&split.train), val: acc_of(&split.val), test: acc_of(&split.test) };
+    let accuracy = crate::train::evaluate::Labels::from_dataset(data)?.accuracy(&model.posteriors_cache);
     Ok((model, accuracy, budget, report))
 }
 

@@ -16,8 +16,8 @@
 //! noise rate. Mini-batches of 100 labelled nodes (thesis l.547). Privacy: post-processing.
 use crate::data::Graph;
 use crate::error::Result;
-use crate::methods::backbone::{GnnKind, GraphTensors, Network, TwoLayerGnn};
-use crate::models::sparse::{self, Product};
+use crate::methods::backbone::{full_graph_step, GnnKind, GraphTensors, Network, TwoLayerGnn};
+use crate::models::sparse::FeatureMatrix;
 use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -88,15 +88,8 @@ impl Peer {
         if nodes.is_empty() {
             return;
         }
-        let idx = index(nodes);
-        let recorders: Vec<_> = g.matrices().collect();
-        recorders.iter().for_each(|m| m.record());
-        let logits = self.net.forward_t(x, g, true);
-        let products: Vec<Product> = recorders.iter().flat_map(|m| m.take_products()).collect();
-        let loss = crate::models::cross_entropy(&logits.index_select(0, &idx), &labels.index_select(0, &idx));
-        let grads = sparse::backward(&loss, &self.params, products);
-        let grads: Vec<(usize, Tensor)> = grads.into_iter().enumerate().filter_map(|(i, g)| Some((i, g?))).collect();
-        self.opt.step(&self.params, &grads);
+        let input = FeatureMatrix::Dense(x.shallow_clone());
+        full_graph_step(&self.net, &input, g, &self.params, &mut self.opt, labels, &index(nodes));
     }
 }
 
