@@ -2,6 +2,7 @@
 //! plan of every cell of a config. The record a cell leaves is `report::record::CellRecord`.
 use super::config::{AttackSpec, AuditConfig, DatasetSpec, DeltaPolicy, MethodSpec};
 use crate::fsutil::hex;
+use crate::report::record::CellKey;
 use sha2::{Digest, Sha256};
 
 /// Everything needed to compute one cell, resolved from the config.
@@ -56,9 +57,3 @@ fn fingerprint(key: &CellKey, d: &DatasetSpec, m: &MethodSpec, delta: DeltaPolic
     });
     hex(&Sha256::digest(inputs.to_string().as_bytes()))
 }
-
-// Records moved to report::record (report.json owns its schema); the old paths still work.
-pub use crate::report::record::{
-    thin_roc, AttackRecord, BudgetComponentRecord, BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSeconds,
-    TprAtFpr, ROC_POINTS,
-};

@@ -20,8 +20,6 @@
 //! | `preflight` | what a real run would refuse, found by loading and calibrating |
 //! | `validate` | `AuditConfig::load`/`validate`: every value checked before any work |
 //! | `parallel`, `slurm`, `status` | `--jobs N` workers; `--slurm` job arrays; `audit status DIR` |
-/// Moved to `crate::target` (the bridge audit, cli, external and replay share); old path kept.
-pub use crate::target as adapters;
 pub mod attack;
 pub mod cell;
 pub mod config;

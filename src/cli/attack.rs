@@ -466,7 +466,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
             }
             None => {
                 let run = crate::methods::train(&recipe, &ds, seed)?;
-                crate::cli::train::ensure_converged(&run, &recipe)?;
+                crate::target::ensure_converged(&run, &recipe)?;
                 let out = (ModelBlackBox::new(run.model.as_ref()), run.budget.clone(), run.accuracy);
                 trained = Some(run);
                 out

@@ -4,8 +4,6 @@ use crate::data;
 use crate::error::{Error, Result};
 use crate::methods::{self, Method, Recipe};
 use crate::models::Activation;
-/// Moved to `crate::target` (the audit refuses such a target too); old path kept.
-pub use crate::target::ensure_converged;
 use clap::Args;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -406,7 +404,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     for (i, &seed) in seeds.iter().enumerate() {
         let run = methods::train_with(&recipe, &ds, seed, &accounting)?;
         diagnostics.push(run.model.diagnostics());
-        ensure_converged(&run, &recipe)?;
+        crate::target::ensure_converged(&run, &recipe)?;
         if i == 0 {
             if let Some(dir) = &a.save {
                 run.model.save(dir, &recipe, &run.budget)?;
