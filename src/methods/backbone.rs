@@ -472,7 +472,7 @@ fn baseline_budget(
 
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::{no_check, MethodSpec};
+use crate::methods::registry::MethodSpec;
 use crate::privacy::accountant::PrivacyUnit as Unit;
 
 const SAGE_KNOBS: &[&str] =
@@ -481,22 +481,9 @@ const TWO_LAYER_KNOBS: &[&str] = &["hidden", "dropout", "weight_decay"];
 
 const fn entry(name: &'static str, about: &'static str, unit: Unit, knobs: &'static [&'static str]) -> MethodSpec {
     MethodSpec {
-        name,
-        about,
-        unit,
-        takes_epsilon: matches!(unit, Unit::Edge),
-        utility: crate::methods::UtilityMetric::Accuracy,
-        split: crate::data::SplitRatios::GAP,
-        sweeps_local_budgets: false,
-        epochs: 100,
-        batch_norm: true,
         knobs,
-        defaults: crate::methods::registry::no_defaults,
-        check: no_check,
-        train: train_recipe,
-        budget: baseline_budget,
         load: Some(load_checkpoint),
-        unsound: false,
+        ..MethodSpec::new(name, about, unit, train_recipe, baseline_budget)
     }
 }
 

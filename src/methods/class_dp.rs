@@ -288,7 +288,7 @@ pub fn train_units_by(
 
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::{no_defaults, MethodSpec};
+use crate::methods::registry::MethodSpec;
 
 /// The budget over the units k-means forms (their number only enters the delta check).
 fn class_dp_budget(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<Budget> {
@@ -327,23 +327,18 @@ const SUBCLASS_KNOBS: &[&str] = &[
 ];
 
 pub const CLASS_DP_MLP: MethodSpec = MethodSpec {
-    name: "class-dp-mlp",
-    about: "Class-level DP-SGD (Zhang thesis ch.4 Algorithm 5) on an MLP: classes Poisson-sampled at \
-            --unit-rate, each class's mean gradient clipped, Gaussian noise; --epsilon is per class",
-    unit: PrivacyUnit::Class,
-    takes_epsilon: true,
-    utility: crate::methods::UtilityMetric::Accuracy,
-    split: crate::data::SplitRatios::GAP,
-    sweeps_local_budgets: false,
-    epochs: 100,
     batch_norm: false,
     knobs: CLASS_KNOBS,
-    defaults: no_defaults,
     check: validate,
-    train: train_recipe,
-    budget: class_dp_budget,
     load: Some(super::decoupled::load_mlp),
-    unsound: false,
+    ..MethodSpec::new(
+        "class-dp-mlp",
+        "Class-level DP-SGD (Zhang thesis ch.4 Algorithm 5) on an MLP: classes Poisson-sampled at \
+            --unit-rate, each class's mean gradient clipped, Gaussian noise; --epsilon is per class",
+        PrivacyUnit::Class,
+        train_recipe,
+        class_dp_budget,
+    )
 };
 pub const SUBCLASS_DP_MLP: MethodSpec = MethodSpec {
     name: "subclass-dp-mlp",

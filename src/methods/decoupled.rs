@@ -1,9 +1,8 @@
 //! One training function per model family; each calibrates its noise from (epsilon, delta)
 //! through its privacy expression in [`crate::train::accounting`] and records the budget.
 use super::checkpoint::{save_dir, Cache, Loader, Meta};
-use super::recipe::UtilityMetric;
 use super::recipe::{Method, Recipe};
-use super::registry::{no_check, no_defaults, MethodSpec};
+use super::registry::MethodSpec;
 use super::{Accuracy, TrainedModel, TrainedRun};
 use crate::data::{bound_degree, Dataset, DegreeBound, Graph};
 use crate::error::Result;
@@ -625,22 +624,11 @@ const fn entry(
 ) -> MethodSpec {
     let node = matches!(unit, PrivacyUnit::Node);
     MethodSpec {
-        name,
-        about,
-        unit,
         takes_epsilon,
-        utility: UtilityMetric::Accuracy,
-        split: crate::data::SplitRatios::GAP,
-        sweeps_local_budgets: false,
         epochs: if node { 10 } else { 100 },
-        batch_norm: true,
         knobs,
-        defaults: no_defaults,
-        check: no_check,
-        train,
-        budget,
         load: Some(load),
-        unsound: false,
+        ..MethodSpec::new(name, about, unit, train, budget)
     }
 }
 

@@ -756,23 +756,14 @@ const VANILLA_KNOBS: &[&str] = &[
 ];
 
 const fn entry(name: &'static str, about: &'static str, private: bool, knobs: &'static [&'static str]) -> MethodSpec {
+    let unit = if private { PrivacyUnit::Node } else { PrivacyUnit::None };
     MethodSpec {
-        name,
-        about,
-        unit: if private { PrivacyUnit::Node } else { PrivacyUnit::None },
-        takes_epsilon: private,
-        utility: crate::methods::UtilityMetric::Accuracy,
-        split: crate::data::SplitRatios::GAP,
-        sweeps_local_budgets: false,
         epochs: 200,
-        batch_norm: true,
         knobs,
         defaults: dpar_defaults,
         check: check_knobs,
-        train: train_recipe,
-        budget: dpar_budget,
         load: Some(load_checkpoint),
-        unsound: false,
+        ..MethodSpec::new(name, about, unit, train_recipe, dpar_budget)
     }
 }
 

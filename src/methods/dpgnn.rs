@@ -544,7 +544,7 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
 
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::{no_check, MethodSpec};
+use crate::methods::registry::MethodSpec;
 
 fn dpgnn_budget(
     recipe: &crate::methods::Recipe,
@@ -578,22 +578,18 @@ const KNOBS: &[&str] = &[
 ];
 
 pub const DPGNN: MethodSpec = MethodSpec {
-    name: "dpgnn",
-    about: "DP-GNN (Daigavane et al. 2021; SAGE-NDP): node-level DP-Adam on a degree-bounded graph",
-    unit: PrivacyUnit::Node,
-    takes_epsilon: true,
-    utility: crate::methods::UtilityMetric::Accuracy,
-    split: crate::data::SplitRatios::GAP,
-    sweeps_local_budgets: false,
     epochs: 10,
     batch_norm: false,
     knobs: KNOBS,
     defaults: dpgnn_defaults,
-    check: no_check,
-    train: train_recipe,
-    budget: dpgnn_budget,
     load: Some(load_checkpoint),
-    unsound: false,
+    ..MethodSpec::new(
+        "dpgnn",
+        "DP-GNN (Daigavane et al. 2021; SAGE-NDP): node-level DP-Adam on a degree-bounded graph",
+        PrivacyUnit::Node,
+        train_recipe,
+        dpgnn_budget,
+    )
 };
 pub const DPGNN_ROWCLIP: MethodSpec = MethodSpec {
     name: "dpgnn-rowclip",

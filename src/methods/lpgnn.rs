@@ -685,7 +685,7 @@ pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::{no_check, MethodSpec};
+use crate::methods::registry::MethodSpec;
 
 fn lpgnn_defaults(r: &mut crate::methods::Recipe) {
     let d = LpgnnConfig::default();
@@ -702,15 +702,10 @@ fn lpgnn_budget(
 }
 
 pub const LPGNN: MethodSpec = MethodSpec {
-    name: "lpgnn",
-    about: "LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y)",
-    unit: PrivacyUnit::Local,
     takes_epsilon: false,
-    utility: crate::methods::UtilityMetric::Accuracy,
     split: crate::data::SplitRatios::LPGNN,
     sweeps_local_budgets: true,
     epochs: 500,
-    batch_norm: true,
     knobs: &[
         "epsilon_x",
         "epsilon_y",
@@ -725,9 +720,12 @@ pub const LPGNN: MethodSpec = MethodSpec {
         "weight_decay",
     ],
     defaults: lpgnn_defaults,
-    check: no_check,
-    train: train_recipe,
-    budget: lpgnn_budget,
     load: Some(load_checkpoint),
-    unsound: false,
+    ..MethodSpec::new(
+        "lpgnn",
+        "LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y)",
+        PrivacyUnit::Local,
+        train_recipe,
+        lpgnn_budget,
+    )
 };

@@ -368,21 +368,17 @@ fn pgc_budget(
 pub const KNOBS: &[&str] = &["mechanism", "hidden", "dropout", "weight_decay"];
 
 pub const PGC: MethodSpec = MethodSpec {
-    name: "pgc",
-    about: "PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per feature; \
-            the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row",
-    unit: PrivacyUnit::Local,
-    takes_epsilon: true,
-    utility: crate::methods::UtilityMetric::Accuracy,
-    split: crate::data::SplitRatios::GAP,
-    sweeps_local_budgets: false,
     epochs: 500,
-    batch_norm: true,
     knobs: KNOBS,
     defaults: pgc_defaults,
     check: check_mechanism,
-    train: train_recipe,
-    budget: pgc_budget,
     load: Some(load_checkpoint),
-    unsound: false,
+    ..MethodSpec::new(
+        "pgc",
+        "PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per feature; \
+            the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row",
+        PrivacyUnit::Local,
+        train_recipe,
+        pgc_budget,
+    )
 };

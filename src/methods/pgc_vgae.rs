@@ -402,21 +402,18 @@ fn vgae_budget(
 }
 
 pub const PGC_VGAE: MethodSpec = MethodSpec {
-    name: "pgc-vgae",
-    about: "PGC link prediction (thesis ch.2): a VGAE whose first layer reads PGC's estimate of the privatised \
-            features (--mechanism, --epsilon per feature); 85/5/10 edge split; ROC-AUC",
-    unit: PrivacyUnit::Local,
-    takes_epsilon: true,
     utility: crate::methods::UtilityMetric::RocAuc,
-    split: crate::data::SplitRatios::GAP,
-    sweeps_local_budgets: false,
     epochs: 500,
-    batch_norm: true,
     knobs: super::pgc::KNOBS,
     defaults: vgae_defaults,
     check: super::pgc::check_mechanism,
-    train: train_recipe,
-    budget: vgae_budget,
     load: Some(load_checkpoint),
-    unsound: false,
+    ..MethodSpec::new(
+        "pgc-vgae",
+        "PGC link prediction (thesis ch.2): a VGAE whose first layer reads PGC's estimate of the privatised \
+            features (--mechanism, --epsilon per feature); 85/5/10 edge split; ROC-AUC",
+        PrivacyUnit::Local,
+        train_recipe,
+        vgae_budget,
+    )
 };

@@ -46,6 +46,38 @@ pub struct MethodSpec {
     pub unsound: bool,
 }
 
+impl MethodSpec {
+    /// A method with the common choices, which a registry entry overrides where it differs:
+    /// guarantee calibrated to `--epsilon` unless the unit is none, accuracy, GAP's 75/10/15 split,
+    /// 100 epochs, normalisation on, no knobs, defaults or checks of its own, no checkpoint.
+    pub const fn new(
+        name: &'static str,
+        about: &'static str,
+        unit: PrivacyUnit,
+        train: fn(&Recipe, &Dataset, u64, &crate::train::accounting::Accounting) -> Result<TrainedRun>,
+        budget: fn(&Recipe, &Dataset, u64, &crate::train::accounting::Accounting) -> Result<Budget>,
+    ) -> MethodSpec {
+        MethodSpec {
+            name,
+            about,
+            unit,
+            takes_epsilon: !matches!(unit, PrivacyUnit::None),
+            utility: UtilityMetric::Accuracy,
+            split: crate::data::SplitRatios::GAP,
+            sweeps_local_budgets: false,
+            epochs: 100,
+            batch_norm: true,
+            knobs: &[],
+            defaults: no_defaults,
+            check: no_check,
+            train,
+            budget,
+            load: None,
+            unsound: false,
+        }
+    }
+}
+
 /// Recipe fields every method reads.
 pub const ALWAYS_READ: &[&str] = &["method", "epsilon", "delta", "epochs", "lr"];
 

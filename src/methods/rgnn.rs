@@ -662,7 +662,7 @@ pub fn config(recipe: &crate::methods::Recipe) -> RgnnConfig {
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::{no_check, MethodSpec};
+use crate::methods::registry::MethodSpec;
 
 fn rgnn_defaults(r: &mut crate::methods::Recipe) {
     r.ky = 16; // the RGNN code's K_y (LPGNN's Cora default is 8)
@@ -682,16 +682,9 @@ fn rgnn_budget(
 }
 
 pub const RGNN: MethodSpec = MethodSpec {
-    name: "rgnn",
-    about: "RGNN (Bhaila et al.): GRR-FS features (--epsilon-x per sampled feature, --sampled m), GRR labels \
-            (--epsilon-y), frequency-estimation reconstruction and the label-proportion loss",
-    unit: PrivacyUnit::Local,
     takes_epsilon: false,
-    utility: crate::methods::UtilityMetric::Accuracy,
     split: crate::data::SplitRatios::LPGNN,
     sweeps_local_budgets: true,
-    epochs: 100,
-    batch_norm: true,
     knobs: &[
         "epsilon_x",
         "epsilon_y",
@@ -708,9 +701,13 @@ pub const RGNN: MethodSpec = MethodSpec {
         "weight_decay",
     ],
     defaults: rgnn_defaults,
-    check: no_check,
-    train: train_recipe,
-    budget: rgnn_budget,
     load: Some(load_checkpoint),
-    unsound: false,
+    ..MethodSpec::new(
+        "rgnn",
+        "RGNN (Bhaila et al.): GRR-FS features (--epsilon-x per sampled feature, --sampled m), GRR labels \
+            (--epsilon-y), frequency-estimation reconstruction and the label-proportion loss",
+        PrivacyUnit::Local,
+        train_recipe,
+        rgnn_budget,
+    )
 };

@@ -340,7 +340,7 @@ pub fn load_checkpoint(
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::{no_defaults, MethodSpec};
+use crate::methods::registry::MethodSpec;
 
 /// The budget of answering the query set: `queries`, or every public validation node.
 fn pate_budget(
@@ -355,17 +355,6 @@ fn pate_budget(
 }
 
 pub const GRAPH_PATE: MethodSpec = MethodSpec {
-    name: "graph-pate",
-    about: "Graph PATE (thesis ch.3 adapted, spec 5.7): GNN teachers on disjoint node partitions, \
-            Confident-GNMax labelling of public nodes, a GNN student (--student plain|coteach|coteach-plus|\
-            cleanse = PATE, co-teaching, PATE+, PATE++); node-level DP",
-    unit: PrivacyUnit::Node,
-    takes_epsilon: true,
-    utility: crate::methods::UtilityMetric::Accuracy,
-    split: crate::data::SplitRatios::GAP,
-    sweeps_local_budgets: false,
-    epochs: 100,
-    batch_norm: true,
     knobs: &[
         "teachers",
         "queries",
@@ -380,10 +369,15 @@ pub const GRAPH_PATE: MethodSpec = MethodSpec {
         "dropout",
         "weight_decay",
     ],
-    defaults: no_defaults,
     check: check_recipe,
-    train: train_recipe,
-    budget: pate_budget,
     load: Some(load_checkpoint),
-    unsound: false,
+    ..MethodSpec::new(
+        "graph-pate",
+        "Graph PATE (thesis ch.3 adapted, spec 5.7): GNN teachers on disjoint node partitions, \
+            Confident-GNMax labelling of public nodes, a GNN student (--student plain|coteach|coteach-plus|\
+            cleanse = PATE, co-teaching, PATE+, PATE++); node-level DP",
+        PrivacyUnit::Node,
+        train_recipe,
+        pate_budget,
+    )
 };
