@@ -31,7 +31,9 @@ fn cora() -> data::Dataset {
 fn recipe(method: Method, eps: Option<f64>) -> Recipe {
     let mut r = Recipe::new(method, eps);
     r.epochs = Some(if method.is_node_level() { 2 } else { 30 });
-    r.depth = Some(2);
+    if method.is_progap() {
+        r.depth = Some(2);
+    }
     r
 }
 
