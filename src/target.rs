@@ -154,6 +154,8 @@ pub struct RecipeOracle {
     pub name: String,
     share: bool,
     last: std::cell::RefCell<Option<SharedGraph>>,
+    /// Shared by every shadow model: they calibrate the same budget once.
+    accounting: crate::train::accounting::Accounting,
 }
 
 /// The dataset built for one attack graph, with what identifies that graph. Holding a shallow
@@ -182,7 +184,13 @@ impl RecipeOracle {
         if recipe.delta.is_none() && target_budget.delta > 0.0 {
             recipe.delta = Some(target_budget.delta);
         }
-        RecipeOracle { recipe, name: name.to_string(), share: true, last: Default::default() }
+        RecipeOracle {
+            recipe,
+            name: name.to_string(),
+            share: true,
+            last: Default::default(),
+            accounting: Default::default(),
+        }
     }
 
     /// The same oracle rebuilding every shadow's dataset (what it did before sharing; `bench audit
@@ -213,7 +221,7 @@ impl ShadowOracle for RecipeOracle {
             });
         }
         let shared = last.as_ref().expect("set above");
-        let run = methods::train(&self.recipe, &shared.data, seed).map_err(target)?;
+        let run = methods::train_with(&self.recipe, &shared.data, seed, &self.accounting).map_err(target)?;
         if !self.share {
             *last = None;
         }

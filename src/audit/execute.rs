@@ -20,11 +20,13 @@ pub struct RealRunner {
     data_dir: Option<PathBuf>,
     /// Raw datasets by config label, loaded once.
     raw: HashMap<String, Dataset>,
+    /// Shared by the cells this runner trains: repeats of one budget calibrate it once.
+    accounting: crate::train::accounting::Accounting,
 }
 
 impl RealRunner {
     pub fn new(data_dir: Option<PathBuf>) -> Self {
-        RealRunner { data_dir, raw: HashMap::new() }
+        RealRunner { data_dir, raw: HashMap::new(), accounting: Default::default() }
     }
 
     fn raw(&mut self, spec: &DatasetSpec) -> Result<&Dataset> {
@@ -125,7 +127,7 @@ impl CellRunner for RealRunner {
         let ds = prepare(self.raw(cell.dataset)?, cell.dataset, key.seed, Some(recipe.method))?;
         progress.set_message(Stage::Training, format!("{key}"));
         let clock = Instant::now();
-        let run = methods::train(&recipe, &ds, key.seed)?;
+        let run = methods::train_with(&recipe, &ds, key.seed, &self.accounting)?;
         crate::target::ensure_converged(&run, &recipe)?;
         let train_seconds = clock.elapsed().as_secs_f64();
         progress.done(Stage::Training);
