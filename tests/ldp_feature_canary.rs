@@ -22,7 +22,7 @@ fn audit(recipe: &Recipe, kind: AttackKind, claim: Option<Claim>) -> AttackResul
     let split = node_split(ds.split().unwrap());
     let bb = ModelBlackBox::new(run.model.as_ref());
     let oracle = RecipeOracle::new(recipe, &run.budget, &ds.name);
-    let claim = claim.unwrap_or_else(|| claim_for(kind, &run.budget));
+    let claim = claim.unwrap_or_else(|| claim_for(kind, &run.budget).unwrap());
     let target = Target { graph: &graph, split: &split, black_box: &bb, white_box: None, oracle: Some(&oracle), claim };
     let canaries = serde_json::json!({ "canaries": 200 });
     let params = AttackParams::from_table(kind.name(), canaries.as_object().unwrap()).unwrap();

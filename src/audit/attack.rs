@@ -146,7 +146,7 @@ pub fn run_attacks(
         params.confidence = Some(1.0 - (1.0 - confidence) / cell.runs.max(1) as f64);
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
         // The one-feature game is compared with the per-feature claim (PGC: eps per feature).
-        let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget), ..target };
+        let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget)?, ..target };
         let result = run_attack(&own, &knowledge, &params, seed).map_err(from_attack)?;
         out.push(record(a, &result));
         progress.done(Stage::Attack);

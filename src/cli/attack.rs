@@ -478,7 +478,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
         }
         let split = node_split(ds.split()?);
         let oracle = RecipeOracle::new(&recipe, &budget, &ds.name);
-        let c = crate::audit::feature_claim::claim_for(a.attack, &budget);
+        let c = crate::audit::feature_claim::claim_for(a.attack, &budget)?;
         let white_box = match (&loaded, &trained) {
             (Some(l), _) => l.model.white_box(),
             (None, Some(run)) => run.model.white_box(),
