@@ -110,3 +110,30 @@ pub fn one_run_details(
     m.insert("one_run".into(), serde_json::to_value(cert).unwrap_or_default());
     m
 }
+
+/// A record-canary attack: its params wrap the caller's `RecordCanaryParams`; it needs
+/// only the training oracle, checks its canary counts and plays `$game` through `$audit`.
+macro_rules! record_canary_attack {
+    ($(#[$doc:meta])* $name:ident, $game:expr, $audit:path) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub RecordCanaryParams);
+
+        impl crate::threat::Attack for $name {
+            fn game(&self) -> crate::threat::GameUnit {
+                $game
+            }
+            fn requires(&self) -> crate::threat::Access {
+                crate::canary_game::ORACLE_ONLY
+            }
+            fn check(&self) -> crate::error::Result<()> {
+                crate::canary_game::check_canaries(self.0.canaries, self.0.runs)
+            }
+            fn run(&self, target: &crate::threat::Target, seed: u64) -> crate::error::Result<crate::threat::Outcome> {
+                $audit(target, &self.0, seed)
+            }
+        }
+    };
+}
+pub(crate) use record_canary_attack;

@@ -19,17 +19,14 @@
 //! randomiser. This needs a model that keeps a node's own report (GCN with self loops: PGC;
 //! mean aggregation with self loops: RGNN); LPGNN's KProp drops it (use `canary-ldp` there).
 //! Scored by the logit-scaled confidence of class b (two-sided tests decide the direction).
-use crate::canary_game::{
-    canary_outcome, check_canaries, one_run_details, sources_by_class, two_classes, RecordCanaryParams, ORACLE_ONLY,
-};
+use crate::canary_game::{canary_outcome, one_run_details, sources_by_class, two_classes, RecordCanaryParams};
 use crate::error::{check, Error, Result};
 use crate::metrics::partition;
 use crate::posterior;
-use crate::threat::{Access, Attack, Game, GameUnit, Outcome, Target};
+use crate::threat::{Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use tch::{Kind, Tensor};
 
 /// Which private unit the canaries' two records differ in.
@@ -41,45 +38,19 @@ enum Scope {
     OneFeature,
 }
 
+crate::canary_game::record_canary_attack!(
 /// Feature-record canaries (features differ, label fixed) against a record-level LDP claim.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct LdpFeaturesCanaryParams(pub RecordCanaryParams);
+    LdpFeaturesCanaryParams,
+    GameUnit::LdpCanary,
+    ldp_features_canary_audit
+);
 
-impl Attack for LdpFeaturesCanaryParams {
-    fn game(&self) -> GameUnit {
-        GameUnit::LdpCanary
-    }
-    fn requires(&self) -> Access {
-        ORACLE_ONLY
-    }
-    fn check(&self) -> Result<()> {
-        check_canaries(self.0.canaries, self.0.runs)
-    }
-    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
-        ldp_features_canary_audit(target, &self.0, seed)
-    }
-}
-
+crate::canary_game::record_canary_attack!(
 /// One-feature canaries against a per-feature LDP claim (PGC, RGNN: eps per feature).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct LdpFeatureCanaryParams(pub RecordCanaryParams);
-
-impl Attack for LdpFeatureCanaryParams {
-    fn game(&self) -> GameUnit {
-        GameUnit::LdpFeatureCanary
-    }
-    fn requires(&self) -> Access {
-        ORACLE_ONLY
-    }
-    fn check(&self) -> Result<()> {
-        check_canaries(self.0.canaries, self.0.runs)
-    }
-    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
-        ldp_feature_canary_audit(target, &self.0, seed)
-    }
-}
+    LdpFeatureCanaryParams,
+    GameUnit::LdpFeatureCanary,
+    ldp_feature_canary_audit
+);
 
 /// The class with the most training nodes and the feature most over-represented in it (mean in
 /// the class minus mean over all training nodes).

@@ -19,62 +19,33 @@
 //!   eps_y-LDP on labels, so everything the model does with the record is (eps_x + eps_y)-LDP in it.
 //!
 //! Both score a canary by the logit-scaled confidence of its "included" label (LiRA's statistic).
-use crate::canary_game::{
-    canary_outcome, check_canaries, one_run_details, sources_by_class, two_classes, RecordCanaryParams, ORACLE_ONLY,
-};
+use crate::canary_game::{canary_outcome, one_run_details, sources_by_class, two_classes, RecordCanaryParams};
 use crate::error::{check, Error, Result};
 use crate::graph::{AttackGraph, NodeSplit};
 use crate::metrics::partition;
 use crate::posterior;
-use crate::threat::{Access, Attack, Game, GameUnit, Outcome, Target};
+use crate::threat::{Game, GameUnit, Outcome, Target};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
 /// Leaves of each LDP canary's star (public, untrained nodes linked only to their canary).
 pub const LDP_CANARY_LEAVES: usize = 2;
 
+crate::canary_game::record_canary_attack!(
 /// The node-canary audit (node-level DP).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct NodeCanaryParams(pub RecordCanaryParams);
+    NodeCanaryParams,
+    GameUnit::NodeCanary,
+    node_canary_audit
+);
 
-impl Attack for NodeCanaryParams {
-    fn game(&self) -> GameUnit {
-        GameUnit::NodeCanary
-    }
-    fn requires(&self) -> Access {
-        ORACLE_ONLY
-    }
-    fn check(&self) -> Result<()> {
-        check_canaries(self.0.canaries, self.0.runs)
-    }
-    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
-        node_canary_audit(target, &self.0, seed)
-    }
-}
-
+crate::canary_game::record_canary_attack!(
 /// The LDP-canary audit (local DP on the whole record).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct LdpCanaryParams(pub RecordCanaryParams);
-
-impl Attack for LdpCanaryParams {
-    fn game(&self) -> GameUnit {
-        GameUnit::LdpCanary
-    }
-    fn requires(&self) -> Access {
-        ORACLE_ONLY
-    }
-    fn check(&self) -> Result<()> {
-        check_canaries(self.0.canaries, self.0.runs)
-    }
-    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
-        ldp_canary_audit(target, &self.0, seed)
-    }
-}
+    LdpCanaryParams,
+    GameUnit::LdpCanary,
+    ldp_canary_audit
+);
 
 /// One run's canaries: appended nodes, their coins and the label whose confidence is scored.
 struct Draw {
