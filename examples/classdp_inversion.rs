@@ -44,7 +44,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     rows.extend(record.iter().map(|&e| Recipe::new(Method::DpMlp, Some(e))));
     for &e in &subclass {
         let mut r = Recipe::new(Method::SubclassDpMlp, Some(e));
-        (r.subclasses, r.unit_rate) = (k_sub, Some(0.5));
+        r.knobs.set("subclasses", k_sub as i64);
+        r.knobs.set("unit_rate", 0.5);
         rows.push(r);
     }
     println!(

@@ -16,7 +16,9 @@ use tch::Kind;
 
 fn small(epsilon: Option<f64>) -> Recipe {
     let mut r = Recipe::new(Method::GraphPate, epsilon);
-    (r.teachers, r.epochs, r.vote_threshold) = (Some(10), Some(30), Some(0.5));
+    r.epochs = Some(30);
+    r.knobs.set("teachers", 10);
+    r.knobs.set("vote_threshold", 0.5);
     r
 }
 

@@ -1,5 +1,6 @@
 //! Command-line interface: one file per subcommand, each with its clap arguments and `run`.
 pub mod datasets;
+pub mod knob_args;
 
 use crate::error::Result;
 use clap::{Parser, Subcommand};

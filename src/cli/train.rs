@@ -121,72 +121,10 @@ pub struct RecipeArgs {
     /// Accountant the noise is calibrated to: rdp (default) or pld (tight; the claim is the PLD epsilon).
     #[arg(long)]
     pub accountant: Option<crate::privacy::accountant::Accountant>,
-    /// graph-pate: teachers, each on a disjoint hashed part of the private nodes (default 10).
-    #[arg(long)]
-    pub teachers: Option<usize>,
-    /// graph-pate: public nodes queried (default: every validation node).
-    #[arg(long)]
-    pub queries: Option<usize>,
-    /// graph-pate: consensus threshold T as a share of the teachers, in (0, 1] (default 0.6).
-    #[arg(long, allow_negative_numbers = true)]
-    pub vote_threshold: Option<f64>,
-    /// graph-pate: sigma1 / sigma2 of Confident-GNMax (default 2; sigma2 from --epsilon).
-    #[arg(long, allow_negative_numbers = true)]
-    pub check_noise_ratio: Option<f64>,
-    /// graph-pate student: plain, coteach, coteach-plus (PATE+) or cleanse (PATE++).
-    #[arg(long)]
-    pub student: Option<crate::methods::pate::StudentKind>,
-    /// graph-pate co-teaching: estimated label-noise rate beta (default 0.2).
-    #[arg(long, allow_negative_numbers = true)]
-    pub noise_rate: Option<f64>,
-    /// graph-pate cleanse: share tau of labelled nodes removed (default 0.4).
-    #[arg(long, allow_negative_numbers = true)]
-    pub removal_ratio: Option<f64>,
-    /// graph-pate cleanse: count-table decay alpha (default 0.9).
-    #[arg(long, allow_negative_numbers = true)]
-    pub count_decay: Option<f64>,
-    /// DPAR (dpar-*): PPR teleport alpha [0.25].
-    #[arg(long, allow_negative_numbers = true)]
-    pub alpha_ppr: Option<f64>,
-    /// DPAR: top-K entries per APPR row [4].
-    #[arg(long)]
-    pub top_k: Option<usize>,
-    /// DPAR: training rows M [every kept training node; thesis Cora-ML 70].
-    #[arg(long)]
-    pub m_rows: Option<usize>,
-    /// DPAR-GM: L2 clip C1 of an APPR row [0.01].
-    #[arg(long, allow_negative_numbers = true)]
-    pub c1: Option<f64>,
-    /// DPAR-EM: clip C2 of each APPR entry [0.001].
-    #[arg(long, allow_negative_numbers = true)]
-    pub c2: Option<f64>,
-    /// DPAR: L1 column clip tau [1].
-    #[arg(long, allow_negative_numbers = true)]
-    pub tau: Option<f64>,
-    /// DPAR: referenced-row cap D_Pi, the rows any node may appear in [4].
-    #[arg(long)]
-    pub ref_cap: Option<usize>,
-    /// DPAR: node subsampling rate q' [1; thesis Cora-ML 0.09].
-    #[arg(long, allow_negative_numbers = true)]
-    pub q_prime: Option<f64>,
-    /// DPAR-GM/EM: share of the epsilon spent on DP-APPR [0.5].
-    #[arg(long, allow_negative_numbers = true)]
-    pub epsilon_pr_fraction: Option<f64>,
-    /// DPAR-GM/EM: DP-APPR noise by the accountant (tight) or the thesis's closed forms [tight].
-    #[arg(long)]
-    pub calibration: Option<crate::methods::dpar::DparCalibration>,
-    /// Class/subclass-DP: Poisson sampling rate q per unit (default 0.33 class, 0.2 subclass).
-    #[arg(long, allow_negative_numbers = true)]
-    pub unit_rate: Option<f64>,
-    /// Subclass-DP: k-means subclasses per class (default 10).
-    #[arg(long)]
-    pub subclasses: Option<usize>,
-    /// Class/subclass-DP neighbouring relation: unbounded (add/remove a unit) or bounded (replace).
-    #[arg(long)]
-    pub relation: Option<crate::privacy::accountant::class_dp::Relation>,
-    /// Class/subclass-DP: run although --delta >= 1/(number of units), with a loud warning.
-    #[arg(long)]
-    pub allow_large_delta: bool,
+    /// The methods' own knobs (`--teachers`, `--c1`, ...): one flag per field of their knob
+    /// structs, generated from the registry.
+    #[command(flatten)]
+    pub own: super::knob_args::OwnKnobArgs,
 }
 
 impl RecipeArgs {
@@ -230,31 +168,9 @@ impl RecipeArgs {
             group_size,
             kl_direction,
             mechanism,
-            accountant,
-            teachers,
-            queries,
-            vote_threshold,
-            check_noise_ratio,
-            student,
-            noise_rate,
-            removal_ratio,
-            count_decay,
-            alpha_ppr,
-            top_k,
-            m_rows,
-            c1,
-            c2,
-            tau,
-            ref_cap,
-            q_prime,
-            epsilon_pr_fraction,
-            calibration,
-            unit_rate,
-            subclasses,
-            relation
+            accountant
         );
         out.extend(self.layerwise.then_some("layerwise"));
-        out.extend(self.allow_large_delta.then_some("allow_large_delta"));
         out
     }
 
@@ -264,6 +180,10 @@ impl RecipeArgs {
         let spec = method.spec();
         let read = |k: &&str| crate::methods::registry::ALWAYS_READ.contains(k) || spec.knobs.contains(k);
         if let Some(k) = self.given().into_iter().find(|k| !read(k)) {
+            return Err(Error::invalid(k, crate::methods::registry::unread_knob(method, k)));
+        }
+        let own = crate::methods::knobs::names_of(method);
+        if let Some((k, _)) = self.own.given().iter().find(|(k, _)| !own.contains(k)) {
             return Err(Error::invalid(k, crate::methods::registry::unread_knob(method, k)));
         }
         let mut r = Recipe::new(method, self.epsilon);
@@ -289,16 +209,9 @@ impl RecipeArgs {
         r.mp_layers = self.mp_layers;
         r.multibit_m = self.multibit_m;
         r.inference_budget = self.inference_budget;
-        (r.teachers, r.queries, r.vote_threshold, r.check_noise_ratio) =
-            (self.teachers, self.queries, self.vote_threshold, self.check_noise_ratio);
-        (r.student, r.noise_rate, r.removal_ratio, r.count_decay) =
-            (self.student, self.noise_rate, self.removal_ratio, self.count_decay);
-        (r.alpha_ppr, r.top_k, r.m_rows, r.c1, r.c2, r.tau) =
-            (self.alpha_ppr, self.top_k, self.m_rows, self.c1, self.c2, self.tau);
-        (r.ref_cap, r.q_prime, r.epsilon_pr_fraction, r.calibration) =
-            (self.ref_cap, self.q_prime, self.epsilon_pr_fraction, self.calibration);
-        (r.unit_rate, r.allow_large_delta) = (self.unit_rate, self.allow_large_delta);
-        set!(subclasses => subclasses, relation => relation);
+        for (k, v) in self.own.given() {
+            r.knobs.set(k, crate::methods::knobs::parse_cli_value(v));
+        }
         Ok(r)
     }
 }

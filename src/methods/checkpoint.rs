@@ -233,7 +233,9 @@ pub type Loader = fn(&Meta, &Cache, &dyn Fn(&mut tch::nn::VarStore) -> Result<()
 pub fn load_model(dir: &Path) -> Result<LoadedModel> {
     let meta_path = dir.join("model.json");
     let text = std::fs::read_to_string(&meta_path).map_err(|e| Error::bad_file(&meta_path, e))?;
-    let meta: Meta = serde_json::from_str(&text).map_err(|e| Error::bad_file(&meta_path, e))?;
+    let mut meta: Meta = serde_json::from_str(&text).map_err(|e| Error::bad_file(&meta_path, e))?;
+    let method = meta.recipe.method;
+    meta.recipe.knobs.forget_v1_defaults(method);
     if meta.format != FORMAT {
         return Err(Error::bad_file(&meta_path, format!("format '{}' is not {FORMAT}", meta.format)));
     }
@@ -245,7 +247,6 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
         vs.load(&params_path).map_err(|e| Error::bad_file(&params_path, e))?;
         ensure_finite(vs, &params_path)
     };
-    let method = meta.recipe.method;
     let load = method
         .spec()
         .load

@@ -47,44 +47,62 @@ pub fn group_unit(method: Method) -> Option<GroupUnit> {
     }
 }
 
+/// The class/subclass-DP knobs (the recipe's knob map; class-dp-mlp reads all but `subclasses`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClassDpKnobs {
+    /// Poisson sampling rate q per unit (default: the thesis's, 0.33 for classes (Faces94), 0.2
+    /// for subclasses (MNIST)).
+    pub unit_rate: Option<f64>,
+    /// Subclass-DP: k-means subclasses per class.
+    pub subclasses: usize,
+    /// Neighbouring relation: unbounded (add/remove a unit) or bounded (replace one).
+    pub relation: Relation,
+    /// Run although delta >= 1/(number of units), with a loud warning.
+    pub allow_large_delta: bool,
+}
+
+impl Default for ClassDpKnobs {
+    fn default() -> Self {
+        ClassDpKnobs {
+            unit_rate: None,
+            subclasses: DEFAULT_SUBCLASSES,
+            relation: Relation::default(),
+            allow_large_delta: false,
+        }
+    }
+}
+
+impl crate::methods::knobs::Knobs for ClassDpKnobs {
+    fn check(&self) -> Result<()> {
+        if let Some(q) = self.unit_rate {
+            ensure!(
+                q > 0.0 && q <= 1.0,
+                Error::invalid("unit_rate", format!("the per-unit sampling rate must be in (0, 1], got {q}"))
+            );
+        }
+        ensure!(
+            self.subclasses >= 1,
+            Error::invalid("subclasses", "at least 1 subclass per class (1 = class-level DP)")
+        );
+        Ok(())
+    }
+}
+
 /// q, the per-unit Poisson sampling rate.
-pub fn sample_rate(r: &Recipe) -> f64 {
-    r.unit_rate.unwrap_or(if r.method == Method::SubclassDpMlp { SUBCLASS_RATE } else { CLASS_RATE })
+pub fn sample_rate(r: &Recipe) -> Result<f64> {
+    let k: ClassDpKnobs = r.own()?;
+    Ok(k.unit_rate.unwrap_or(if r.method == Method::SubclassDpMlp { SUBCLASS_RATE } else { CLASS_RATE }))
 }
 
 /// T = epochs x floor(1/q) steps.
-pub fn steps(r: &Recipe) -> u64 {
-    (r.epochs() * ((1.0 / sample_rate(r)).floor() as usize).max(1)) as u64
+pub fn steps(r: &Recipe) -> Result<u64> {
+    Ok((r.epochs() * ((1.0 / sample_rate(r)?).floor() as usize).max(1)) as u64)
 }
 
-/// Checks the class-DP knobs once: their domains for these methods, their absence elsewhere.
+/// Checks what the class-DP methods refuse beyond their knobs' ranges.
 pub fn validate(r: &Recipe) -> Result<()> {
-    let Some(unit) = group_unit(r.method) else {
-        let unused = [
-            ("unit_rate", r.unit_rate.is_some()),
-            ("subclasses", r.subclasses != DEFAULT_SUBCLASSES),
-            ("relation", r.relation != Relation::default()),
-            ("allow_large_delta", r.allow_large_delta),
-        ];
-        if let Some((field, _)) = unused.iter().find(|(_, set)| *set) {
-            return Err(Error::invalid(
-                *field,
-                format!("only class-dp-mlp and subclass-dp-mlp use it, not {}", r.method.name()),
-            ));
-        }
-        return Ok(());
-    };
-    if let Some(q) = r.unit_rate {
-        ensure!(
-            q > 0.0 && q <= 1.0,
-            Error::invalid("unit_rate", format!("the per-{} sampling rate must be in (0, 1], got {q}", unit.name()))
-        );
-    }
-    ensure!(r.subclasses >= 1, Error::invalid("subclasses", "at least 1 subclass per class (1 = class-level DP)"));
-    ensure!(
-        unit == GroupUnit::Subclass || r.subclasses == DEFAULT_SUBCLASSES,
-        Error::invalid("subclasses", "class-dp-mlp has one unit per class; use subclass-dp-mlp for subclasses")
-    );
+    group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
     ensure!(
         r.batch_norm != Some(true),
         Error::invalid("batch_norm", "batch statistics mix units, which breaks per-unit gradient isolation")
@@ -102,6 +120,7 @@ pub fn validate(r: &Recipe) -> Result<()> {
 /// still counts in U when none of them is trained on, so that U does not depend on the data).
 pub fn units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: u64) -> Result<Vec<Vec<i64>>> {
     let unit = group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
+    let k_sub = r.own::<ClassDpKnobs>()?.subclasses;
     let train = &data.split()?.train;
     let mut in_train = vec![false; data.num_nodes()];
     for &v in train {
@@ -128,7 +147,7 @@ pub fn units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: u64) -> Res
             continue;
         }
         let rows = x.index_select(0, &Tensor::from_slice(&members));
-        let assign = kmeans(&rows, r.subclasses, seed.wrapping_mul(31).wrapping_add(c as u64));
+        let assign = kmeans(&rows, k_sub, seed.wrapping_mul(31).wrapping_add(c as u64));
         let k = assign.iter().max().map_or(0, |m| m + 1);
         let mut parts = vec![Vec::new(); k];
         for (v, a) in members.iter().zip(assign) {
@@ -215,12 +234,13 @@ impl Trainee for UnitTrainee<'_> {
 /// Sigma and the budget of a run over `u` units (training and `account budget` share it).
 fn spend(r: &Recipe, data: &Dataset, u: usize, acct: &Accounting) -> Result<(f64, Budget)> {
     let unit = group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
-    let (q, t) = (sample_rate(r), steps(r));
+    let (q, t) = (sample_rate(r)?, steps(r)?);
     let delta = r.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
-    let warning = check_unit_delta(delta, u, unit, r.allow_large_delta)?;
+    let k: ClassDpKnobs = r.own()?;
+    let warning = check_unit_delta(delta, u, unit, k.allow_large_delta)?;
     let (sigma, mut budget) = match r.epsilon {
         Some(eps) => {
-            let expr = expression(unit, r.relation, q, t);
+            let expr = expression(unit, k.relation, q, t);
             acct.calibrate(&expr, crate::privacy::accountant::Accountant::Rdp, eps, delta)
                 .map_err(|e| accountant_failure(r, delta, e))?
         }
@@ -228,7 +248,7 @@ fn spend(r: &Recipe, data: &Dataset, u: usize, acct: &Accounting) -> Result<(f64
     };
     budget.noise.extend([("units".to_string(), u as f64), ("unit_rate".into(), q), ("steps".into(), t as f64)]);
     if sigma > 0.0 {
-        budget.noise.push(("paper_epsilon".into(), theorem5_epsilon(r.relation, q, t, sigma, delta)));
+        budget.noise.push(("paper_epsilon".into(), theorem5_epsilon(k.relation, q, t, sigma, delta)));
     }
     if warning.is_some() {
         budget.noise.push(("delta_times_units".into(), delta * u as f64));
@@ -260,7 +280,7 @@ pub fn train_units_by(
     let labels = Labels::from_dataset(data)?;
     let units = units(r, data, fixed, seed)?;
     let u = units.len();
-    let (q, t) = (sample_rate(r), steps(r));
+    let (q, t) = (sample_rate(r)?, steps(r)?);
     let (sigma, budget) = spend(r, data, u, acct)?;
     let mut ps = crate::models::ParamStore::new();
     let x = data.features.to_tensor().to_kind(Kind::Float);
@@ -306,29 +326,12 @@ const CLASS_KNOBS: &[&str] = &[
     "batch_norm",
     "select_best_val",
     "max_grad_norm",
-    "unit_rate",
-    "relation",
-    "allow_large_delta",
-];
-const SUBCLASS_KNOBS: &[&str] = &[
-    "hidden",
-    "weight_decay",
-    "dropout",
-    "activation",
-    "optimizer",
-    "mlp_layers",
-    "batch_norm",
-    "select_best_val",
-    "max_grad_norm",
-    "unit_rate",
-    "relation",
-    "allow_large_delta",
-    "subclasses",
 ];
 
 pub const CLASS_DP_MLP: MethodSpec = MethodSpec {
     batch_norm: false,
     knobs: CLASS_KNOBS,
+    own_knobs: Some(crate::methods::knobs::own_some::<ClassDpKnobs>(&["unit_rate", "relation", "allow_large_delta"])),
     check: validate,
     load: Some(super::decoupled::load_mlp),
     ..MethodSpec::new(
@@ -345,6 +348,6 @@ pub const SUBCLASS_DP_MLP: MethodSpec = MethodSpec {
     about: "Subclass-level DP-SGD: Algorithm 5 over --subclasses k-means clusters per class; --epsilon is per \
             subclass",
     unit: PrivacyUnit::Subclass,
-    knobs: SUBCLASS_KNOBS,
+    own_knobs: Some(crate::methods::knobs::own::<ClassDpKnobs>()),
     ..CLASS_DP_MLP
 };

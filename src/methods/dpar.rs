@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 use tch::{Kind, Reduction, Tensor};
 
 /// How DP-APPR's noise is set from eps_pr (spec §3.4 decision).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 #[value(rename_all = "kebab-case")]
 pub enum DparCalibration {
@@ -90,7 +90,7 @@ impl Variant {
 /// Checks every DPAR knob's range (the registry refuses the knobs a variant does not read).
 pub fn check_knobs(r: &Recipe) -> Result<()> {
     let v = Variant::of(r.method).ok_or_else(|| Error::invalid("method", "not a DPAR method"))?;
-    let c = DparConfig::from_recipe(r);
+    let c = DparConfig::from_recipe(r)?;
     ensure!(
         c.appr.alpha > 0.0 && c.appr.alpha < 1.0,
         Error::invalid("alpha_ppr", format!("teleport probability must be in (0, 1), got {}", c.appr.alpha))
@@ -115,6 +115,52 @@ pub fn check_knobs(r: &Recipe) -> Result<()> {
     }
     Ok(())
 }
+
+/// DPAR's own knobs (defaults: thesis l.1241, l.1300; spec §3.8). The variants share the struct
+/// and each reads its part (see the `*_KNOBS` lists).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct DparKnobs {
+    /// PPR teleport probability alpha.
+    pub alpha_ppr: f64,
+    /// Top-K entries kept per APPR row.
+    pub top_k: usize,
+    /// Training rows M (default: every kept training node; thesis Cora-ML 70).
+    pub m_rows: Option<usize>,
+    /// GM: L2 clip C1 of an APPR row.
+    pub c1: f64,
+    /// EM: clip C2 of each APPR entry.
+    pub c2: f64,
+    /// L1 column clip tau.
+    pub tau: f64,
+    /// Referenced-row cap D_Pi: the rows any node may appear in.
+    pub ref_cap: usize,
+    /// Node subsampling rate q' (thesis Cora-ML 0.09).
+    pub q_prime: f64,
+    /// GM/EM: share of the (unamplified) epsilon spent on DP-APPR.
+    pub epsilon_pr_fraction: f64,
+    /// GM/EM: DP-APPR noise from the accountant (tight) or the thesis's closed forms (thesis).
+    pub calibration: DparCalibration,
+}
+
+impl Default for DparKnobs {
+    fn default() -> Self {
+        DparKnobs {
+            alpha_ppr: 0.25,
+            top_k: 4,
+            m_rows: None,
+            c1: 0.01,
+            c2: 0.001,
+            tau: 1.0,
+            ref_cap: 4,
+            q_prime: 1.0,
+            epsilon_pr_fraction: 0.5,
+            calibration: DparCalibration::default(),
+        }
+    }
+}
+
+impl crate::methods::knobs::Knobs for DparKnobs {}
 
 /// Resolved DPAR hyper-parameters (defaults: thesis l.1241, l.1300; spec §3.8).
 #[derive(Debug, Clone)]
@@ -146,21 +192,22 @@ pub struct DparConfig {
 }
 
 impl DparConfig {
-    pub fn from_recipe(r: &Recipe) -> DparConfig {
-        DparConfig {
+    pub fn from_recipe(r: &Recipe) -> Result<DparConfig> {
+        let k: DparKnobs = r.own()?;
+        Ok(DparConfig {
             variant: Variant::of(r.method).unwrap_or(Variant::Vanilla),
             epsilon: r.epsilon,
             delta: r.delta,
-            appr: ApprParams { alpha: r.alpha_ppr.unwrap_or(0.25), ..ApprParams::default() },
-            top_k: r.top_k.unwrap_or(4),
-            m_rows: r.m_rows,
-            c1: r.c1.unwrap_or(0.01),
-            c2: r.c2.unwrap_or(0.001),
-            tau: r.tau.unwrap_or(1.0),
-            ref_cap: r.ref_cap.unwrap_or(4),
-            q_prime: r.q_prime.unwrap_or(1.0),
-            pr_fraction: r.epsilon_pr_fraction.unwrap_or(0.5),
-            calibration: r.calibration.unwrap_or_default(),
+            appr: ApprParams { alpha: k.alpha_ppr, ..ApprParams::default() },
+            top_k: k.top_k,
+            m_rows: k.m_rows,
+            c1: k.c1,
+            c2: k.c2,
+            tau: k.tau,
+            ref_cap: k.ref_cap,
+            q_prime: k.q_prime,
+            pr_fraction: k.epsilon_pr_fraction,
+            calibration: k.calibration,
             optimizer_batch: r.batch_size.unwrap_or(60),
             epochs: r.epochs.unwrap_or(200),
             lr: r.lr,
@@ -170,7 +217,7 @@ impl DparConfig {
             max_grad_norm: r.max_grad_norm,
             optimizer: r.optimizer,
             prop_steps: 2,
-        }
+        })
     }
     fn private(&self) -> bool {
         self.variant != Variant::Vanilla && self.epsilon.is_some()
@@ -455,7 +502,7 @@ pub fn load_checkpoint(
     cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut tch::nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
-    let cfg = DparConfig::from_recipe(&meta.recipe);
+    let cfg = DparConfig::from_recipe(&meta.recipe)?;
     let mut ps = ParamStore::new();
     let net = network(&mut ps, &cfg, meta.num_features, meta.num_classes);
     load(&mut ps.vs)?;
@@ -532,7 +579,7 @@ pub fn train_recipe(
     seed: u64,
     _acct: &crate::train::accounting::Accounting,
 ) -> Result<TrainedRun> {
-    train(data, &DparConfig::from_recipe(recipe), seed)
+    train(data, &DparConfig::from_recipe(recipe)?, seed)
 }
 
 /// The sound budget of a run over `noise`'s rows (training and `account budget` share it), with
@@ -661,7 +708,7 @@ fn dpar_budget(
     seed: u64,
     _acct: &crate::train::accounting::Accounting,
 ) -> Result<Budget> {
-    let cfg = DparConfig::from_recipe(recipe);
+    let cfg = DparConfig::from_recipe(recipe)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xd9a2_5eed);
     let kept = data.split()?.train.iter().filter(|_| rng.gen::<f64>() < cfg.q_prime).count();
     ensure!(
@@ -680,86 +727,23 @@ fn dpar_defaults(r: &mut Recipe) {
 
 /// The knobs of each variant: the network and DP-SGD ones, plus what its rows need (APPR's alpha,
 /// the top-K, GM's row clip C1 or EM's entry clip C2, the referenced-row cap, the DP-APPR share).
-const GM_KNOBS: &[&str] = &[
-    "hidden",
-    "activation",
-    "optimizer",
-    "weight_decay",
-    "batch_size",
-    "max_grad_norm",
-    "m_rows",
-    "tau",
-    "q_prime",
-    "alpha_ppr",
-    "top_k",
-    "c1",
-    "ref_cap",
-    "epsilon_pr_fraction",
-    "calibration",
-];
-const EM_KNOBS: &[&str] = &[
-    "hidden",
-    "activation",
-    "optimizer",
-    "weight_decay",
-    "batch_size",
-    "max_grad_norm",
-    "m_rows",
-    "tau",
-    "q_prime",
-    "alpha_ppr",
-    "top_k",
-    "c2",
-    "ref_cap",
-    "epsilon_pr_fraction",
-    "calibration",
-];
-const DPSGD_KNOBS: &[&str] = &[
-    "hidden",
-    "activation",
-    "optimizer",
-    "weight_decay",
-    "batch_size",
-    "max_grad_norm",
-    "m_rows",
-    "tau",
-    "q_prime",
-    "alpha_ppr",
-    "top_k",
-];
-const FEATURES_KNOBS: &[&str] =
-    &["hidden", "activation", "optimizer", "weight_decay", "batch_size", "max_grad_norm", "m_rows", "tau", "q_prime"];
-const RANDOM_KNOBS: &[&str] = &[
-    "hidden",
-    "activation",
-    "optimizer",
-    "weight_decay",
-    "batch_size",
-    "max_grad_norm",
-    "m_rows",
-    "tau",
-    "q_prime",
-    "top_k",
-    "ref_cap",
-];
-const VANILLA_KNOBS: &[&str] = &[
-    "hidden",
-    "activation",
-    "optimizer",
-    "weight_decay",
-    "batch_size",
-    "m_rows",
-    "tau",
-    "q_prime",
-    "alpha_ppr",
-    "top_k",
-];
+const NET: &[&str] = &["hidden", "activation", "optimizer", "weight_decay", "batch_size", "max_grad_norm"];
+const GM_KNOBS: &[&str] =
+    &["m_rows", "tau", "q_prime", "alpha_ppr", "top_k", "c1", "ref_cap", "epsilon_pr_fraction", "calibration"];
+const EM_KNOBS: &[&str] =
+    &["m_rows", "tau", "q_prime", "alpha_ppr", "top_k", "c2", "ref_cap", "epsilon_pr_fraction", "calibration"];
+const DPSGD_KNOBS: &[&str] = &["m_rows", "tau", "q_prime", "alpha_ppr", "top_k"];
+const FEATURES_KNOBS: &[&str] = &["m_rows", "tau", "q_prime"];
+const RANDOM_KNOBS: &[&str] = &["m_rows", "tau", "q_prime", "top_k", "ref_cap"];
+const VANILLA_KNOBS: &[&str] = &["m_rows", "tau", "q_prime", "alpha_ppr", "top_k"];
 
 const fn entry(name: &'static str, about: &'static str, private: bool, knobs: &'static [&'static str]) -> MethodSpec {
     let unit = if private { PrivacyUnit::Node } else { PrivacyUnit::None };
     MethodSpec {
         epochs: 200,
-        knobs,
+        // dpar-inf adds no noise, so it has no clip.
+        knobs: if private { NET } else { NET.split_at(NET.len() - 1).0 },
+        own_knobs: Some(crate::methods::knobs::own_some::<DparKnobs>(knobs)),
         defaults: dpar_defaults,
         check: check_knobs,
         load: Some(load_checkpoint),

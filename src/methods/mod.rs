@@ -12,6 +12,7 @@ pub mod class_dp;
 pub mod decoupled;
 pub mod dpar;
 pub mod dpgnn;
+pub mod knobs;
 pub mod lpgnn;
 pub mod pate;
 pub mod pgc;

@@ -71,7 +71,9 @@ impl UtilityMetric {
 
 /// Every knob of a training run. Fields left `None` take the method's default (see the getters).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+// No `deny_unknown_fields`: serde cannot combine it with the flattened knob map, which collects every
+// name that is not a common field; `validate` then refuses the names the method does not own.
+#[serde(default)]
 pub struct Recipe {
     pub method: Method,
     /// Target epsilon; None = no noise (eps = inf).
@@ -146,55 +148,10 @@ pub struct Recipe {
     /// that existing recipes serialise as before.
     #[serde(skip_serializing_if = "crate::privacy::accountant::Accountant::is_rdp")]
     pub accountant: crate::privacy::accountant::Accountant,
-    /// Graph PATE knobs (None = the method's default; refused by every other method).
-    pub teachers: Option<usize>,
-    pub queries: Option<usize>,
-    pub vote_threshold: Option<f64>,
-    pub check_noise_ratio: Option<f64>,
-    pub student: Option<crate::methods::pate::StudentKind>,
-    pub noise_rate: Option<f64>,
-    pub removal_ratio: Option<f64>,
-    pub count_decay: Option<f64>,
-    /// DPAR knobs (models::dpar_method; None = its default, refused by other methods).
-    /// PPR teleport alpha (0.25).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub alpha_ppr: Option<f64>,
-    /// Top-K entries per APPR row (4).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub top_k: Option<usize>,
-    /// Training rows M (every kept training node).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub m_rows: Option<usize>,
-    /// GM's L2 row clip C1 (0.01).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub c1: Option<f64>,
-    /// EM's entry clip C2 (0.001).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub c2: Option<f64>,
-    /// L1 column clip tau (1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tau: Option<f64>,
-    /// Referenced-row cap D_Pi (4).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ref_cap: Option<usize>,
-    /// Node subsampling rate q' (1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub q_prime: Option<f64>,
-    /// Share of the (unamplified) epsilon spent on DP-APPR (0.5).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub epsilon_pr_fraction: Option<f64>,
-    /// DP-APPR noise from the accountant (tight) or the thesis's closed forms (thesis).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<crate::methods::dpar::DparCalibration>,
-    /// Class/subclass-DP: Poisson sampling rate q per unit (None = the thesis's: 0.33 for classes
-    /// (Faces94), 0.2 for subclasses (MNIST)).
-    pub unit_rate: Option<f64>,
-    /// Subclass-DP: k-means clusters per class (k_sub).
-    pub subclasses: usize,
-    /// Class/subclass-DP: neighbouring relation (unbounded: add/remove a unit; bounded: replace).
-    pub relation: crate::privacy::accountant::class_dp::Relation,
-    /// Class/subclass-DP: run although delta >= 1/(number of units), with a loud warning.
-    pub allow_large_delta: bool,
+    /// The method's own knobs (graph-pate's teachers, DPAR's c1, ...), read through its knob struct
+    /// ([`super::knobs`]); any name the method does not own is refused by [`Recipe::validate`].
+    #[serde(flatten)]
+    pub knobs: super::knobs::KnobMap,
 }
 
 impl Default for Recipe {
@@ -241,28 +198,7 @@ impl Default for Recipe {
             kl_direction: crate::methods::rgnn::KlDirection::TargetPredicted,
             mechanism: Default::default(),
             accountant: Default::default(),
-            teachers: None,
-            queries: None,
-            vote_threshold: None,
-            check_noise_ratio: None,
-            student: None,
-            noise_rate: None,
-            removal_ratio: None,
-            count_decay: None,
-            alpha_ppr: None,
-            top_k: None,
-            m_rows: None,
-            c1: None,
-            c2: None,
-            tau: None,
-            ref_cap: None,
-            q_prime: None,
-            epsilon_pr_fraction: None,
-            calibration: None,
-            unit_rate: None,
-            subclasses: 10,
-            relation: Default::default(),
-            allow_large_delta: false,
+            knobs: Default::default(),
         }
     }
 }
@@ -410,15 +346,22 @@ impl Recipe {
                 return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));
             }
         }
-        (self.method.spec().check)(self)?;
-        self.refuse_unread_knobs()
+        self.refuse_unread_knobs()?;
+        (self.method.spec().check)(self)
     }
 
     /// A field the method never reads, set away from the method's default, is an error naming the
-    /// method and the field: nothing is silently ignored.
+    /// method and the field, and so is any knob it does not own: nothing is silently ignored.
     fn refuse_unread_knobs(&self) -> Result<()> {
         let spec = self.method.spec();
-        let set = serde_json::to_value(self)?;
+        let own = super::knobs::names_of(self.method);
+        if let Some(k) = self.knobs.names().find(|k| !own.iter().any(|o| o == k)) {
+            return Err(Error::invalid(k, super::registry::unread_knob(self.method, k)));
+        }
+        if let Some(own) = spec.own_knobs {
+            (own.check)(&self.knobs)?;
+        }
+        let set = serde_json::to_value(Recipe { knobs: Default::default(), ..self.clone() })?;
         let default = serde_json::to_value(Recipe::new(self.method, self.epsilon))?;
         for (k, v) in set.as_object().into_iter().flatten() {
             let read = super::registry::ALWAYS_READ.contains(&k.as_str()) || spec.knobs.contains(&k.as_str());
@@ -427,5 +370,10 @@ impl Recipe {
             }
         }
         Ok(())
+    }
+
+    /// The method's own knobs as its typed struct (defaults for what the recipe leaves unset).
+    pub fn own<T: super::knobs::Knobs>(&self) -> Result<T> {
+        self.knobs.parse()
     }
 }

@@ -32,6 +32,9 @@ pub struct MethodSpec {
     /// Recipe fields it reads besides [`ALWAYS_READ`]; any other field set away from the
     /// method's default is refused by name.
     pub knobs: &'static [&'static str],
+    /// Its own knob struct (in its module), read from the recipe's knob map: the CLI flags, the
+    /// docs and the refusal of unknown names all come from it.
+    pub own_knobs: Option<super::knobs::OwnKnobs>,
     /// Its defaults on top of `Recipe::default()` (the paper's hyper-parameters).
     pub defaults: fn(&mut Recipe),
     /// Range checks of its own knobs (beyond the generic ones in `Recipe::validate`).
@@ -68,6 +71,7 @@ impl MethodSpec {
             epochs: 100,
             batch_norm: true,
             knobs: &[],
+            own_knobs: None,
             defaults: no_defaults,
             check: no_check,
             train,
@@ -81,16 +85,23 @@ impl MethodSpec {
 /// Recipe fields every method reads.
 pub const ALWAYS_READ: &[&str] = &["method", "epsilon", "delta", "epochs", "lr"];
 
+/// Every knob `method` reads besides [`ALWAYS_READ`]: the recipe fields it lists, then its own.
+pub fn knob_names(method: Method) -> Vec<String> {
+    let spec = method.spec();
+    spec.knobs.iter().map(|k| k.to_string()).chain(super::knobs::names_of(method)).collect()
+}
+
 /// Why `method` refuses `knob`: the methods that read it, and what `method` reads instead.
 pub fn unread_knob(method: Method, knob: &str) -> String {
-    let readers: Vec<&str> = Method::ALL.iter().filter(|m| m.spec().knobs.contains(&knob)).map(|m| m.name()).collect();
+    let readers: Vec<&str> =
+        Method::ALL.iter().filter(|m| knob_names(**m).iter().any(|k| k == knob)).map(|m| m.name()).collect();
     let spec = method.spec();
     let who = match readers.len() {
         0 => "no method reads it".to_string(),
         1..=4 => format!("{} read(s) it", readers.join(", ")),
         n => format!("{n} other methods read it"),
     };
-    format!("{} does not use {knob} ({who}; {} reads {})", spec.name, spec.name, spec.knobs.join(", "))
+    format!("{} does not use {knob} ({who}; {} reads {})", spec.name, spec.name, knob_names(method).join(", "))
 }
 
 /// No extra checks.
@@ -245,7 +256,7 @@ pub fn markdown_table() -> String {
             s.name,
             unit_name(s.unit),
             target_of(s),
-            s.knobs.join(", "),
+            knob_names(*m).join(", "),
             s.about.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|")
         );
     }
@@ -257,7 +268,7 @@ pub fn toml_comment() -> String {
     let mut out = String::new();
     for m in Method::ALL {
         let s = m.spec();
-        out += &format!("# {} ({}): {}\n", s.name, unit_name(s.unit), s.knobs.join(", "));
+        out += &format!("# {} ({}): {}\n", s.name, unit_name(s.unit), knob_names(*m).join(", "));
     }
     out
 }
@@ -275,6 +286,13 @@ pub fn describe(m: Method) -> Result<String> {
             Some(v) => out += &format!("{k} = {v}\n"),
             None if *k == "epochs" => out += &format!("epochs = {}\n", spec.epochs),
             None => out += &format!("# {k} = (the method's default; unset)\n"),
+        }
+    }
+    for d in spec.own_knobs.map(|o| o.docs()).unwrap_or_default() {
+        out += &format!("# {}\n", d.help);
+        match d.default {
+            Some(v) => out += &format!("{} = {v}\n", d.name),
+            None => out += &format!("# {} = (derived from the data or other knobs; unset)\n", d.name),
         }
     }
     Ok(out)

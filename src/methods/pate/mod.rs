@@ -53,6 +53,45 @@ pub const DEFAULT_NOISE_RATE: f64 = 0.2;
 pub const DEFAULT_REMOVAL_RATIO: f64 = 0.4;
 pub const DEFAULT_COUNT_DECAY: f64 = 0.9;
 
+/// graph-pate's own knobs (the recipe's knob map; defaults here).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct PateKnobs {
+    /// Teachers, each on a disjoint hashed part of the private nodes.
+    pub teachers: usize,
+    /// Public nodes queried (default: every validation node).
+    pub queries: Option<usize>,
+    /// Consensus threshold T as a share of the teachers, in (0, 1].
+    pub vote_threshold: f64,
+    /// sigma1 / sigma2 of Confident-GNMax (sigma2 comes from --epsilon).
+    pub check_noise_ratio: f64,
+    /// The student: plain, coteach, coteach-plus (PATE+) or cleanse (PATE++).
+    pub student: StudentKind,
+    /// Co-teaching: estimated label-noise rate beta.
+    pub noise_rate: f64,
+    /// Cleanse: share tau of labelled nodes removed.
+    pub removal_ratio: f64,
+    /// Cleanse: count-table decay alpha.
+    pub count_decay: f64,
+}
+
+impl Default for PateKnobs {
+    fn default() -> Self {
+        PateKnobs {
+            teachers: DEFAULT_TEACHERS,
+            queries: None,
+            vote_threshold: DEFAULT_VOTE_THRESHOLD,
+            check_noise_ratio: DEFAULT_CHECK_NOISE_RATIO,
+            student: StudentKind::default(),
+            noise_rate: DEFAULT_NOISE_RATE,
+            removal_ratio: DEFAULT_REMOVAL_RATIO,
+            count_decay: DEFAULT_COUNT_DECAY,
+        }
+    }
+}
+
+impl crate::methods::knobs::Knobs for PateKnobs {}
+
 /// One run's settings, read from a recipe.
 #[derive(Debug, Clone)]
 pub struct PateConfig {
@@ -67,34 +106,35 @@ pub struct PateConfig {
 }
 
 /// The recipe fields graph-pate reads.
-pub fn config(r: &Recipe) -> PateConfig {
-    PateConfig {
+pub fn config(r: &Recipe) -> Result<PateConfig> {
+    let k: PateKnobs = r.own()?;
+    Ok(PateConfig {
         epsilon: r.epsilon,
         delta: r.delta,
-        teachers: r.teachers.unwrap_or(DEFAULT_TEACHERS),
-        queries: r.queries,
-        vote_threshold: r.vote_threshold.unwrap_or(DEFAULT_VOTE_THRESHOLD),
-        check_noise_ratio: r.check_noise_ratio.unwrap_or(DEFAULT_CHECK_NOISE_RATIO),
+        teachers: k.teachers,
+        queries: k.queries,
+        vote_threshold: k.vote_threshold,
+        check_noise_ratio: k.check_noise_ratio,
         teacher_fit: backbone::baseline_fit(r.epochs(), r.lr, r.weight_decay),
         student: StudentConfig {
-            kind: r.student.unwrap_or_default(),
+            kind: k.student,
             backbone: r.backbone,
             hidden: r.hidden as i64,
             dropout: r.dropout,
             learning_rate: r.lr,
             weight_decay: r.weight_decay,
             epochs: r.epochs(),
-            noise_rate: r.noise_rate.unwrap_or(DEFAULT_NOISE_RATE),
-            removal_ratio: r.removal_ratio.unwrap_or(DEFAULT_REMOVAL_RATIO),
-            count_decay: r.count_decay.unwrap_or(DEFAULT_COUNT_DECAY),
+            noise_rate: k.noise_rate,
+            removal_ratio: k.removal_ratio,
+            count_decay: k.count_decay,
         },
-    }
+    })
 }
 
 /// graph-pate's knobs are in range and used by the chosen student (the registry refuses knobs
 /// graph-pate never reads).
 pub fn check_recipe(r: &Recipe) -> Result<()> {
-    let c = config(r);
+    let c = config(r)?;
     crate::ensure!(
         c.teachers >= 2,
         Error::invalid("teachers", format!("PATE needs at least 2 teachers to vote, got {}", c.teachers))
@@ -123,11 +163,12 @@ pub fn check_recipe(r: &Recipe) -> Result<()> {
     );
     let kind = s.kind;
     let co = kind != StudentKind::Plain;
+    let set = |k: &str| r.knobs.contains(k);
     let used_by = [
-        ("noise_rate", r.noise_rate.is_some() && !co, "the co-teaching students"),
-        ("removal_ratio", r.removal_ratio.is_some() && kind != StudentKind::Cleanse, "student cleanse"),
-        ("count_decay", r.count_decay.is_some() && kind != StudentKind::Cleanse, "student cleanse"),
-        ("check_noise_ratio", r.check_noise_ratio.is_some() && r.epsilon.is_none(), "a private run (--epsilon)"),
+        ("noise_rate", set("noise_rate") && !co, "the co-teaching students"),
+        ("removal_ratio", set("removal_ratio") && kind != StudentKind::Cleanse, "student cleanse"),
+        ("count_decay", set("count_decay") && kind != StudentKind::Cleanse, "student cleanse"),
+        ("check_noise_ratio", set("check_noise_ratio") && r.epsilon.is_none(), "a private run (--epsilon)"),
     ];
     if let Some((name, _, who)) = used_by.iter().find(|(_, bad, _)| *bad) {
         return Err(Error::invalid(*name, format!("only {who} use(s) it")));
@@ -314,7 +355,7 @@ pub fn train_recipe(
     acct: &crate::train::accounting::Accounting,
 ) -> Result<TrainedRun> {
     let start = std::time::Instant::now();
-    let (model, accuracy, budget, _) = train(data, &config(recipe), seed, acct)?;
+    let (model, accuracy, budget, _) = train(data, &config(recipe)?, seed, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
@@ -324,7 +365,7 @@ pub fn load_checkpoint(
     cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
-    let s = config(&meta.recipe).student;
+    let s = config(&meta.recipe)?.student;
     let mut vs = nn::VarStore::new(tch::Device::Cpu);
     let net = Network::TwoLayer(TwoLayerGnn::new(
         &vs.root(),
@@ -349,26 +390,14 @@ fn pate_budget(
     _seed: u64,
     acct: &crate::train::accounting::Accounting,
 ) -> Result<Budget> {
-    let c = config(recipe);
+    let c = config(recipe)?;
     let m = c.queries.unwrap_or(data.split()?.val.len());
     calibrate(&c, data.num_nodes(), m, acct).map(|r| r.2)
 }
 
 pub const GRAPH_PATE: MethodSpec = MethodSpec {
-    knobs: &[
-        "teachers",
-        "queries",
-        "vote_threshold",
-        "check_noise_ratio",
-        "student",
-        "noise_rate",
-        "removal_ratio",
-        "count_decay",
-        "backbone",
-        "hidden",
-        "dropout",
-        "weight_decay",
-    ],
+    own_knobs: Some(crate::methods::knobs::own::<PateKnobs>()),
+    knobs: &["backbone", "hidden", "dropout", "weight_decay"],
     check: check_recipe,
     load: Some(load_checkpoint),
     ..MethodSpec::new(

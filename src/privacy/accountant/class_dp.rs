@@ -44,7 +44,9 @@ impl GroupUnit {
 }
 
 /// The neighbouring relation of class-level DP (thesis Def. 7 bounded, Remark 1 unbounded).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Relation {
     /// Add or remove one whole unit (sensitivity S of the clipped sum).

@@ -1,0 +1,225 @@
+//! A method's own knobs: a typed struct in the method's module (its defaults, docs and range
+//! checks beside the code that reads them), stored in the recipe's open [`KnobMap`]. The map is
+//! what lets a new method bring knobs without touching [`Recipe`](super::Recipe), the CLI or the
+//! docs: each lists the structs' fields through the registry ([`OwnKnobs`]).
+use super::Method;
+use crate::error::{Error, Result};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The knobs a recipe sets beyond its common fields, by name. Serialised flat into the recipe
+/// (configs and checkpoints spell `teachers = 10`, not `knobs.teachers`). A null (how a v1
+/// checkpoint wrote an unset `Option`) is the same as leaving the knob out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct KnobMap(BTreeMap<String, toml::Value>);
+
+impl<'de> Deserialize<'de> for KnobMap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let raw = BTreeMap::<String, Option<toml::Value>>::deserialize(d)?;
+        Ok(KnobMap(raw.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect()))
+    }
+}
+
+impl KnobMap {
+    pub fn set(&mut self, name: &str, value: impl Into<toml::Value>) {
+        self.0.insert(name.to_string(), value.into());
+    }
+    pub fn get(&self, name: &str) -> Option<&toml::Value> {
+        self.0.get(name)
+    }
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+    pub fn remove(&mut self, name: &str) -> Option<toml::Value> {
+        self.0.remove(name)
+    }
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
+    /// A v1 checkpoint's flat recipe wrote these knobs for every method at these values (unset
+    /// `Option`s as nulls, already dropped); for a method that does not own them they are noise.
+    pub fn forget_v1_defaults(&mut self, method: Method) {
+        let own = names_of(method);
+        let v1: [(&str, toml::Value); 3] =
+            [("subclasses", 10.into()), ("relation", "unbounded".into()), ("allow_large_delta", false.into())];
+        for (k, v) in v1 {
+            if !own.iter().any(|o| o == k) && self.0.get(k) == Some(&v) {
+                self.0.remove(k);
+            }
+        }
+    }
+
+    /// The method's knob struct. Each knob is read on its own first, so a wrong type names its
+    /// knob; unknown names are refused by [`Recipe::validate`](super::Recipe::validate) before
+    /// anything reads the struct.
+    pub fn parse<T: Knobs>(&self) -> Result<T> {
+        for (k, v) in &self.0 {
+            let one = toml::Table::from_iter([(k.clone(), v.clone())]);
+            T::deserialize(toml::Value::Table(one))
+                .map_err(|e| Error::invalid(k, e.to_string().trim().replace('\n', " ")))?;
+        }
+        let all: toml::Table = self.0.clone().into_iter().collect();
+        let knobs = T::deserialize(toml::Value::Table(all))
+            .map_err(|e| Error::invalid("knobs", e.to_string().trim().replace('\n', " ")))?;
+        knobs.check()?;
+        Ok(knobs)
+    }
+}
+
+/// A method's knob struct: every field optional or defaulted (`#[serde(default)]`), unknown
+/// names refused (`deny_unknown_fields`), each field's doc comment its help text.
+pub trait Knobs: Serialize + DeserializeOwned + Default + schemars::JsonSchema {
+    /// Range checks of the knobs together (the registry's `check` sees the whole recipe).
+    fn check(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// One knob as the CLI and the docs show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnobDoc {
+    pub name: String,
+    /// The field's doc comment.
+    pub help: String,
+    /// Its value when unset (None: the method derives it from the data or other knobs).
+    pub default: Option<toml::Value>,
+    /// A switch: `--name` alone means true.
+    pub switch: bool,
+}
+
+/// What the registry keeps of a method's knob struct (type-erased, so that it fits a const).
+#[derive(Clone, Copy)]
+pub struct OwnKnobs {
+    docs: fn() -> Vec<KnobDoc>,
+    /// Parses and range-checks a map into the struct.
+    pub check: fn(&KnobMap) -> Result<()>,
+    /// The fields this method reads, when variants share one struct (DPAR's GM reads c1, EM c2).
+    only: Option<&'static [&'static str]>,
+}
+
+impl OwnKnobs {
+    /// The knobs the method reads, with their docs.
+    pub fn docs(&self) -> Vec<KnobDoc> {
+        let mut all = (self.docs)();
+        if let Some(only) = self.only {
+            all.retain(|d| only.contains(&d.name.as_str()));
+        }
+        all
+    }
+}
+
+/// The registry entry of knob struct `T`.
+pub const fn own<T: Knobs>() -> OwnKnobs {
+    OwnKnobs { docs: docs::<T>, check: check::<T>, only: None }
+}
+
+/// The registry entry of the fields `only` of knob struct `T`.
+pub const fn own_some<T: Knobs>(only: &'static [&'static str]) -> OwnKnobs {
+    OwnKnobs { docs: docs::<T>, check: check::<T>, only: Some(only) }
+}
+
+fn check<T: Knobs>(map: &KnobMap) -> Result<()> {
+    map.parse::<T>().map(|_| ())
+}
+
+/// The fields of `T` from its JSON schema (names, doc comments, types) and its `Default` (values).
+fn docs<T: Knobs>() -> Vec<KnobDoc> {
+    let schema = schemars::schema_for!(T);
+    let defaults = toml::Table::try_from(T::default()).unwrap_or_default();
+    let Some(props) = schema.get("properties").and_then(|p| p.as_object()) else { return vec![] };
+    props
+        .iter()
+        .map(|(name, p)| {
+            let help = p.get("description").and_then(|d| d.as_str()).unwrap_or("").split_whitespace();
+            let ty = p.get("type");
+            let switch = ty.is_some_and(|t| t == "boolean");
+            KnobDoc {
+                name: name.clone(),
+                help: help.collect::<Vec<_>>().join(" "),
+                default: defaults.get(name).cloned(),
+                switch,
+            }
+        })
+        .collect()
+}
+
+/// The names of `method`'s own knobs.
+pub fn names_of(method: Method) -> Vec<String> {
+    method.spec().own_knobs.map(|o| o.docs().into_iter().map(|d| d.name).collect()).unwrap_or_default()
+}
+
+/// A knob value typed on the command line: a TOML value (`10`, `0.5`, `true`, `inf`), else a
+/// bare word (`coteach`).
+pub fn parse_cli_value(text: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {text}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(text.to_string()))
+}
+
+/// Every own knob of every method, once, with the methods that read it: the CLI's flags.
+pub fn all_docs() -> Vec<(KnobDoc, Vec<&'static str>)> {
+    let mut out: Vec<(KnobDoc, Vec<&'static str>)> = vec![];
+    for m in Method::ALL {
+        for d in m.spec().own_knobs.map(|o| o.docs()).unwrap_or_default() {
+            match out.iter_mut().find(|(o, _)| o.name == d.name) {
+                Some((_, readers)) => readers.push(m.name()),
+                None => out.push((d, vec![m.name()])),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A knob struct as a method declares one.
+    #[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+    #[serde(default, deny_unknown_fields)]
+    struct Toy {
+        /// Teachers voting.
+        teachers: Option<usize>,
+        /// Run anyway.
+        force: bool,
+        /// A rate.
+        rate: f64,
+    }
+    impl Knobs for Toy {}
+
+    #[test]
+    fn a_wrong_type_names_its_knob_and_nulls_are_unset() {
+        let map: KnobMap = serde_json::from_str(r#"{"teachers": null, "rate": 0.5}"#).unwrap();
+        assert!(!map.contains("teachers"));
+        assert_eq!(map.parse::<Toy>().unwrap().rate, 0.5);
+        let mut bad = map.clone();
+        bad.set("teachers", "ten");
+        match bad.parse::<Toy>() {
+            Err(Error::InvalidParam { field, .. }) => assert_eq!(field, "teachers"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn docs_list_every_field_with_help_and_switches() {
+        let d = docs::<Toy>();
+        let names: Vec<&str> = d.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["force", "rate", "teachers"]);
+        assert!(d[0].switch && !d[1].switch);
+        assert_eq!(d[2].help, "Teachers voting.");
+        assert_eq!(d[1].default, Some(toml::Value::Float(0.0)));
+        assert_eq!(d[2].default, None);
+    }
+
+    #[test]
+    fn cli_values_read_as_toml_else_words() {
+        assert_eq!(parse_cli_value("10"), toml::Value::Integer(10));
+        assert_eq!(parse_cli_value("0.5"), toml::Value::Float(0.5));
+        assert_eq!(parse_cli_value("coteach"), toml::Value::String("coteach".into()));
+        assert_eq!(parse_cli_value("true"), toml::Value::Boolean(true));
+    }
+}
