@@ -6,8 +6,13 @@ cd "$(dirname "$0")/.."
 . scripts/libtorch-env.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gnnaudit/target}"
 export GNNAUDIT_DATA="${GNNAUDIT_DATA:-$PWD/../shared/datasets}"
-# One test at a time within each test binary: libtorch's random generator is process-wide, so
-# tests that seed it and assert reproducible results interfere when the harness runs them in
-# parallel threads (seen: GAP-EDP at sigma 0 differing from GAP-inf). Torch ops still use both cores.
+if cargo nextest --version >/dev/null 2>&1; then
+  # One process per test (.config/nextest.toml), as many at once as there are cores.
+  exec cargo nextest run --workspace "$@"
+fi
+# Without cargo-nextest: one test at a time within each test binary, because libtorch's random
+# generator is process-wide and tests that seed it and assert reproducible results interfere
+# when the harness runs them as parallel threads of one process.
+echo "note: cargo-nextest not found; running the tests one at a time per binary" >&2
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
 exec cargo test --workspace "$@"

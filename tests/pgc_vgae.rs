@@ -120,7 +120,7 @@ fn bad_input_exits_2_naming_the_field() {
         assert!(err.contains(field), "{args:?} should name {field}: {err}");
     }
     let mut r = Recipe::new(Method::PgcVgae, Some(1.0));
-    r.sampled = 5;
+    r.knobs.set("sampled", 5);
     assert!(r.validate().unwrap_err().to_string().contains("sampled"));
     assert!(Recipe::new(Method::PgcVgae, Some(1.0)).validate().is_ok());
 }

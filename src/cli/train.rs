@@ -97,24 +97,6 @@ pub struct RecipeArgs {
     /// LPGNN: multi-bit's m (default m* of Proposition 3).
     #[arg(long)]
     pub multibit_m: Option<usize>,
-    /// DP-GNN: share of epsilon spent on the test-time aggregation release, in (0, 1).
-    #[arg(long, allow_negative_numbers = true)]
-    pub inference_budget: Option<f64>,
-    /// RGNN: m, features sampled by GRR-FS per record (default 10).
-    #[arg(long)]
-    pub sampled: Option<usize>,
-    /// RGNN: bags of the label-proportion loss (graph-partition parts, default 16).
-    #[arg(long)]
-    pub clusters: Option<usize>,
-    /// RGNN: weight of the label-proportion loss (default 1; 0 = off).
-    #[arg(long, allow_negative_numbers = true)]
-    pub alpha: Option<f64>,
-    /// RGNN: feature group size g (default: the paper's, cora 25, facebook-pagepage 100).
-    #[arg(long)]
-    pub group_size: Option<usize>,
-    /// RGNN: label-proportion KL direction.
-    #[arg(long)]
-    pub kl_direction: Option<crate::methods::rgnn::KlDirection>,
     /// PGC / PGC-VGAE per-feature randomiser: onebit (= pgc), laplace, piecewise (raw: omit --epsilon).
     #[arg(long)]
     pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
@@ -161,12 +143,6 @@ impl RecipeArgs {
             backbone,
             features,
             multibit_m,
-            inference_budget,
-            sampled,
-            clusters,
-            alpha,
-            group_size,
-            kl_direction,
             mechanism,
             accountant
         );
@@ -203,12 +179,9 @@ impl RecipeArgs {
              max_grad_norm => max_grad_norm, encoder_layers => encoder_layers, head_layers => head_layers,
              mlp_layers => mlp_layers, aggregation => aggregation, epsilon_x => epsilon_x,
              epsilon_y => epsilon_y, kx => kx, ky => ky, training => training, backbone => backbone,
-             features => features, sampled => sampled, clusters => clusters, alpha => alpha,
-             kl_direction => kl_direction, mechanism => mechanism, accountant => accountant);
-        r.group_size = self.group_size.or(r.group_size);
+             features => features, mechanism => mechanism, accountant => accountant);
         r.mp_layers = self.mp_layers;
         r.multibit_m = self.multibit_m;
-        r.inference_budget = self.inference_budget;
         for (k, v) in self.own.given() {
             r.knobs.set(k, crate::methods::knobs::parse_cli_value(v));
         }

@@ -535,7 +535,7 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
         dropout: recipe.dropout,
         // --batch-norm false switches the group norm off.
         norm_groups: if recipe.norm() == crate::models::NormKind::None { 0 } else { recipe.norm_groups() },
-        inference_budget: recipe.inference_budget.unwrap_or(d.inference_budget),
+        inference_budget: recipe.own::<DpgnnKnobs>()?.inference_budget,
         row_clipping: recipe.method == crate::methods::Method::DpgnnRowclip,
         ..d
     };
@@ -545,6 +545,22 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
 // ---------------------------------------------------------------- registry entries
 
 use crate::methods::registry::MethodSpec;
+
+/// DP-GNN's own knob (the recipe's knob map).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct DpgnnKnobs {
+    /// Share of epsilon spent on the test-time aggregation release, in (0, 1).
+    pub inference_budget: f64,
+}
+
+impl Default for DpgnnKnobs {
+    fn default() -> Self {
+        DpgnnKnobs { inference_budget: DpgnnConfig::default().inference_budget }
+    }
+}
+
+impl crate::methods::knobs::Knobs for DpgnnKnobs {}
 
 fn dpgnn_budget(
     recipe: &crate::methods::Recipe,
@@ -574,13 +590,13 @@ const KNOBS: &[&str] = &[
     "dropout",
     "batch_norm",
     "norm_groups",
-    "inference_budget",
 ];
 
 pub const DPGNN: MethodSpec = MethodSpec {
     epochs: 10,
     batch_norm: false,
     knobs: KNOBS,
+    own_knobs: Some(crate::methods::knobs::own::<DpgnnKnobs>()),
     defaults: dpgnn_defaults,
     load: Some(load_checkpoint),
     ..MethodSpec::new(

@@ -130,18 +130,6 @@ pub struct Recipe {
     pub features: crate::methods::lpgnn::FeatureMode,
     /// LPGNN: multi-bit's m (None = m* of Proposition 3; `features = onebit` is m = d).
     pub multibit_m: Option<usize>,
-    /// DP-GNN: share of epsilon spent on the test-time aggregation release (None = its default).
-    pub inference_budget: Option<f64>,
-    /// RGNN: m, the features GRR-FS samples per record.
-    pub sampled: usize,
-    /// RGNN: bags (graph-partition parts) of the label-proportion loss.
-    pub clusters: usize,
-    /// RGNN: weight of the label-proportion loss (0 = off).
-    pub alpha: f64,
-    /// RGNN: feature group size g (None = the paper's for the dataset).
-    pub group_size: Option<usize>,
-    /// RGNN: direction of the label-proportion KL divergence.
-    pub kl_direction: crate::methods::rgnn::KlDirection,
     /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
     pub mechanism: crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind,
     /// The accountant the noise is calibrated to (rdp or pld); written only when not rdp, so
@@ -190,12 +178,6 @@ impl Default for Recipe {
             backbone: crate::methods::backbone::GnnKind::Sage,
             features: crate::methods::lpgnn::FeatureMode::Multibit,
             multibit_m: None,
-            inference_budget: None,
-            sampled: 10,
-            clusters: 16,
-            alpha: 1.0,
-            group_size: None,
-            kl_direction: crate::methods::rgnn::KlDirection::TargetPredicted,
             mechanism: Default::default(),
             accountant: Default::default(),
             knobs: Default::default(),

@@ -30,7 +30,18 @@ use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
 /// Direction of the LLP divergence. The paper writes KL(b_hat || b_tilde); the reference code
 /// computes `F.kl_div(log b_hat, b_tilde)` = KL(b_tilde || b_hat), the default here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+    Default,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 #[value(rename_all = "kebab-case")]
 pub enum KlDirection {
@@ -40,6 +51,37 @@ pub enum KlDirection {
     /// KL(predicted || estimated), as eq. 5 is written.
     PredictedTarget,
 }
+
+/// RGNN's own knobs (the recipe's knob map; defaults from spec 2.6, the code's).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RgnnKnobs {
+    /// m, the features GRR-FS samples per record.
+    pub sampled: usize,
+    /// Bags (graph-partition parts) of the label-proportion loss.
+    pub clusters: usize,
+    /// Weight of the label-proportion loss (0 = off).
+    pub alpha: f64,
+    /// Feature group size g (default: the paper's, cora 25, facebook-pagepage 100).
+    pub group_size: Option<usize>,
+    /// Direction of the label-proportion KL divergence.
+    pub kl_direction: KlDirection,
+}
+
+impl Default for RgnnKnobs {
+    fn default() -> Self {
+        let c = RgnnConfig::default();
+        RgnnKnobs {
+            sampled: c.sampled,
+            clusters: c.clusters,
+            alpha: c.alpha,
+            group_size: c.group_size,
+            kl_direction: c.kl_direction,
+        }
+    }
+}
+
+impl crate::methods::knobs::Knobs for RgnnKnobs {}
 
 /// RGNN hyper-parameters; defaults from spec 2.6 (code defaults, m = 10, 100 epochs).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -410,7 +452,7 @@ pub fn load_checkpoint(
     cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
-    let config = config(&meta.recipe);
+    let config = config(&meta.recipe)?;
     let mut vs = nn::VarStore::new(tch::Device::Cpu);
     let gnn = TwoLayerGnn::new(
         &vs.root(),
@@ -637,28 +679,29 @@ pub fn train_recipe(
     seed: u64,
     _acct: &crate::train::accounting::Accounting,
 ) -> Result<TrainedRun> {
-    train(data, &config(recipe), seed)
+    train(data, &config(recipe)?, seed)
 }
 
 /// The [`RgnnConfig`] of a recipe (see [`train_recipe`]).
-pub fn config(recipe: &crate::methods::Recipe) -> RgnnConfig {
-    RgnnConfig {
+pub fn config(recipe: &crate::methods::Recipe) -> Result<RgnnConfig> {
+    let k: RgnnKnobs = recipe.own()?;
+    Ok(RgnnConfig {
         epsilon_x: recipe.epsilon_x,
         epsilon_y: recipe.epsilon_y,
-        sampled: recipe.sampled,
+        sampled: k.sampled,
         kx: recipe.kx,
         ky: recipe.ky,
-        clusters: recipe.clusters,
-        alpha: recipe.alpha,
-        group_size: recipe.group_size,
-        kl_direction: recipe.kl_direction,
+        clusters: k.clusters,
+        alpha: k.alpha,
+        group_size: k.group_size,
+        kl_direction: k.kl_direction,
         backbone: recipe.backbone,
         hidden: recipe.hidden as i64,
         dropout: recipe.dropout,
         learning_rate: recipe.lr,
         weight_decay: recipe.weight_decay,
         epochs: recipe.epochs(),
-    }
+    })
 }
 // ---------------------------------------------------------------- registry entries
 
@@ -675,7 +718,7 @@ fn rgnn_budget(
     _seed: u64,
     _acct: &crate::train::accounting::Accounting,
 ) -> Result<Budget> {
-    let cfg = config(recipe);
+    let cfg = config(recipe)?;
     cfg.validate()?;
     let grouped = grouping::group_features(&data.features, cfg.group_size_for(data.num_features())?)?;
     cfg.budget(grouped.size()[1] as usize)
@@ -685,21 +728,8 @@ pub const RGNN: MethodSpec = MethodSpec {
     takes_epsilon: false,
     split: crate::data::SplitRatios::LPGNN,
     sweeps_local_budgets: true,
-    knobs: &[
-        "epsilon_x",
-        "epsilon_y",
-        "sampled",
-        "kx",
-        "ky",
-        "clusters",
-        "alpha",
-        "group_size",
-        "kl_direction",
-        "backbone",
-        "hidden",
-        "dropout",
-        "weight_decay",
-    ],
+    own_knobs: Some(crate::methods::knobs::own::<RgnnKnobs>()),
+    knobs: &["epsilon_x", "epsilon_y", "kx", "ky", "backbone", "hidden", "dropout", "weight_decay"],
     defaults: rgnn_defaults,
     load: Some(load_checkpoint),
     ..MethodSpec::new(
