@@ -43,8 +43,15 @@ impl KnobMap {
     /// `Option`s as nulls, already dropped); for a method that does not own them they are noise.
     pub fn forget_v1_defaults(&mut self, method: Method) {
         let own = names_of(method);
-        let v1: [(&str, toml::Value); 3] =
-            [("subclasses", 10.into()), ("relation", "unbounded".into()), ("allow_large_delta", false.into())];
+        let v1: [(&str, toml::Value); 7] = [
+            ("sampled", 10.into()),
+            ("clusters", 16.into()),
+            ("alpha", 1.0.into()),
+            ("kl_direction", "target-predicted".into()),
+            ("subclasses", 10.into()),
+            ("relation", "unbounded".into()),
+            ("allow_large_delta", false.into()),
+        ];
         for (k, v) in v1 {
             if !own.iter().any(|o| o == k) && self.0.get(k) == Some(&v) {
                 self.0.remove(k);
@@ -213,6 +220,36 @@ mod tests {
         assert_eq!(d[2].help, "Teachers voting.");
         assert_eq!(d[1].default, Some(toml::Value::Float(0.0)));
         assert_eq!(d[2].default, None);
+    }
+
+    /// The recipe of a gap-edp checkpoint written before the knob structs (format v1): every
+    /// field of the flat recipe, unset ones as nulls.
+    const V1_RECIPE: &str = r#"{"method": "gap-edp", "epsilon": 1.0, "delta": null, "hops": null, "depth": null,
+        "max_degree": 100, "epochs": 2, "batch_size": null, "hidden": 16, "lr": 0.01, "weight_decay": 0.0,
+        "dropout": 0.0, "activation": "selu", "optimizer": "adam", "mlp_layers": 2, "encoder_layers": 2,
+        "base_layers": null, "head_layers": 1, "batch_norm": null, "norm_groups": null, "max_grad_norm": 1.0,
+        "layerwise": false, "select_best_val": true, "mp_layers": null, "aggregation": "sum", "epsilon_x": 1.0,
+        "epsilon_y": 1.0, "kx": 16, "ky": 8, "training": "drop", "backbone": "sage", "features": "multibit",
+        "multibit_m": null, "inference_budget": null, "sampled": 10, "clusters": 16, "alpha": 1.0,
+        "group_size": null, "kl_direction": "target-predicted", "mechanism": "onebit", "teachers": null,
+        "queries": null, "vote_threshold": null, "check_noise_ratio": null, "student": null, "noise_rate": null,
+        "removal_ratio": null, "count_decay": null, "unit_rate": null, "subclasses": 10, "relation": "unbounded",
+        "allow_large_delta": false}"#;
+
+    #[test]
+    fn a_v1_checkpoint_recipe_reads_as_the_same_recipe() {
+        let mut r: crate::methods::Recipe = serde_json::from_str(V1_RECIPE).unwrap();
+        assert!(r.validate().is_err(), "unowned knobs are refused until the v1 defaults are forgotten");
+        r.knobs.forget_v1_defaults(r.method);
+        r.validate().unwrap();
+        let mut now = crate::methods::Recipe::new(Method::GapEdp, Some(1.0));
+        now.epochs = Some(2);
+        assert_eq!(r, now);
+        // A v1 value away from its default is kept (and then refused by name), never dropped.
+        let text = V1_RECIPE.replace("\"clusters\": 16", "\"clusters\": 3");
+        let mut odd: crate::methods::Recipe = serde_json::from_str(&text).unwrap();
+        odd.knobs.forget_v1_defaults(odd.method);
+        assert!(matches!(odd.validate(), Err(Error::InvalidParam { field, .. }) if field == "clusters"));
     }
 
     #[test]
