@@ -12,6 +12,7 @@
 //! two runs differ only by the removed unit. Noise is left out: it would cancel in the difference.
 //! A ratio above 1 + 1e-6 is a sensitivity bug that no black-box attack has the power to see.
 mod families;
+pub mod unit_dp;
 pub mod units;
 
 use crate::data::Dataset;
@@ -108,13 +109,6 @@ pub fn check_method(method: Method) -> Result<()> {
             "method",
             format!("{} has no sensitivity replay yet (its DP-APPR rows and capped DP-SGD are not replayed)", m.name()),
         )),
-        Method::ClassDpMlp | Method::SubclassDpMlp => Err(Error::invalid(
-            "method",
-            format!(
-                "{}: the sensitivity replay of unit-level (class/subclass) clipping is not built yet",
-                method.name()
-            ),
-        )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
         }
@@ -134,6 +128,7 @@ pub fn replay(recipe: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<R
         Method::DpMlp => families::dp_mlp(recipe, data, opts)?,
         Method::SageEdp => families::edge_rand(data, opts)?,
         Method::Dpgnn | Method::DpgnnRowclip => families::dpgnn(recipe, data, opts)?,
+        Method::ClassDpMlp | Method::SubclassDpMlp => unit_dp::replay(recipe, data, opts)?,
         m => unreachable!("{} was refused by check_method", m.name()),
     };
     let max_of = |worst: Option<bool>| {
