@@ -11,6 +11,7 @@
 //! the sample, and batch coins come from per-(seed, node, step) streams ([`units::coin`]), so the
 //! two runs differ only by the removed unit. Noise is left out: it would cancel in the difference.
 //! A ratio above 1 + 1e-6 is a sensitivity bug that no black-box attack has the power to see.
+pub mod dpar_rows;
 mod families;
 pub mod unit_dp;
 pub mod units;
@@ -105,9 +106,13 @@ pub fn check_method(method: Method) -> Result<()> {
             "graph-pate releases noisy vote counts whose sensitivity (1 and sqrt 2) holds by the disjoint \
              partition, not by a clip a replay can measure; its accounting is checked by golden tests",
         )),
-        m if m.is_dpar() => Err(Error::invalid(
+        m if m.is_dpar() && m != Method::DparGm => Err(Error::invalid(
             "method",
-            format!("{} has no sensitivity replay yet (its DP-APPR rows and capped DP-SGD are not replayed)", m.name()),
+            format!(
+                "{} has no sensitivity replay yet (dpar-gm's Gaussian DP-APPR rows are replayed; the exponential \
+                 rows and the capped DP-SGD are not)",
+                m.name()
+            ),
         )),
         m if !m.takes_epsilon() => {
             Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
@@ -129,6 +134,7 @@ pub fn replay(recipe: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<R
         Method::SageEdp => families::edge_rand(data, opts)?,
         Method::Dpgnn | Method::DpgnnRowclip => families::dpgnn(recipe, data, opts)?,
         Method::ClassDpMlp | Method::SubclassDpMlp => unit_dp::replay(recipe, data, opts)?,
+        Method::DparGm => dpar_rows::replay(recipe, data, opts)?,
         m => unreachable!("{} was refused by check_method", m.name()),
     };
     let max_of = |worst: Option<bool>| {
