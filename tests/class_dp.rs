@@ -203,6 +203,7 @@ fn unit_clipping_replay_holds_and_flags_per_record_clipping() {
     r.relation = Relation::Unbounded;
     let (_, planted) = unit_dp::replay_with(&r, &ds, &opts, per_record_clipping).unwrap();
     let max = planted.iter().map(|x| x.ratio).fold(0.0, f64::max);
+    eprintln!("subclass replay max ratio {}, planted per-record clipping (class level) max ratio {max}", rep.max_ratio);
     assert!(max > 2.0 && gnnaudit::replay::verdict(max) == "violated", "{planted:?}");
 }
 

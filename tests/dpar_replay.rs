@@ -36,5 +36,6 @@ fn dp_appr_rows_stay_within_sqrt2_c1_and_an_unclipped_row_is_flagged() {
     let one = ReplayOptions { seed: 0, random_units: 0 };
     let (_, planted) = dpar_rows::replay_with(&r, &ds, &one, unclipped, dpar_rows::declared_sensitivity(c1)).unwrap();
     let max = planted.iter().map(|x| x.ratio).fold(0.0, f64::max);
+    eprintln!("shipped max ratio {}, planted max ratio {max}", rep.max_ratio);
     assert!(max > 2.0 && verdict(max) == "violated", "{planted:?}");
 }

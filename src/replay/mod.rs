@@ -13,6 +13,7 @@
 //! A ratio above 1 + 1e-6 is a sensitivity bug that no black-box attack has the power to see.
 pub mod dpar_rows;
 mod families;
+pub mod pate_votes;
 pub mod unit_dp;
 pub mod units;
 
@@ -101,11 +102,6 @@ pub fn check_method(method: Method) -> Result<()> {
             "method",
             "pgc is local DP per feature: no sensitivity-calibrated release to replay; use the mechanism audit",
         )),
-        Method::GraphPate => Err(Error::invalid(
-            "method",
-            "graph-pate releases noisy vote counts whose sensitivity (1 and sqrt 2) holds by the disjoint \
-             partition, not by a clip a replay can measure; its accounting is checked by golden tests",
-        )),
         m if m.is_dpar() && m != Method::DparGm => Err(Error::invalid(
             "method",
             format!(
@@ -135,6 +131,7 @@ pub fn replay(recipe: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<R
         Method::Dpgnn | Method::DpgnnRowclip => families::dpgnn(recipe, data, opts)?,
         Method::ClassDpMlp | Method::SubclassDpMlp => unit_dp::replay(recipe, data, opts)?,
         Method::DparGm => dpar_rows::replay(recipe, data, opts)?,
+        Method::GraphPate => pate_votes::replay(recipe, data, opts)?,
         m => unreachable!("{} was refused by check_method", m.name()),
     };
     let max_of = |worst: Option<bool>| {
