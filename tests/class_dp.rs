@@ -117,7 +117,7 @@ fn train_and_account_state_the_same_epsilon() {
 /// Accuracy above a floor on cora (largest class 30%, 1/7 = 14%). Class level: 7 units leave
 /// Algorithm 5 a whole-run signal-to-noise of about mu 7 / sqrt(weights), so a class-level epsilon
 /// must be large (the thesis's class-DP claims are 40-62): the default linear model (the thesis's
-/// softmax regression) with q = 1 at eps 300, 50 epochs, scores 44-48% on seeds 1-4 (the 2-layer
+/// softmax regression) with q = 1 at eps 300, 50 epochs, scores 40-48% on seeds 0-6 (the 2-layer
 /// MLP it replaced stayed near chance up to eps ~300 at q 0.33). Subclass level at eps 8.
 #[test]
 fn class_and_subclass_dp_mlp_learn_cora() {
@@ -138,7 +138,7 @@ fn class_and_subclass_dp_mlp_learn_cora() {
         "50",
     ]);
     let acc = class["test_accuracy"]["mean"].as_f64().unwrap();
-    assert!(acc > 0.38, "class-dp-mlp eps 300: {acc}");
+    assert!(acc > 0.36, "class-dp-mlp eps 300: {acc}");
     assert_eq!(class["budget"]["privacy_unit"], "class");
     let sub = json(&[
         "train",
