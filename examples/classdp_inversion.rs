@@ -27,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let record = list(args.get(5), "8,2,0.5");
     let subclass = list(args.get(6), "30,8,3");
     let k_sub: usize = args.get(7).map_or(Ok(50), |s| s.parse())?;
-    tch::set_num_threads(2);
+    // Threads follow OMP_NUM_THREADS (runs share a small machine).
     let accounting = gnnaudit::train::accounting::Accounting::rdp_only();
     let raw = data::load_dataset(name, None)?;
     let ds = data::transforms::prepare_like_gap(&raw, min_class, SplitRatios::default(), seed)?;

@@ -11,7 +11,10 @@
 //! the sample, and batch coins come from per-(seed, node, step) streams ([`units::coin`]), so the
 //! two runs differ only by the removed unit. Noise is left out: it would cancel in the difference.
 //! A ratio above 1 + 1e-6 is a sensitivity bug that no black-box attack has the power to see.
+pub mod dpar_rows;
 mod families;
+pub mod pate_votes;
+pub mod unit_dp;
 pub mod units;
 
 use crate::data::Dataset;
@@ -99,20 +102,12 @@ pub fn check_method(method: Method) -> Result<()> {
             "method",
             "pgc is local DP per feature: no sensitivity-calibrated release to replay; use the mechanism audit",
         )),
-        Method::GraphPate => Err(Error::invalid(
-            "method",
-            "graph-pate releases noisy vote counts whose sensitivity (1 and sqrt 2) holds by the disjoint \
-             partition, not by a clip a replay can measure; its accounting is checked by golden tests",
-        )),
-        m if m.is_dpar() => Err(Error::invalid(
-            "method",
-            format!("{} has no sensitivity replay yet (its DP-APPR rows and capped DP-SGD are not replayed)", m.name()),
-        )),
-        Method::ClassDpMlp | Method::SubclassDpMlp => Err(Error::invalid(
+        m if m.is_dpar() && m != Method::DparGm => Err(Error::invalid(
             "method",
             format!(
-                "{}: the sensitivity replay of unit-level (class/subclass) clipping is not built yet",
-                method.name()
+                "{} has no sensitivity replay yet (dpar-gm's Gaussian DP-APPR rows are replayed; the exponential \
+                 rows and the capped DP-SGD are not)",
+                m.name()
             ),
         )),
         m if !m.takes_epsilon() => {
@@ -134,6 +129,9 @@ pub fn replay(recipe: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<R
         Method::DpMlp => families::dp_mlp(recipe, data, opts)?,
         Method::SageEdp => families::edge_rand(data, opts)?,
         Method::Dpgnn | Method::DpgnnRowclip => families::dpgnn(recipe, data, opts)?,
+        Method::ClassDpMlp | Method::SubclassDpMlp => unit_dp::replay(recipe, data, opts)?,
+        Method::DparGm => dpar_rows::replay(recipe, data, opts)?,
+        Method::GraphPate => pate_votes::replay(recipe, data, opts)?,
         m => unreachable!("{} was refused by check_method", m.name()),
     };
     let max_of = |worst: Option<bool>| {
