@@ -223,6 +223,7 @@ fn audit_configs_run_the_sensitivity_kind() {
     assert_eq!(verdicts, ["holds", "no claim", "violated"], "{verdicts:?}");
     let replayed = records.iter().find(|a| a["verdict"] == "holds").unwrap();
     assert!(replayed["details"]["max_ratio"].as_f64().unwrap() <= 1.0 + TOLERANCE);
+    assert!(replayed["details"].get("seconds").is_none(), "wall time stays out of the reproducible part");
     // `check` reads the report (the records' constant-score AUC passes every domain check) and
     // fails (exit 1) on the violated replay alone.
     let thresholds = dir.path().join("thresholds.toml");

@@ -36,7 +36,10 @@ pub fn record(spec: &AttackSpec, recipe: &Recipe, ds: &Dataset, seed: u64) -> Re
         .map_err(|(k, m)| crate::Error::invalid(format!("attack {}.{k}", spec.label()), m))?;
     let (verdict, details) = if recipe.is_private() && crate::replay::check_method(recipe.method).is_ok() {
         let rep = replay(recipe, ds, &ReplayOptions { seed, random_units: random })?;
-        (rep.verdict.clone(), serde_json::to_value(&rep)?)
+        let mut details = serde_json::to_value(&rep)?;
+        // Wall time stays out of the reproducible part of report.json (the run keeps cell times).
+        details.as_object_mut().map(|d| d.remove("seconds"));
+        (rep.verdict.clone(), details)
     } else {
         let note = format!("{} makes no sensitivity-calibrated release at this setting", recipe.method.name());
         ("no claim".to_string(), serde_json::json!({ "note": note }))
