@@ -307,7 +307,7 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
         epochs: config.max_epochs,
         batching: Batching::Full,
         selection: Selection::LowestValLoss { ties: Ties::Earliest },
-        early_stop: Some(EarlyStop { patience: PATIENCE, min_epochs: MIN_EPOCHS }),
+        early_stop: Some(EarlyStop { patience: PATIENCE, min_epochs: MIN_EPOCHS, check_every: 1 }),
     };
     drive(&mut t, &labels.train, &schedule)?;
     let accuracy = labels.accuracy(&tch::no_grad(|| gcn.forward_t(&gc, &adj, false)));

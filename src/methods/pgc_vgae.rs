@@ -23,6 +23,7 @@ use crate::methods::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
 use crate::models::gcn::gcn_normalized;
 use crate::privacy::accountant::{Budget, PrivacyUnit};
 use crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind;
+use crate::train::fit::{drive, Batching, EarlyStop, Evaluation, Schedule, Selection, Ties, Trainee};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
@@ -288,6 +289,52 @@ impl TrainedModel for VgaeModel {
     }
 }
 
+/// One VGAE under training: a step is one full-graph ELBO step against fresh training negatives;
+/// validation is the reconstruction loss on the held-out edges and non-edges.
+struct VgaeTrainee<'a> {
+    vs: &'a nn::VarStore,
+    encoder: &'a Encoder,
+    gc: &'a Tensor,
+    adj: &'a Tensor,
+    opt: nn::Optimizer,
+    split: &'a EdgeSplit,
+    train_pos: &'a (Tensor, Tensor),
+    /// Held-out edges and non-edges (each a pair of endpoint index tensors).
+    val: ((Tensor, Tensor), (Tensor, Tensor)),
+    nodes: f64,
+    rng: ChaCha8Rng,
+}
+
+impl Trainee for VgaeTrainee<'_> {
+    fn step(&mut self, _batch: &Tensor) -> Result<()> {
+        let (mu, logstd) = self.encoder.forward_t(self.gc, self.adj, true);
+        let z = &mu + Tensor::randn_like(&mu) * logstd.exp();
+        let neg = pair_index(&sample_non_edges(&self.split.train_graph, self.split.train.len(), &mut self.rng));
+        let kl: Tensor = (&logstd * 2.0 + 1.0 - mu.pow_tensor_scalar(2) - (&logstd * 2.0).exp())
+            .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
+            .mean(Kind::Float)
+            * -0.5;
+        let loss: Tensor = recon_loss(&z, self.train_pos, &neg) + kl / self.nodes;
+        self.opt.zero_grad();
+        loss.backward();
+        self.opt.step();
+        Ok(())
+    }
+    fn check(&self, _epoch: usize) -> Result<()> {
+        Ok(())
+    }
+    fn evaluate(&self) -> Evaluation {
+        let val_loss = tch::no_grad(|| {
+            let (mu, _) = self.encoder.forward_t(self.gc, self.adj, false);
+            recon_loss(&mu, &self.val.0, &self.val.1).double_value(&[])
+        });
+        Evaluation { val_accuracy: f64::NAN, val_loss, admissible: true }
+    }
+    fn variables(&self) -> &nn::VarStore {
+        self.vs
+    }
+}
+
 /// Trains the VGAE for link prediction on `data` (its node split and labels are not used).
 pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRun> {
     if !(0.0..1.0).contains(&config.dropout) {
@@ -309,45 +356,33 @@ pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRu
 
     let vs = nn::VarStore::new(tch::Device::Cpu);
     let encoder = Encoder::new(&vs.root(), config, data.num_features() as i64, LATENT);
-    let mut opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
-    let n = data.num_nodes() as f64;
+    let opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
     let train_pos = pair_index(&split.train);
-    let (val_pos, val_neg) = (pair_index(&split.val_pos), pair_index(&split.val_neg));
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_ed9e);
-
-    let mut best: Option<(f64, Vec<(String, Tensor)>)> = None;
-    let mut checks_since_best = 0;
-    for epoch in 0..config.max_epochs {
-        let (mu, logstd) = encoder.forward_t(&gc, &adj, true);
-        let z = &mu + Tensor::randn_like(&mu) * logstd.exp();
-        let neg = pair_index(&sample_non_edges(&split.train_graph, split.train.len(), &mut rng));
-        let kl: Tensor = (&logstd * 2.0 + 1.0 - mu.pow_tensor_scalar(2) - (&logstd * 2.0).exp())
-            .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
-            .mean(Kind::Float)
-            * -0.5;
-        let loss: Tensor = recon_loss(&z, &train_pos, &neg) + kl / n;
-        opt.zero_grad();
-        loss.backward();
-        opt.step();
-        if (epoch + 1) % CHECK_EVERY != 0 && epoch + 1 != config.max_epochs {
-            continue;
-        }
-        let val_loss = tch::no_grad(|| {
-            let (mu, _) = encoder.forward_t(&gc, &adj, false);
-            recon_loss(&mu, &val_pos, &val_neg).double_value(&[])
-        });
-        if best.as_ref().is_none_or(|(l, _)| val_loss < *l) {
-            best = Some((val_loss, crate::train::fit::snapshot(&vs)));
-            checks_since_best = 0;
-        } else {
-            checks_since_best += 1;
-        }
-        if checks_since_best >= PATIENCE_CHECKS && epoch + 1 >= MIN_EPOCHS {
-            break;
-        }
-    }
-    let (_, snap) = best.ok_or_else(|| Error::invalid("epochs", "must be >= 1"))?;
-    crate::train::fit::restore(&vs, &snap);
+    let mut t = VgaeTrainee {
+        vs: &vs,
+        encoder: &encoder,
+        gc: &gc,
+        adj: &adj,
+        opt,
+        split: &split,
+        train_pos: &train_pos,
+        val: (pair_index(&split.val_pos), pair_index(&split.val_neg)),
+        nodes: data.num_nodes() as f64,
+        rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_ed9e),
+    };
+    let schedule = Schedule {
+        epochs: config.max_epochs,
+        batching: Batching::Full,
+        selection: Selection::LowestValLoss { ties: Ties::Earliest },
+        // Patience in epochs: PATIENCE_CHECKS validation checks without a lower loss.
+        early_stop: Some(EarlyStop {
+            patience: PATIENCE_CHECKS * CHECK_EVERY,
+            min_epochs: MIN_EPOCHS,
+            check_every: CHECK_EVERY,
+        }),
+    };
+    // Every step sees the whole graph: the loop's node batch is not used.
+    drive(&mut t, &Tensor::zeros([1], (Kind::Int64, tch::Device::Cpu)), &schedule)?;
     // Training utility: the training edges against as many fresh non-edges (fixed seed).
     let mu = tch::no_grad(|| encoder.forward_t(&gc, &adj, false).0);
     let mut fixed = ChaCha8Rng::seed_from_u64(seed);

@@ -85,11 +85,13 @@ pub struct Schedule {
 }
 
 /// Stop once `patience` epochs have passed since the kept one, after at least `min_epochs`
-/// (PGC's training, Kipf & Welling's set-up).
+/// (PGC's training, Kipf & Welling's set-up). Validation runs every `check_every` epochs and
+/// after the last (PyG's VGAE example checks every 10): selection and the stop see only those.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EarlyStop {
     pub patience: usize,
     pub min_epochs: usize,
+    pub check_every: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,7 +179,8 @@ pub fn drive(t: &mut dyn Trainee, train: &Tensor, schedule: &Schedule) -> Result
             }
         }
         t.check(epoch)?;
-        if schedule.selection == Selection::Last {
+        let every = schedule.early_stop.map_or(1, |s| s.check_every.max(1));
+        if schedule.selection == Selection::Last || ((epoch + 1) % every != 0 && epoch + 1 != schedule.epochs) {
             continue;
         }
         let e = t.evaluate();
@@ -427,11 +430,17 @@ mod tests {
         assert_eq!(Scripted::kept(l, lowest(Ties::Latest)), 4);
         // Early stop: 2 epochs without a better one, after at least 4.
         let mut t = Scripted::new(acc(&[0.5, 0.7, 0.6, 0.6, 0.6, 0.9, 0.9]));
-        let stop = EarlyStop { patience: 2, min_epochs: 4 };
+        let stop = EarlyStop { patience: 2, min_epochs: 4, check_every: 1 };
         let schedule =
             Schedule { epochs: 7, batching: Batching::Full, selection: best(Ties::Earliest), early_stop: Some(stop) };
         let r = drive(&mut t, &Tensor::from_slice(&[0i64]), &schedule).unwrap();
         assert_eq!((r.steps, r.best_epoch), (4, 1));
+        // Checked every 2 epochs (and after the last): epochs 1, 3, 5, 6 are seen; 5 is best.
+        let mut t = Scripted::new(acc(&[0.9, 0.5, 0.6, 0.6, 0.6, 0.8, 0.7]));
+        let every = EarlyStop { patience: 10, min_epochs: 0, check_every: 2 };
+        let schedule = Schedule { early_stop: Some(every), ..schedule };
+        let r = drive(&mut t, &Tensor::from_slice(&[0i64]), &schedule).unwrap();
+        assert_eq!((r.steps, r.best_epoch), (7, 5));
         // None admissible: the lowest loss of all.
         assert_eq!(Scripted::kept(loss(&[(0.9, false), (0.2, false), (0.5, false)]), lowest(Ties::Latest)), 1);
     }
