@@ -392,7 +392,9 @@ impl Mlp {
         }
         let (z, sq) = acc.expect("at least one input");
         let z = if out < NARROW_OUTPUT { z.tr().contiguous() } else { z };
-        let y = z * sq.sqrt().clamp_min(1e-12).reciprocal() + &first.bs;
+        // As `row_normalize`: clamping the squared norm keeps an all-zero row's gradient 0 (a
+        // clamped square root's backward is 0 * inf = NaN there, which poisoned every weight).
+        let y = z * sq.clamp_min(1e-24).rsqrt() + &first.bs;
         let y = self.after_linear(0, y, f);
         self.forward_from(1, y, f)
     }
@@ -575,26 +577,37 @@ mod tests {
     }
 
     /// The head over a normalised concatenation, formed without the concatenation, gives the
-    /// plain route's outputs and parameter gradients (two layers, so the tail runs too).
+    /// plain route's outputs and parameter gradients, and the same gradients for its inputs, in
+    /// both orientations of its products (a class-count first layer, `W_k x_k^T`; a hidden one,
+    /// `x_k W_k^T`) and with one or two layers (so the tail runs too).
     #[test]
     fn normalized_concat_head_matches_the_plain_route() {
         tch::manual_seed(4);
         let style = MlpStyle { activation: Activation::Selu, dropout: 0.0, norm: NormKind::None };
-        let mut ps = ParamStore::new();
-        let head = Mlp::new(&mut ps, "head", 12, 8, 3, 2, true, style);
         let opts = (Kind::Float, Device::Cpu);
-        let xs: Vec<Tensor> = [4, 8].iter().map(|&w| Tensor::randn([10, w], opts)).collect();
-        let _ = xs[1].get(2).zero_(); // a zero row keeps the clamp's semantics
-        let _ = xs[0].get(2).zero_();
-        let params: Vec<&Tensor> = ps.params.iter().collect();
-        let c = Tensor::randn([10, 3], opts);
-        let fast = head.forward_normalized_concat(&xs, &mut Fwd::train());
-        let plain = head.forward(&row_normalize(&Tensor::cat(&xs, -1)), &mut Fwd::train());
-        assert!((&fast - &plain).abs().max().double_value(&[]) < 1e-5);
-        let g_fast = Tensor::run_backward(&[(&fast * &c).sum(Kind::Float)], &params, false, false);
-        let g_plain = Tensor::run_backward(&[(&plain * &c).sum(Kind::Float)], &params, false, false);
-        for (a, b) in g_fast.iter().zip(&g_plain) {
-            assert!((a - b).abs().max().double_value(&[]) < 1e-5);
+        for (hidden, layers) in [(8, 2), (NARROW_OUTPUT + 4, 2), (8, 1)] {
+            let mut ps = ParamStore::new();
+            let head = Mlp::new(&mut ps, "head", 12, hidden, 3, layers, true, style);
+            let inputs: Vec<Tensor> =
+                [4, 8].iter().map(|&w| Tensor::randn([10, w], opts).set_requires_grad(true)).collect();
+            // The bases' SELU sits between the leaves and the head, as in ProGAP.
+            let xs: Vec<Tensor> = inputs.iter().map(|x| x.selu()).collect();
+            let zero_row = Tensor::from_slice(&[1f32, 1., 0., 1., 1., 1., 1., 1., 1., 1.]).unsqueeze(1);
+            let xs: Vec<Tensor> = xs.iter().map(|x| x * &zero_row).collect(); // a zero row keeps the clamp's semantics
+            let params: Vec<&Tensor> = ps.params.iter().chain(&inputs).collect();
+            let c = Tensor::randn([10, 3], opts);
+            let fast = head.forward_normalized_concat(&xs, &mut Fwd::train());
+            let plain = head.forward(&row_normalize(&Tensor::cat(&xs, -1)), &mut Fwd::train());
+            assert_eq!(fast.size(), plain.size());
+            assert!((&fast - &plain).abs().max().double_value(&[]) < 1e-5, "hidden {hidden}, {layers} layers");
+            // The bases' part of the graph is shared by both routes: keep it for the second pass.
+            let g_fast = Tensor::run_backward(&[(&fast * &c).sum(Kind::Float)], &params, true, false);
+            let g_plain = Tensor::run_backward(&[(&plain * &c).sum(Kind::Float)], &params, false, false);
+            assert_eq!(g_fast.len(), params.len());
+            for (i, (a, b)) in g_fast.iter().zip(&g_plain).enumerate() {
+                let d = (a - b).abs().max().double_value(&[]);
+                assert!(d < 1e-5, "hidden {hidden}, {layers} layers, gradient {i}: {d} ({a:?} vs {b:?})");
+            }
         }
     }
 }
