@@ -4,8 +4,11 @@
 //! no training loop, optimiser, caches, checks or bookkeeping. A cell's in-process time over
 //! this floor is what the framework around the kernels costs.
 //!
-//! Left out (so the floor stays a lower bound): Adam's updates (a few parameter-sized ops),
-//! batch/group norm, dropout, the loss, and accuracy read-outs.
+//! Dense stacks carry the SELUs the models apply (between layers, after ProGAP's bases, on GAP's
+//! head input) and, where a trained stack sits below (GAP's and ProGAP's heads), the gradient
+//! for the input. Left out (so the floor stays a lower bound): Adam's updates (a few
+//! parameter-sized ops), batch/group norm, row normalisation, dropout, the loss, and accuracy
+//! read-outs; DP-SGD stacks keep "SELU between layers" only.
 use crate::data::Dataset;
 use crate::methods::{Method, Recipe};
 use crate::models::aggregation::aggregation_operator;
