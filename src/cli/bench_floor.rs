@@ -4,8 +4,11 @@
 //! no training loop, optimiser, caches, checks or bookkeeping. A cell's in-process time over
 //! this floor is what the framework around the kernels costs.
 //!
-//! Left out (so the floor stays a lower bound): Adam's updates (a few parameter-sized ops),
-//! batch/group norm, dropout, the loss, and accuracy read-outs.
+//! Dense stacks carry the SELUs the models apply (between layers, after ProGAP's bases, on GAP's
+//! head input) and, where a trained stack sits below (GAP's and ProGAP's heads), the gradient
+//! for the input. Left out (so the floor stays a lower bound): Adam's updates (a few
+//! parameter-sized ops), batch/group norm, row normalisation, dropout, the loss, and accuracy
+//! read-outs; DP-SGD stacks keep "SELU between layers" only.
 use crate::data::Dataset;
 use crate::methods::{Method, Recipe};
 use crate::models::aggregation::aggregation_operator;
@@ -74,15 +77,29 @@ impl Shapes {
 /// One kernel sequence of a plan, run `count` times by the cell.
 enum Work {
     /// A stack of dense layers (widths[0] -> widths[1] -> ...) over `rows` rows, SELU after each
-    /// but the last; forward only or forward + backward. `sparse_input`: the first layer reads the
-    /// sparse features (train rows when training, all rows otherwise).
-    Mlp { rows: i64, widths: Vec<i64>, sparse_input: bool, backward: bool },
+    /// but the last (and where `act` says so, on the input and after the last); forward only or
+    /// forward + backward. `sparse_input`: the first layer reads the sparse features (train rows
+    /// when training, all rows otherwise).
+    Mlp { rows: i64, widths: Vec<i64>, sparse_input: bool, backward: bool, act: Acts },
     /// DP-SGD step of a dense stack over a batch: forward, backward and per-sample weight
     /// gradients with their norms (what clipping needs).
     PerSample { batch: i64, widths: Vec<i64> },
     /// `A^T X` with X of this width.
     Spmm { width: i64 },
 }
+
+/// The activations and gradients a stack has beyond "SELU between layers".
+#[derive(Clone, Copy, Default)]
+struct Acts {
+    /// SELU on the (dense) input: GAP's head reads SELU(norm(concatenation)).
+    input: bool,
+    /// SELU after the last layer: ProGAP's bases are not plain-last.
+    last: bool,
+    /// The gradient reaches the input (a trained stack below: GAP's and ProGAP's heads).
+    input_grad: bool,
+}
+
+const PLAIN: Acts = Acts { input: false, last: false, input_grad: false };
 
 struct Item {
     what: &'static str,
@@ -104,10 +121,12 @@ fn selu_grad(g: &Tensor, y: &Tensor) -> Tensor {
 impl Work {
     fn run(&self, s: &Shapes) {
         tch::no_grad(|| match self {
-            Work::Mlp { rows, widths, sparse_input, backward } => {
+            Work::Mlp { rows, widths, sparse_input, backward, act } => {
                 let ws: Vec<Tensor> = widths.windows(2).map(|w| pooled(&[w[1], w[0]])).collect();
                 let bs: Vec<Tensor> = widths[1..].iter().map(|&o| pooled(&[o])).collect();
-                let dense_in = (!*sparse_input).then(|| pooled(&[*rows, widths[0]]));
+                let raw_in = (!*sparse_input).then(|| pooled(&[*rows, widths[0]]));
+                let act_in = raw_in.as_ref().filter(|_| act.input).map(|x| x.selu());
+                let dense_in = act_in.as_ref().or(raw_in.as_ref());
                 // The sparse features of the rows the stack reads: the train rows or all rows.
                 let (sparse_x, sparse_x_t) = match *rows {
                     r if r == s.n_train => (&s.x_train, &s.x_train_t),
@@ -116,20 +135,21 @@ impl Work {
                 };
                 let mut acts = Vec::with_capacity(ws.len() + 1);
                 let last = ws.len() - 1;
+                let activated = |i: usize| i < last || act.last;
                 for (i, (w, b)) in ws.iter().zip(&bs).enumerate() {
                     let z = match (i, &dense_in) {
                         (0, None) => sparse_x.mm(&w.tr()) + b,
                         (0, Some(x)) => x.linear(w, Some(b)),
                         _ => acts.last().map(|x: &Tensor| x.linear(w, Some(b))).unwrap(),
                     };
-                    acts.push(if i < last { z.selu() } else { z });
+                    acts.push(if activated(i) { z.selu() } else { z });
                 }
                 if !*backward {
                     return;
                 }
                 let mut g = pooled(&[*rows, *widths.last().unwrap()]);
                 for i in (0..ws.len()).rev() {
-                    if i < last {
+                    if activated(i) {
                         g = selu_grad(&g, &acts[i]);
                     }
                     let _gb = g.sum_dim_intlist([0i64].as_slice(), false, Kind::Float);
@@ -138,6 +158,12 @@ impl Work {
                             None => sparse_x_t.mm(&g),
                             Some(x) => g.tr().mm(x),
                         };
+                        if act.input_grad && dense_in.is_some() {
+                            let g_in = g.mm(&ws[0]);
+                            if let Some(a) = &act_in {
+                                let _ = selu_grad(&g_in, a);
+                            }
+                        }
                     } else {
                         let _gw = g.tr().mm(&acts[i - 1]);
                         g = g.mm(&ws[i]);
@@ -218,12 +244,13 @@ fn phase(
     dp: Option<(i64, usize)>,
     widths: Vec<i64>,
     sparse_input: bool,
+    act: Acts,
 ) {
     match dp {
         None => items.push(Item {
             what,
             count: epochs,
-            work: Work::Mlp { rows: s.n_train, widths: widths.clone(), sparse_input, backward: true },
+            work: Work::Mlp { rows: s.n_train, widths: widths.clone(), sparse_input, backward: true, act },
         }),
         Some((batch, steps)) => {
             items.push(Item { what, count: epochs * steps, work: Work::PerSample { batch, widths: widths.clone() } })
@@ -235,7 +262,7 @@ fn phase(
     items.push(Item {
         what,
         count: epochs,
-        work: Work::Mlp { rows: s.n_val, widths, sparse_input: sparse_val, backward: false },
+        work: Work::Mlp { rows: s.n_val, widths, sparse_input: sparse_val, backward: false, act },
     });
 }
 
@@ -257,14 +284,14 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
     };
     match recipe.method {
         Method::Mlp | Method::DpMlp => {
-            phase(&mut items, s, "MLP", epochs, dp, mlp_widths(f, recipe.mlp_layers, c), dp.is_none());
+            phase(&mut items, s, "MLP", epochs, dp, mlp_widths(f, recipe.mlp_layers, c), dp.is_none(), PLAIN);
         }
         Method::GapEdp | Method::GapInf | Method::GapNdp => {
             let hops = recipe.hops();
             // Encoder layers then its head (the norm between them is left out).
             let mut enc = mlp_widths(f, recipe.encoder_layers, h);
             enc.push(c);
-            phase(&mut items, s, "encoder", epochs, dp, enc, dp.is_none());
+            phase(&mut items, s, "encoder", epochs, dp, enc, dp.is_none(), PLAIN);
             items.push(Item {
                 what: "embed + PMA",
                 count: 1,
@@ -273,15 +300,26 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                     widths: mlp_widths(f, recipe.encoder_layers, h),
                     sparse_input: true,
                     backward: false,
+                    act: PLAIN,
                 },
             });
             items.push(Item { what: "embed + PMA", count: hops, work: Work::Spmm { width: h } });
             // Per-hop base MLPs, then the head on the concatenation: (hops + 1) bases of width h
             // are one stack of (hops + 1) h -> (hops + 1) h in cost; the head reads (hops + 1) h.
             for _ in 0..=hops {
-                phase(&mut items, s, "classifier", epochs, dp, mlp_widths(h, recipe.base_layers(), h), false);
+                phase(&mut items, s, "classifier", epochs, dp, mlp_widths(h, recipe.base_layers(), h), false, PLAIN);
             }
-            phase(&mut items, s, "classifier", epochs, dp, vec![h * (hops as i64 + 1), c], false);
+            let head = Acts { input: true, input_grad: true, ..PLAIN };
+            phase(
+                &mut items,
+                s,
+                "classifier",
+                epochs,
+                dp,
+                mlp_widths(h * (hops as i64 + 1), recipe.head_layers, c),
+                false,
+                head,
+            );
         }
         Method::ProgapEdp | Method::ProgapInf | Method::ProgapNdp => {
             let depth = recipe.depth();
@@ -296,6 +334,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                             widths: mlp_widths(first, recipe.base_layers(), h),
                             sparse_input: stage == 1,
                             backward: false,
+                            act: Acts { last: true, ..PLAIN },
                         },
                     });
                     items.push(Item { what: "stage embeddings + NAP", count: 1, work: Work::Spmm { width: h } });
@@ -312,6 +351,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                         dp,
                         mlp_widths(first, recipe.base_layers(), h),
                         sparse,
+                        Acts { last: true, ..PLAIN },
                     );
                 }
                 phase(
@@ -322,6 +362,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                     dp,
                     mlp_widths(h * (stage as i64 + 1), recipe.head_layers, c),
                     false,
+                    Acts { input_grad: true, ..PLAIN },
                 );
             }
         }
@@ -332,14 +373,20 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                 items.push(Item {
                     what: "SAGE epochs",
                     count: epochs,
-                    work: Work::Mlp { rows: s.n, widths: vec![f, h], sparse_input: true, backward },
+                    work: Work::Mlp { rows: s.n, widths: vec![f, h], sparse_input: true, backward, act: PLAIN },
                 });
                 for _ in 0..layers {
                     // neighbour and root projections, and the aggregation (its transpose backward).
                     items.push(Item {
                         what: "SAGE epochs",
                         count: epochs,
-                        work: Work::Mlp { rows: s.n, widths: vec![h, 2 * h], sparse_input: false, backward },
+                        work: Work::Mlp {
+                            rows: s.n,
+                            widths: vec![h, 2 * h],
+                            sparse_input: false,
+                            backward,
+                            act: PLAIN,
+                        },
                     });
                     items.push(Item {
                         what: "SAGE epochs",
@@ -350,7 +397,13 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                 items.push(Item {
                     what: "SAGE epochs",
                     count: epochs,
-                    work: Work::Mlp { rows: s.n, widths: vec![h * layers as i64, h, c], sparse_input: false, backward },
+                    work: Work::Mlp {
+                        rows: s.n,
+                        widths: vec![h * layers as i64, h, c],
+                        sparse_input: false,
+                        backward,
+                        act: PLAIN,
+                    },
                 });
             };
             per_epoch(true);
