@@ -19,6 +19,7 @@ use crate::error::Result;
 use crate::methods::backbone::{full_graph_step, GnnKind, GraphTensors, Network, TwoLayerGnn};
 use crate::models::sparse::FeatureMatrix;
 use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
+use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Trainee};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -152,29 +153,26 @@ pub fn train(
     match cfg.kind {
         StudentKind::Plain => {
             tch::manual_seed(seed as i64);
-            let mut p = Peer::new(cfg, d, classes);
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            for _ in 0..cfg.epochs {
-                for batch in batches(&labelled, &mut rng) {
-                    p.step(x, &g, &batch, &y);
-                }
-            }
-            Ok(Trained { student: p, removed: vec![] })
+            let p = Peer::new(cfg, d, classes);
+            let mut t = Students::new(cfg, x, &g, &y, &labelled, (p, None), seed);
+            let schedule = t.schedule();
+            drive(&mut t, &index(&labelled), &schedule)?;
+            Ok(Trained { student: t.peers.0, removed: vec![] })
         }
         StudentKind::Coteach | StudentKind::CoteachPlus => {
             let plus = cfg.kind == StudentKind::CoteachPlus;
-            let (p1, _, _) = coteach(cfg, x, &g, &y, &labelled, classes, plus, seed);
+            let (p1, _, _) = coteach(cfg, x, &g, &y, &labelled, classes, plus, seed)?;
             Ok(Trained { student: p1, removed: vec![] })
         }
         StudentKind::Cleanse => {
-            let (_, _, counts) = coteach(cfg, x, &g, &y, &labelled, classes, true, seed);
+            let (_, _, counts) = coteach(cfg, x, &g, &y, &labelled, classes, true, seed)?;
             let mut order: Vec<usize> = (0..labelled.len()).collect();
             order.sort_by(|&a, &b| counts[b].total_cmp(&counts[a]).then(a.cmp(&b)));
             let remove = (cfg.removal_ratio * labelled.len() as f64).round() as usize;
             let mut removed: Vec<usize> = order[..remove].iter().map(|&i| labelled[i]).collect();
             removed.sort_unstable();
             let kept: Vec<usize> = labelled.iter().copied().filter(|v| removed.binary_search(v).is_err()).collect();
-            let (p1, _, _) = coteach(cfg, x, &g, &y, &kept, classes, true, seed ^ 0x5eed);
+            let (p1, _, _) = coteach(cfg, x, &g, &y, &kept, classes, true, seed ^ 0x5eed)?;
             Ok(Trained { student: p1, removed })
         }
     }
@@ -198,38 +196,134 @@ fn coteach(
     classes: i64,
     plus: bool,
     seed: u64,
-) -> (Peer, Peer, Vec<f64>) {
+) -> Result<(Peer, Peer, Vec<f64>)> {
     tch::manual_seed(seed as i64);
     let d = x.size()[1];
-    let (mut p1, mut p2) = (Peer::new(cfg, d, classes), Peer::new(cfg, d, classes));
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let position: std::collections::HashMap<usize, usize> = labelled.iter().enumerate().map(|(i, &v)| (v, i)).collect();
-    let yv = Vec::<i64>::try_from(y.to_device(tch::Device::Cpu)).expect("labels");
-    let mut table = vec![0.0; labelled.len()];
-    for e in 0..cfg.epochs {
-        let keep = 1.0 - cfg.noise_rate * (e as f64 / RAMP_EPOCHS).min(1.0);
-        let mut flagged = vec![0.0; labelled.len()];
-        for batch in batches(labelled, &mut rng) {
-            let (l1, l2) = (p1.logits(x, g), p2.logits(x, g));
-            let (c1, c2) = (predictions(&l1), predictions(&l2));
-            let disagree: Vec<usize> = batch.iter().copied().filter(|&v| c1[v] != c2[v]).collect();
-            for &v in &disagree {
-                if c1[v] != yv[v] && c2[v] != yv[v] {
-                    flagged[position[&v]] = 1.0;
-                }
-            }
-            let pool = if plus { disagree } else { batch };
-            if pool.is_empty() {
-                continue;
-            }
-            let pick1 = small_loss(&pool, &losses(&l1, y, &pool), keep);
-            let pick2 = small_loss(&pool, &losses(&l2, y, &pool), keep);
-            p1.step(x, g, &pick2, y);
-            p2.step(x, g, &pick1, y);
-        }
-        for (t, f) in table.iter_mut().zip(flagged) {
-            *t = cfg.count_decay * *t + f;
+    let peers = (Peer::new(cfg, d, classes), Some(Peer::new(cfg, d, classes)));
+    let mut t = Students::new(cfg, x, g, y, labelled, peers, seed);
+    t.plus = plus;
+    let schedule = t.schedule();
+    drive(&mut t, &index(labelled), &schedule)?;
+    t.close_epoch();
+    Ok((t.peers.0, t.peers.1.expect("two peers"), t.table))
+}
+
+/// The student's training as the one loop sees it. Each epoch's batches are the labelled nodes
+/// shuffled by the student's own stream and cut into batches of [`BATCH`]; with a second peer,
+/// each batch is a co-teaching step and the epoch adds its flags to the count table.
+struct Students<'a> {
+    cfg: &'a StudentConfig,
+    x: &'a Tensor,
+    g: &'a GraphTensors,
+    y: &'a Tensor,
+    yv: Vec<i64>,
+    labelled: &'a [usize],
+    position: std::collections::HashMap<usize, usize>,
+    peers: (Peer, Option<Peer>),
+    /// Co-teaching+: learn only from the nodes the peers disagree on.
+    plus: bool,
+    rng: ChaCha8Rng,
+    /// The current epoch's batches still to run, last first.
+    queue: Vec<Vec<usize>>,
+    epochs_started: usize,
+    keep: f64,
+    flagged: Vec<f64>,
+    table: Vec<f64>,
+}
+
+impl<'a> Students<'a> {
+    fn new(
+        cfg: &'a StudentConfig,
+        x: &'a Tensor,
+        g: &'a GraphTensors,
+        y: &'a Tensor,
+        labelled: &'a [usize],
+        peers: (Peer, Option<Peer>),
+        seed: u64,
+    ) -> Self {
+        Students {
+            cfg,
+            x,
+            g,
+            y,
+            yv: Vec::<i64>::try_from(y.to_device(tch::Device::Cpu)).expect("labels"),
+            labelled,
+            position: labelled.iter().enumerate().map(|(i, &v)| (v, i)).collect(),
+            peers,
+            plus: false,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            queue: vec![],
+            epochs_started: 0,
+            keep: 1.0,
+            flagged: vec![0.0; labelled.len()],
+            table: vec![0.0; labelled.len()],
         }
     }
-    (p1, p2, table)
+
+    fn schedule(&self) -> Schedule {
+        Schedule {
+            epochs: self.cfg.epochs,
+            batching: Batching::TraineeDrawn { steps_per_epoch: self.labelled.len().div_ceil(BATCH) },
+            selection: Selection::Last,
+            early_stop: None,
+        }
+    }
+
+    /// The finished epoch's flags into the decayed count table.
+    fn close_epoch(&mut self) {
+        for (t, f) in self.table.iter_mut().zip(&mut self.flagged) {
+            *t = self.cfg.count_decay * *t + *f;
+            *f = 0.0;
+        }
+    }
+}
+
+impl Trainee for Students<'_> {
+    fn step(&mut self, _all: &Tensor) -> Result<()> {
+        if self.queue.is_empty() {
+            if self.epochs_started > 0 {
+                self.close_epoch();
+            }
+            let e = self.epochs_started as f64;
+            self.keep = 1.0 - self.cfg.noise_rate * (e / RAMP_EPOCHS).min(1.0);
+            self.queue = batches(self.labelled, &mut self.rng);
+            self.queue.reverse();
+            self.epochs_started += 1;
+        }
+        let Some(batch) = self.queue.pop() else { return Ok(()) };
+        let (x, g, y) = (self.x, self.g, self.y);
+        let (p1, p2) = match &mut self.peers {
+            (p, None) => {
+                p.step(x, g, &batch, y);
+                return Ok(());
+            }
+            (p1, Some(p2)) => (p1, p2),
+        };
+        let (l1, l2) = (p1.logits(x, g), p2.logits(x, g));
+        let (c1, c2) = (predictions(&l1), predictions(&l2));
+        let disagree: Vec<usize> = batch.iter().copied().filter(|&v| c1[v] != c2[v]).collect();
+        for &v in &disagree {
+            if c1[v] != self.yv[v] && c2[v] != self.yv[v] {
+                self.flagged[self.position[&v]] = 1.0;
+            }
+        }
+        let pool = if self.plus { disagree } else { batch };
+        if pool.is_empty() {
+            return Ok(());
+        }
+        let pick1 = small_loss(&pool, &losses(&l1, y, &pool), self.keep);
+        let pick2 = small_loss(&pool, &losses(&l2, y, &pool), self.keep);
+        p1.step(x, g, &pick2, y);
+        p2.step(x, g, &pick1, y);
+        Ok(())
+    }
+    fn check(&self, _epoch: usize) -> Result<()> {
+        Ok(())
+    }
+    fn evaluate(&self) -> Evaluation {
+        Evaluation::accuracy(f64::NAN)
+    }
+    fn variables(&self) -> &nn::VarStore {
+        &self.peers.0.vs
+    }
 }
