@@ -309,12 +309,19 @@ impl MembershipMetric {
 }
 
 /// The threshold maximising the accuracy of "score >= t means member" on labelled samples.
+///
+/// Always finite for non-empty samples: where "all non-member" is best (a class with more
+/// non-members than members and no separating score, e.g. a barely-fitted target), the threshold
+/// sits just above the highest sample score. It used to be +inf, which turned every score of that
+/// class into -inf: the test statistics refused them ("a score is not finite") and the ranking
+/// within the class was lost.
 fn best_threshold(scores: &[(f64, bool)]) -> f64 {
     let mut s: Vec<(f64, bool)> = scores.to_vec();
     s.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
     let n_neg = s.iter().filter(|p| !p.1).count() as i64;
     // Threshold above everything: all predicted non-member.
-    let (mut best_acc, mut best_t) = (n_neg, f64::INFINITY);
+    let above_all = s.first().map_or(f64::INFINITY, |p| p.0.next_up());
+    let (mut best_acc, mut best_t) = (n_neg, above_all);
     let mut correct = n_neg;
     let mut i = 0;
     while i < s.len() {
