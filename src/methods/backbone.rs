@@ -273,10 +273,6 @@ impl Trainee for FullGraphTrainee<'_> {
         full_graph_step(self.net, self.input, self.g, &self.params, &mut self.opt, &self.labels.y, batch);
         Ok(())
     }
-    /// The baselines have never stopped on divergence; a NaN model then scores at chance.
-    fn check(&self, _epoch: usize) -> Result<()> {
-        Ok(())
-    }
     fn evaluate(&self) -> Evaluation {
         let logits = tch::no_grad(|| self.net.forward_features(self.input, self.g, false));
         Evaluation::accuracy(evaluate::accuracy(&logits, &self.labels.y, &self.labels.val))

@@ -553,10 +553,6 @@ impl Trainee for RowTrainee<'_> {
         self.opt.step(&self.ps.params, &grads);
         Ok(())
     }
-    /// DPAR has never stopped on divergence; its released weights are the last step's.
-    fn check(&self, _epoch: usize) -> Result<()> {
-        Ok(())
-    }
     /// Not called: DPAR selects nothing (a validation pick would need its own budget).
     fn evaluate(&self) -> Evaluation {
         Evaluation::accuracy(f64::NAN)

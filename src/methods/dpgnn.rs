@@ -374,10 +374,6 @@ impl Trainee for DpgnnTrainee<'_> {
         self.opt.step(&self.ps.params, &grads);
         Ok(())
     }
-    /// DP-GNN has never stopped on divergence; its released weights are the last step's.
-    fn check(&self, _epoch: usize) -> Result<()> {
-        Ok(())
-    }
     /// Not called: DP-GNN selects nothing (a validation pick would need its own budget).
     fn evaluate(&self) -> Evaluation {
         Evaluation::accuracy(f64::NAN)

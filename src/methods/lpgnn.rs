@@ -503,10 +503,6 @@ impl Trainee for LpgnnTrainee<'_> {
         self.opt.step();
         Ok(())
     }
-    /// LPGNN has never stopped on divergence (a NaN loss then selects nothing better).
-    fn check(&self, _epoch: usize) -> Result<()> {
-        Ok(())
-    }
     fn evaluate(&self) -> Evaluation {
         let (tr, va) = (&self.labels.train, &self.labels.val);
         tch::no_grad(|| {

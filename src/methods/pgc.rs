@@ -253,10 +253,6 @@ impl Trainee for PgcTrainee<'_> {
         self.last_loss = loss.double_value(&[]);
         Ok(())
     }
-    /// PGC has never stopped on divergence (a NaN loss is never the lowest).
-    fn check(&self, _epoch: usize) -> Result<()> {
-        Ok(())
-    }
     fn evaluate(&self) -> Evaluation {
         let va = &self.labels.val;
         tch::no_grad(|| {

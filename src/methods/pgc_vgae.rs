@@ -320,9 +320,6 @@ impl Trainee for VgaeTrainee<'_> {
         self.opt.step();
         Ok(())
     }
-    fn check(&self, _epoch: usize) -> Result<()> {
-        Ok(())
-    }
     fn evaluate(&self) -> Evaluation {
         let val_loss = tch::no_grad(|| {
             let (mu, _) = self.encoder.forward_t(self.gc, self.adj, false);

@@ -598,10 +598,6 @@ impl Trainee for RgnnTrainee<'_> {
         self.opt.backward_step_clip_norm(&loss, GRAD_CLIP);
         Ok(())
     }
-    /// RGNN has never stopped on divergence.
-    fn check(&self, _epoch: usize) -> Result<()> {
-        Ok(())
-    }
     fn evaluate(&self) -> Evaluation {
         let logits = tch::no_grad(|| self.gnn.forward_t(self.x, self.tensors, false));
         Evaluation::accuracy(accuracy(&logits, self.reconstructed, self.val))

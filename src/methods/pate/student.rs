@@ -317,9 +317,6 @@ impl Trainee for Students<'_> {
         p2.step(x, g, &pick1, y);
         Ok(())
     }
-    fn check(&self, _epoch: usize) -> Result<()> {
-        Ok(())
-    }
     fn evaluate(&self) -> Evaluation {
         Evaluation::accuracy(f64::NAN)
     }
