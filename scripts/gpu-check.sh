@@ -7,7 +7,12 @@
 #   2. GAP-EDP (eps 8) and GraphSAGE trained on DEVICE reach the same test accuracy as on the
 #      CPU within noise: |mean_gpu - mean_cpu| <= 2 * sqrt(var_cpu/n + var_gpu/n) + 0.01 over
 #      SEEDS seeds (the CUDA random generator differs from the CPU's, so runs are not identical);
-#   3. and prints the speed ratio (CPU training seconds / GPU training seconds) per method.
+#   3. and prints the speed ratio (CPU training seconds / GPU training seconds) per method;
+#   4. an attack against a model trained on DEVICE (mia-metric on GAP-EDP eps 8, and the white-box
+#      inversion on GAP-inf, whose gradients cross from the CPU-side attack into the GPU model)
+#      reaches the same AUC as on the CPU within noise, by the rule of 2;
+#   5. `audit configs/quick.toml --device DEVICE` runs and gives the same verdict per cell and
+#      attack as the CPU audit (the planted bugs flagged, the sound methods holding).
 # Exit 0 when every check passes, 1 otherwise.
 set -euo pipefail
 DEVICE="${1:-cuda}"; DATASET="${2:-cora}"; SEEDS="${3:-5}"
@@ -35,4 +40,39 @@ print(f"{method}: test accuracy cpu {st.mean(a):.4f}, device {st.mean(b):.4f} "
 sys.exit(0 if ok else 1)
 PY
 done
+# 4. Attacks: the model on DEVICE, the adversary's own tensors on the CPU (src/target.rs).
+for spec in "gap-edp --epsilon 8 --attack mia-metric" "gap-inf --attack inversion"; do
+  # shellcheck disable=SC2086
+  cpu=$("$G" attack --dataset "$DATASET" --method $spec --repeats "$SEEDS" --json --device cpu)
+  # shellcheck disable=SC2086
+  gpu=$("$G" attack --dataset "$DATASET" --method $spec --repeats "$SEEDS" --json --device "$DEVICE")
+  python3 - "$spec" "$cpu" "$gpu" "$SEEDS" <<'PY' || status=1
+import json, sys
+spec, cpu, gpu, n = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+se = ((cpu["auc_std"] ** 2 + gpu["auc_std"] ** 2) / n) ** 0.5
+diff = gpu["auc"] - cpu["auc"]
+ok = abs(diff) <= 2 * se + 0.01
+print(f"attack {spec}: AUC cpu {cpu['auc']:.4f}, device {gpu['auc']:.4f} (diff {diff:+.4f}, "
+      f"allowed {2 * se + 0.01:.4f}) {'same within noise' if ok else 'DIFFERENT'}")
+sys.exit(0 if ok else 1)
+PY
+done
+# 5. The audit: same verdicts on both devices.
+out=$(mktemp -d)
+"$G" audit configs/quick.toml --device cpu --out "$out/cpu" >/dev/null
+"$G" audit configs/quick.toml --device "$DEVICE" --out "$out/gpu" >/dev/null
+python3 - "$out/cpu/report.json" "$out/gpu/report.json" <<'PY' || status=1
+import json, sys
+def verdicts(path):
+    r = json.load(open(path))
+    return {(s.get("dataset"), s.get("method"), str(s.get("epsilon")), a.get("attack")): a.get("verdict")
+            for s in r.get("summary", []) for a in s.get("attacks", [])}
+a, b = verdicts(sys.argv[1]), verdicts(sys.argv[2])
+same = a == b and len(a) > 0
+print(f"audit quick.toml: {len(a)} summary verdicts, {'the same on both devices' if same else 'DIFFERENT'}")
+for k in sorted(set(a) | set(b), key=str):
+    if a.get(k) != b.get(k):
+        print(f"  {k}: cpu {a.get(k)}, device {b.get(k)}")
+sys.exit(0 if same else 1)
+PY
 exit $status

@@ -13,7 +13,14 @@
 //! - random draws that fix a run's seeds-to-figures mapping (split permutations, `randperm` of
 //!   the mini-batches) are drawn on the CPU generator and moved, so a seed gives the same
 //!   batches on every device (CUDA's generator differs from the CPU's);
-//! - anything copied out to Rust (`Vec::try_from`, `double_value`) passes through the CPU.
+//! - anything copied out to Rust (`Vec::try_from`, `double_value`) passes through the CPU;
+//! - the attacks (`attack`, `audit`): target and shadow models train and answer on the device,
+//!   and the adversary's side (the attacks crate's index, score, crafted-graph and classifier
+//!   tensors) runs on the CPU; `target::ModelBlackBox` and `target::CpuWhiteBox` move what
+//!   crosses between the two (posteriors, embeddings, one crafted graph's aggregations, the
+//!   differentiable forwards of inversion and reconstruction);
+//! - external targets (`[target]` TorchScript modules and `command` pipelines) run where their
+//!   own code puts them: gnnaudit loads TorchScript modules on the CPU.
 //!
 //! The ops gnnaudit uses (sparse COO `mm`, dense layers, `index_select`, `scatter_add`,
 //! `log_softmax`, `randn`) all have CUDA kernels in libtorch 2.x: no other fallback is needed.
@@ -132,25 +139,6 @@ pub fn select(spec: DeviceSpec) -> Result<Device> {
         Ordering::SeqCst,
     );
     Ok(d)
-}
-
-/// `select` for the commands that attack (`attack`, `audit`): the attacks crate
-/// (attacks/src/*) builds its index and score tensors on the CPU, so these commands refuse a
-/// CUDA device rather than fail half-way; `auto` falls back to the CPU there.
-pub fn select_for_attacks(spec: DeviceSpec, command: &str) -> Result<Device> {
-    let spec = if spec == DeviceSpec::Auto { DeviceSpec::Cpu } else { spec };
-    let d = spec.resolve()?;
-    crate::ensure!(
-        d == Device::Cpu,
-        Error::invalid(
-            "device",
-            format!(
-                "{spec}: `{command}` runs on the CPU only for now (the attacks build their tensors on \
-                 the CPU); `gnnaudit train --device {spec}` trains on it"
-            )
-        )
-    );
-    select(spec)
 }
 
 /// The device chosen by `select` (the CPU until then).

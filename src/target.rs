@@ -7,8 +7,9 @@ use crate::error::{Error, Result};
 use crate::methods::{self, Recipe, TrainedModel};
 use crate::privacy::accountant::{Budget, PrivacyUnit};
 use gnnaudit_attacks as attacks;
-use gnnaudit_attacks::{AttackGraph, BlackBox, Claim, ClaimUnit, NodeSplit, ShadowOracle};
-use tch::{Kind, Tensor};
+use gnnaudit_attacks::aggregation_canary::AggregationRelease;
+use gnnaudit_attacks::{AttackGraph, BlackBox, Claim, ClaimUnit, NodeSplit, ShadowOracle, WhiteBox};
+use tch::{Device, Kind, Tensor};
 
 /// Maps an attack error into the crate's error (bad parameters stay exit code 2).
 pub fn from_attack(e: attacks::Error) -> Error {
@@ -18,13 +19,14 @@ pub fn from_attack(e: attacks::Error) -> Error {
     }
 }
 
-/// The adversary's view of a dataset: nodes, undirected edges, dense features, labels.
+/// The adversary's view of a dataset: nodes, undirected edges, dense features, labels. Its
+/// features stay on the CPU, where the attacks compute (see [`CpuWhiteBox`]).
 pub fn attack_graph(ds: &Dataset) -> Result<AttackGraph> {
     let edges = ds.graph.edges().filter(|(u, v)| u != v).map(|(u, v)| (u.min(v), u.max(v)));
     AttackGraph::new(
         ds.num_nodes(),
         edges.collect::<Vec<_>>(),
-        ds.features.to_tensor(),
+        to_cpu(&ds.features.to_tensor()),
         ds.labels.clone(),
         ds.num_classes,
     )
@@ -110,11 +112,13 @@ pub struct ModelBlackBox {
 }
 
 impl ModelBlackBox {
+    /// Copies the model's answers to the CPU once (a GPU model's posteriors are small).
     pub fn new(model: &dyn TrainedModel) -> Self {
-        let posteriors = tch::no_grad(|| model.posteriors()).to_kind(Kind::Float);
+        let posteriors = to_cpu(&tch::no_grad(|| model.posteriors()).to_kind(Kind::Float));
         let classes = posteriors.size()[1] as usize;
-        let training_embeddings = model.training_embeddings();
-        ModelBlackBox { posteriors, embeddings: tch::no_grad(|| model.embeddings()), training_embeddings, classes }
+        let training_embeddings = model.training_embeddings().map(|(ids, e)| (ids, to_cpu(&e)));
+        let embeddings = tch::no_grad(|| model.embeddings()).map(|e| to_cpu(&e));
+        ModelBlackBox { posteriors, embeddings, training_embeddings, classes }
     }
 }
 
@@ -138,6 +142,81 @@ impl BlackBox for ModelBlackBox {
     }
     fn training_embeddings(&self) -> attacks::Result<Option<(Vec<usize>, Tensor)>> {
         Ok(self.training_embeddings.as_ref().map(|(ids, e)| (ids.clone(), e.shallow_clone())))
+    }
+}
+
+/// `t` on the CPU: the same tensor when it is there already, a differentiable copy otherwise.
+pub fn to_cpu(t: &Tensor) -> Tensor {
+    t.to_device(Device::Cpu)
+}
+
+/// A model's white box as the attacks see it, on the CPU whatever the model's device.
+///
+/// The attacks crate (`attacks/src/*`) builds its index, score and crafted-graph tensors on the
+/// CPU, and what crosses the threat-model boundary is small (posteriors of the queried nodes, one
+/// crafted graph's aggregations), so the adversary computes there: inputs go to the model's device
+/// (read off its parameters) and outputs come back. `to_device` is differentiable, so inversion
+/// and graph reconstruction still take their gradients through a GPU model's forward. On the CPU
+/// every move is the identity.
+pub struct CpuWhiteBox<'a> {
+    inner: &'a dyn WhiteBox,
+    device: Device,
+    aggregation: Option<CpuAggregation<'a>>,
+}
+
+struct CpuAggregation<'a> {
+    inner: &'a dyn AggregationRelease,
+    device: Device,
+}
+
+impl<'a> CpuWhiteBox<'a> {
+    pub fn new(inner: &'a dyn WhiteBox) -> Self {
+        let device = inner.parameters().first().map_or(Device::Cpu, |p| p.device());
+        CpuWhiteBox { inner, device, aggregation: inner.aggregation().map(|inner| CpuAggregation { inner, device }) }
+    }
+    pub fn of(inner: Option<&'a dyn WhiteBox>) -> Option<Self> {
+        inner.map(Self::new)
+    }
+    /// The device the model computes on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+    pub fn as_dyn(this: &'a Option<Self>) -> Option<&'a dyn WhiteBox> {
+        this.as_ref().map(|w| w as &dyn WhiteBox)
+    }
+}
+
+impl WhiteBox for CpuWhiteBox<'_> {
+    fn num_classes(&self) -> usize {
+        self.inner.num_classes()
+    }
+    fn parameters(&self) -> Vec<Tensor> {
+        self.inner.parameters().iter().map(to_cpu).collect()
+    }
+    fn forward_features(&self, x: &Tensor) -> attacks::Result<Tensor> {
+        Ok(to_cpu(&self.inner.forward_features(&x.to_device(self.device))?))
+    }
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<attacks::Result<Tensor>> {
+        let out = self.inner.forward_dense(&x.to_device(self.device), &adj.to_device(self.device))?;
+        Some(out.map(|p| to_cpu(&p)))
+    }
+    fn aggregation(&self) -> Option<&dyn AggregationRelease> {
+        self.aggregation.as_ref().map(|a| a as &dyn AggregationRelease)
+    }
+}
+
+impl AggregationRelease for CpuAggregation<'_> {
+    fn hops(&self) -> usize {
+        self.inner.hops()
+    }
+    fn release(
+        &self,
+        features: &Tensor,
+        edges: &[(usize, usize)],
+        seed: u64,
+    ) -> attacks::Result<Vec<(Tensor, Tensor)>> {
+        let out = self.inner.release(&features.to_device(self.device), edges, seed)?;
+        Ok(out.iter().map(|(input, sum)| (to_cpu(input), to_cpu(sum))).collect())
     }
 }
 
@@ -323,6 +402,60 @@ mod tests {
             class_names: None,
             attr_names: Some(vec!["a".into(), "gender=1".into(), "gender=2".into(), "b".into()]),
         }
+    }
+
+    /// A linear white box with an aggregation, to check what the CPU view hands the attacks.
+    struct Linear {
+        w: Tensor,
+    }
+    impl WhiteBox for Linear {
+        fn num_classes(&self) -> usize {
+            self.w.size()[1] as usize
+        }
+        fn parameters(&self) -> Vec<Tensor> {
+            vec![self.w.shallow_clone()]
+        }
+        fn forward_features(&self, x: &Tensor) -> attacks::Result<Tensor> {
+            Ok(x.mm(&self.w).softmax(-1, Kind::Float))
+        }
+        fn aggregation(&self) -> Option<&dyn AggregationRelease> {
+            Some(self)
+        }
+    }
+    impl AggregationRelease for Linear {
+        fn hops(&self) -> usize {
+            3
+        }
+        fn release(&self, x: &Tensor, _: &[(usize, usize)], _: u64) -> attacks::Result<Vec<(Tensor, Tensor)>> {
+            Ok(vec![(x.shallow_clone(), x.mm(&self.w))])
+        }
+    }
+
+    /// The CPU view answers as the model does and keeps the forward differentiable (inversion and
+    /// reconstruction take gradients through it); it passes the aggregation release through and
+    /// says where there is none.
+    #[test]
+    fn cpu_white_box_answers_as_the_model_and_keeps_gradients() {
+        tch::manual_seed(3);
+        let inner = Linear { w: Tensor::randn([4, 3], (Kind::Float, Device::Cpu)) };
+        let view = CpuWhiteBox::new(&inner);
+        assert_eq!(view.device(), Device::Cpu);
+        assert_eq!(view.num_classes(), 3);
+        let x = Tensor::randn([5, 4], (Kind::Float, Device::Cpu)).set_requires_grad(true);
+        let got = view.forward_features(&x).unwrap();
+        let want = inner.forward_features(&x).unwrap();
+        assert_eq!(got.device(), Device::Cpu);
+        assert!(got.allclose(&want, 0.0, 0.0, false));
+        got.select(1, 0).sum(Kind::Float).backward();
+        let grad = x.grad();
+        assert!(grad.defined() && grad.abs().sum(Kind::Float).double_value(&[]) > 0.0, "no gradient reached x");
+        assert!(view.forward_dense(&x, &Tensor::eye(5, (Kind::Float, Device::Cpu))).is_none());
+        let agg = view.aggregation().expect("passed through");
+        assert_eq!(agg.hops(), 3);
+        let out = agg.release(&x.detach(), &[], 0).unwrap();
+        assert!(out[0].1.allclose(&x.detach().mm(&inner.w), 0.0, 0.0, false));
+        let none = CpuWhiteBox::of(None);
+        assert!(CpuWhiteBox::as_dyn(&none).is_none());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::methods::{Recipe, TrainedRun};
 use crate::privacy::mechanisms::audit::MIN_TRIALS;
 use crate::privacy::mechanisms::spec::MechanismSpec;
 use crate::report::record::{thin_roc, AttackRecord, TprAtFpr, ROC_POINTS};
-use crate::target::{attack_graph, claim_of, from_attack, node_split, ModelBlackBox, RecipeOracle};
+use crate::target::{attack_graph, claim_of, from_attack, node_split, CpuWhiteBox, ModelBlackBox, RecipeOracle};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, NodeSplit,
@@ -115,11 +115,12 @@ pub fn run_attacks(
     let split = node_split(ds.split()?);
     let black_box = ModelBlackBox::new(run.model.as_ref());
     let oracle = CountingOracle { inner: RecipeOracle::new(recipe, &run.budget, &ds.name), progress };
+    let white_box = CpuWhiteBox::of(run.model.white_box());
     let target = Target {
         graph: &graph,
         split: &split,
         black_box: &black_box,
-        white_box: run.model.white_box(),
+        white_box: CpuWhiteBox::as_dyn(&white_box),
         oracle: Some(&oracle),
         claim: claim_of(&run.budget),
     };

@@ -4,7 +4,7 @@
 use crate::cli::train::RecipeArgs;
 use crate::data::{self, Split};
 use crate::error::{Error, Result};
-use crate::target::{attack_graph, carve_attribute, from_attack, node_split, ModelBlackBox, RecipeOracle};
+use crate::target::{attack_graph, carve_attribute, from_attack, node_split, CpuWhiteBox, ModelBlackBox, RecipeOracle};
 use crate::train;
 use clap::Args;
 use gnnaudit_attacks::classifier::AttackModel;
@@ -370,7 +370,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
         return Ok(());
     }
     // Before any tensor exists (a saved target loads onto it); a missing CUDA device: exit 2.
-    crate::device::select_for_attacks(a.device, "attack")?;
+    crate::device::select(a.device)?;
     if let Some(target) = a.external.target(&a.recipe) {
         return run_external(&a, target);
     }
@@ -479,11 +479,12 @@ pub fn run(a: AttackArgs) -> Result<()> {
         let split = node_split(ds.split()?);
         let oracle = RecipeOracle::new(&recipe, &budget, &ds.name);
         let c = crate::audit::feature_claim::claim_for(a.attack, &budget)?;
-        let white_box = match (&loaded, &trained) {
+        let white_box = CpuWhiteBox::of(match (&loaded, &trained) {
             (Some(l), _) => l.model.white_box(),
             (None, Some(run)) => run.model.white_box(),
             _ => None,
-        };
+        });
+        let white_box = CpuWhiteBox::as_dyn(&white_box);
         let target = Target { graph: &g, split: &split, black_box: &bb, white_box, oracle: Some(&oracle), claim: c };
         let result = run_attack(&target, &AdversaryKnowledge::default(), &params, seed).map_err(from_attack)?;
         tracing::info!(seed, auc = result.summary.auc, "attack run done");

@@ -126,7 +126,7 @@ pub fn run(args: AuditArgs) -> Result<()> {
         config.device = d;
     }
     // Before any tensor exists; a CUDA device this machine lacks is refused here (exit 2).
-    crate::device::select_for_attacks(config.device, "audit")?;
+    crate::device::select(config.device)?;
     if args.dry_run {
         let cells = slice(&plan(&config), shard);
         match shard {

@@ -11,7 +11,7 @@ use crate::data::{self, Split, SplitRatios};
 use crate::error::{Error, Result};
 use crate::methods::{self, Method, Recipe};
 use crate::target::{attack_graph, from_attack, node_split, RecipeOracle};
-use crate::target::{claim_of, dataset_from, ModelBlackBox};
+use crate::target::{claim_of, dataset_from, CpuWhiteBox, ModelBlackBox};
 use gnnaudit_attacks::lira::LiraParams;
 use gnnaudit_attacks::stats::{certify, AuditSpec};
 use gnnaudit_attacks::{
@@ -105,11 +105,12 @@ fn attack_once(raw: &data::Dataset, recipe: &Recipe, params: &AttackParams, seed
     let oracle = if share { oracle } else { oracle.unshared() };
     let timed = Timed { inner: &oracle, seconds: RefCell::new(Vec::new()) };
     let claim = claim_of(&run.budget);
+    let white_box = CpuWhiteBox::of(run.model.white_box());
     let target = Target {
         graph: &g,
         split: &split,
         black_box: &bb,
-        white_box: run.model.white_box(),
+        white_box: CpuWhiteBox::as_dyn(&white_box),
         oracle: Some(&timed),
         claim,
     };

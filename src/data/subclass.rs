@@ -45,7 +45,7 @@ pub fn kmeans(x: &Tensor, k: usize, seed: u64) -> Vec<usize> {
         chosen.push(next);
         d2 = d2.minimum(&sq_dist(&x, &x.get(next as i64).unsqueeze(0)).squeeze_dim(1));
     }
-    let idx = Tensor::from_slice(&chosen.iter().map(|&i| i as i64).collect::<Vec<_>>());
+    let idx = crate::device::place(Tensor::from_slice(&chosen.iter().map(|&i| i as i64).collect::<Vec<_>>()));
     let mut centres = x.index_select(0, &idx);
     let mut assign = sq_dist(&x, &centres).argmin(1, false);
     for _ in 0..MAX_ITERATIONS {

@@ -334,7 +334,7 @@ pub fn load_checkpoint(
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let spec = spec_of(&meta.recipe)?;
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let mut vs = nn::VarStore::new(crate::device::current());
     let net = network(&vs, &spec, meta.num_features, meta.num_classes)?;
     load(&mut vs)?;
     let (features, graph) = (cache.get("features")?, cache.graph()?);

@@ -208,7 +208,7 @@ impl Cache {
         self.tensors
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, t)| t.shallow_clone())
+            .map(|(_, t)| crate::device::place(t.shallow_clone()))
             .ok_or_else(|| Error::bad_file(&self.path, format!("missing tensor '{name}'")))
     }
     /// The graph saved with [`graph_entries`].

@@ -147,7 +147,7 @@ pub fn units(r: &Recipe, data: &Dataset, fixed: &[Vec<usize>], seed: u64) -> Res
         if members.is_empty() {
             continue;
         }
-        let rows = x.index_select(0, &Tensor::from_slice(&members));
+        let rows = x.index_select(0, &crate::device::place(Tensor::from_slice(&members)));
         let assign = kmeans(&rows, k_sub, seed.wrapping_mul(31).wrapping_add(c as u64));
         let k = assign.iter().max().map_or(0, |m| m + 1);
         let mut parts = vec![Vec::new(); k];
@@ -182,7 +182,7 @@ pub fn expression(unit: GroupUnit, relation: Relation, sample_rate: f64, steps: 
 /// (each record weighted 1/|unit|), clipped to `clip` as one vector, summed over the units; also
 /// the units' norms before clipping. Training and the sensitivity replay (`replay::unit_dp`) share it.
 pub fn unit_clipped_sum(net: &MlpClassifier, y: &Tensor, chosen: &[&[i64]], clip: f64) -> Result<(Grads, Tensor)> {
-    let idx = Tensor::from_slice(&chosen.concat());
+    let idx = crate::device::place(Tensor::from_slice(&chosen.concat()));
     let rows: Vec<i64> = chosen.iter().map(|v| v.len() as i64).collect();
     let w: Vec<f64> = chosen.iter().flat_map(|v| std::iter::repeat_n(1.0 / v.len() as f64, v.len())).collect();
     let mut f = Fwd::train_taped();

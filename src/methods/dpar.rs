@@ -422,7 +422,10 @@ fn row_tensors(rows: &[SparseRow]) -> (Tensor, Tensor) {
         }
     }
     let shape = [rows.len() as i64, w as i64];
-    (Tensor::from_slice(&ids).view(shape), Tensor::from_slice(&wt).view(shape))
+    (
+        crate::device::place(Tensor::from_slice(&ids).view(shape)),
+        crate::device::place(Tensor::from_slice(&wt).view(shape)),
+    )
 }
 
 /// f_theta: the 2-layer feed-forward net of PPRGo (hidden 32 by default).
@@ -462,7 +465,7 @@ impl DparModel {
         let c = h.size()[1] as usize;
         let flat = Vec::<f32>::try_from(&h.flatten(0, -1))?;
         let q = propagate(graph, &flat, c, self.alpha, self.prop_steps)?;
-        Ok(Tensor::from_slice(&q).view([graph.num_nodes() as i64, c as i64]))
+        Ok(crate::device::place(Tensor::from_slice(&q).view([graph.num_nodes() as i64, c as i64])))
     }
 }
 
@@ -565,7 +568,10 @@ impl Trainee for RowTrainee<'_> {
 /// Accuracy of `logits` [n, C] against the labels `y` of its rows (NaN for none: see
 /// `train::evaluate`).
 fn accuracy(logits: &Tensor, y: &[usize]) -> f64 {
-    crate::train::evaluate::row_accuracy(logits, &Tensor::from_slice(&y.iter().map(|&c| c as i64).collect::<Vec<_>>()))
+    crate::train::evaluate::row_accuracy(
+        logits,
+        &crate::device::place(Tensor::from_slice(&y.iter().map(|&c| c as i64).collect::<Vec<_>>())),
+    )
 }
 
 /// The `train` arm of every `dpar-*` method.
@@ -634,7 +640,7 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> 
     let x_all = data.features.to_tensor().to_kind(Kind::Float);
     let x = x_all.index_select(0, &Split::index_tensor(&kept));
     let labels: Vec<i64> = order.iter().map(|&i| data.labels[kept[i]] as i64).collect();
-    let y = Tensor::from_slice(&labels);
+    let y = crate::device::place(Tensor::from_slice(&labels));
 
     // 4. DP-SGD over the rows.
     let mut ps = ParamStore::new();
@@ -656,7 +662,7 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> 
     let mut t = RowTrainee { net: &net, ps: &ps, params, x: &x, ids: &ids, w: &w, y: &y, dp, opt };
     // One pass of `steps` batches of rows; the last step's weights are released.
     let schedule = Schedule { epochs: 1, batching, selection: Selection::Last, early_stop: None };
-    drive(&mut t, &Tensor::arange(m as i64, (Kind::Int64, tch::Device::Cpu)), &schedule)?;
+    drive(&mut t, &Tensor::arange(m as i64, (Kind::Int64, crate::device::current())), &schedule)?;
 
     // Inference: rows' logits (train accuracy), the disjoint test graph (val + test).
     let z = tch::no_grad(|| row_logits(&net, &x, &ids, &w, &mut Fwd::eval()));

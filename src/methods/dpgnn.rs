@@ -273,7 +273,10 @@ fn neighbour_table(graph: &Graph, d: usize) -> (Tensor, Tensor) {
         }
     }
     let shape = [n as i64, d as i64];
-    (Tensor::from_slice(&ids).view(shape), Tensor::from_slice(&mask).view(shape))
+    (
+        crate::device::place(Tensor::from_slice(&ids).view(shape)),
+        crate::device::place(Tensor::from_slice(&mask).view(shape)),
+    )
 }
 
 /// A trained DP-GNN. Its posteriors come from one noisy aggregation over the training graph,

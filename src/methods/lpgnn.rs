@@ -643,7 +643,7 @@ pub fn load_checkpoint(
 ) -> Result<Box<dyn TrainedModel>> {
     let config = config(&meta.recipe);
     config.validate()?;
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let mut vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(
         &vs.root(),
         config.backbone,

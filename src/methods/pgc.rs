@@ -162,7 +162,7 @@ pub fn load_checkpoint(
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let config = config(&meta.recipe);
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let mut vs = nn::VarStore::new(crate::device::current());
     let gcn = network(&vs.root(), &config, meta.num_features, meta.num_classes);
     load(&mut vs)?;
     let (estimate, graph) = (cache.get("estimate")?, cache.graph()?);
@@ -290,7 +290,7 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
     let gc = first_layer_estimate(&data.graph, &y_star);
     let adj = gcn_normalized(&data.graph, true);
 
-    let vs = nn::VarStore::new(tch::Device::Cpu);
+    let vs = nn::VarStore::new(crate::device::current());
     let root = vs.root();
     let gcn = network(&root, config, data.num_features() as i64, data.num_classes as i64);
     if config.max_epochs == 0 {

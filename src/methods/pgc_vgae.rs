@@ -158,7 +158,7 @@ impl Encoder {
 
 fn pair_index(pairs: &[(usize, usize)]) -> (Tensor, Tensor) {
     let (u, v): (Vec<i64>, Vec<i64>) = pairs.iter().map(|&(u, v)| (u as i64, v as i64)).unzip();
-    (Tensor::from_slice(&u), Tensor::from_slice(&v))
+    (crate::device::place(Tensor::from_slice(&u)), crate::device::place(Tensor::from_slice(&v)))
 }
 
 /// Inner-product decoder logits z_u . z_v.
@@ -238,7 +238,7 @@ pub fn load_checkpoint(
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let config = config(&meta.recipe);
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let mut vs = nn::VarStore::new(crate::device::current());
     let encoder = Encoder::new(&vs.root(), &config, meta.num_features, meta.num_classes);
     load(&mut vs)?;
     let train_graph = cache.graph()?;
@@ -351,7 +351,7 @@ pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRu
     let gc = first_layer_estimate(&split.train_graph, &y_star);
     let adj = gcn_normalized(&split.train_graph, true);
 
-    let vs = nn::VarStore::new(tch::Device::Cpu);
+    let vs = nn::VarStore::new(crate::device::current());
     let encoder = Encoder::new(&vs.root(), config, data.num_features() as i64, LATENT);
     let opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
     let train_pos = pair_index(&split.train);

@@ -332,7 +332,7 @@ pub fn collect(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<Collect
             grr.perturb_into(&record, &mut order, &mut out, &mut rng);
             reports.extend(out.iter().map(|&o| o as f32));
         }
-        Tensor::from_slice(&reports).reshape([n, d as i64])
+        crate::device::place(Tensor::from_slice(&reports).reshape([n, d as i64]))
     } else {
         clean.shallow_clone()
     };
@@ -350,7 +350,7 @@ pub fn collect(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<Collect
     let noisy_part = rr.perturb(&y.index_select(0, &labelled))?;
     let noisy_labels = y.index_copy(0, &labelled, &noisy_part);
     let c = data.num_classes as i64;
-    let onehot = Tensor::zeros([n, c], (Kind::Float, tch::Device::Cpu)).index_copy(
+    let onehot = Tensor::zeros([n, c], (Kind::Float, y.device())).index_copy(
         0,
         &labelled,
         &noisy_part.one_hot(c).to_kind(Kind::Float),
@@ -414,7 +414,7 @@ impl Bags {
                 w[b * train.len() + i] = 1.0 / m.len() as f32;
             }
         }
-        let membership = Tensor::from_slice(&w).reshape([r, train.len() as i64]);
+        let membership = crate::device::place(Tensor::from_slice(&w).reshape([r, train.len() as i64]));
         let onehot = noisy_train_labels.one_hot(classes as i64).to_kind(Kind::Float);
         let raw = invert_label_frequencies(&membership.mm(&onehot), epsilon_y, classes).clamp_min(1e-5);
         let proportions = &raw / raw.sum_dim_intlist([-1i64].as_slice(), true, Kind::Float);
@@ -453,7 +453,7 @@ pub fn load_checkpoint(
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let config = config(&meta.recipe)?;
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let mut vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(
         &vs.root(),
         config.backbone,
@@ -640,7 +640,7 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
     let bags = bags.transpose()?;
 
     tch::manual_seed(seed as i64);
-    let vs = nn::VarStore::new(tch::Device::Cpu);
+    let vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(&vs.root(), config.backbone, d, config.hidden, data.num_classes as i64, config.dropout);
     let tensors = GraphTensors::for_kind(&data.graph, config.backbone);
     let opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;

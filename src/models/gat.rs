@@ -18,7 +18,11 @@ impl EdgeList {
             graph.edges().filter(|(u, v)| u != v).map(|(u, v)| (u as i64, v as i64)).unzip();
         src.extend(0..n as i64);
         dst.extend(0..n as i64);
-        EdgeList { src: Tensor::from_slice(&src), dst: Tensor::from_slice(&dst), num_nodes: n as i64 }
+        EdgeList {
+            src: crate::device::place(Tensor::from_slice(&src)),
+            dst: crate::device::place(Tensor::from_slice(&dst)),
+            num_nodes: n as i64,
+        }
     }
 }
 

@@ -102,7 +102,7 @@ pub fn replay_with(r: &Recipe, data: &Dataset, opts: &ReplayOptions, sum: UnitSu
                 (b, "removed")
             }
             Relation::Bounded => {
-                let idx = Tensor::from_slice(&units[u]);
+                let idx = crate::device::place(Tensor::from_slice(&units[u]));
                 let relabelled = (y.index_select(0, &idx) + 1).remainder(classes);
                 let y2 = y.copy().index_copy(0, &idx, &relabelled);
                 tch::manual_seed(opts.seed as i64);

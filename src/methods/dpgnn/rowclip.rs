@@ -52,7 +52,11 @@ fn subgraph_rows(batch: &Tensor, table: &Tensor, mask: &Tensor) -> (Tensor, Tens
             });
         }
     }
-    (Tensor::from_slice(&rows), Tensor::from_slice(&nb_pos).view([m, k]), nb_mask)
+    (
+        crate::device::place(Tensor::from_slice(&rows)),
+        crate::device::place(Tensor::from_slice(&nb_pos).view([m, k])),
+        nb_mask,
+    )
 }
 
 /// Summed loss of the batch nodes, computed over every row of their 1-hop subgraph so that the

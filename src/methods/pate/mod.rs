@@ -366,7 +366,7 @@ pub fn load_checkpoint(
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
     let s = config(&meta.recipe)?.student;
-    let mut vs = nn::VarStore::new(tch::Device::Cpu);
+    let mut vs = nn::VarStore::new(crate::device::current());
     let net = Network::TwoLayer(TwoLayerGnn::new(
         &vs.root(),
         s.backbone,

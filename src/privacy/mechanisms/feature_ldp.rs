@@ -150,7 +150,7 @@ impl FeatureLdp {
                 self.sample(v, &mut rng) as f32
             })
             .collect();
-        Ok((Tensor::from_slice(&out).view(size.as_slice()), clipped))
+        Ok((crate::device::place(Tensor::from_slice(&out).view(size.as_slice())), clipped))
     }
 
     /// Lemma 3's radius (PGC only): w.p. >= 1 - delta, |GC^(v) - GC(v)| <= Delta (e^eps + 1)/(e^eps - 1)
