@@ -52,12 +52,22 @@ impl Optimizer {
                             v: g.zeros_like(),
                         });
                         st.step += 1;
-                        st.m = &st.m * self.beta1 + &g * (1.0 - self.beta1);
-                        st.v = &st.v * self.beta2 + g.square() * (1.0 - self.beta2);
+                        // In place, in the same order of float operations as the allocating form
+                        // m = m b1 + g (1 - b1), so the same bits with three temporaries fewer.
+                        let _ = st.m.f_mul_scalar_(self.beta1).expect("adam m");
+                        let _ = st.m.f_add_(&(&g * (1.0 - self.beta1))).expect("adam m");
+                        let _ = st.v.f_mul_scalar_(self.beta2).expect("adam v");
+                        let mut g2 = g.square();
+                        let _ = g2.f_mul_scalar_(1.0 - self.beta2).expect("adam v");
+                        let _ = st.v.f_add_(&g2).expect("adam v");
                         let bc1 = 1.0 - self.beta1.powi(st.step);
                         let bc2 = 1.0 - self.beta2.powi(st.step);
-                        let denom = st.v.sqrt() / bc2.sqrt() + self.eps;
-                        let _ = p.f_sub_(&(&st.m / denom * (self.lr / bc1))).expect("adam update");
+                        let mut denom = st.v.sqrt();
+                        let _ = denom.f_div_scalar_(bc2.sqrt()).expect("adam denom");
+                        let _ = denom.f_add_scalar_(self.eps).expect("adam denom");
+                        let mut update = &st.m / &denom;
+                        let _ = update.f_mul_scalar_(self.lr / bc1).expect("adam update");
+                        let _ = p.f_sub_(&update).expect("adam update");
                     }
                 }
             }
