@@ -6,9 +6,13 @@
 //!
 //! Dense stacks carry the SELUs the models apply (between layers, after ProGAP's bases, on GAP's
 //! head input) and, where a trained stack sits below (GAP's and ProGAP's heads), the gradient
-//! for the input. Left out (so the floor stays a lower bound): Adam's updates (a few
-//! parameter-sized ops), batch/group norm, row normalisation, dropout, the loss, and accuracy
-//! read-outs; DP-SGD stacks keep "SELU between layers" only.
+//! for the input. A full-batch stack also runs, as its own part "norm, loss, Adam", the kernels
+//! every training step needs besides the products: batch norm with its batch statistics after
+//! each activated layer (forward and backward; running statistics in validation), dropout where
+//! the recipe has it, the loss (log-softmax and NLL, forward and backward) where the stack ends
+//! in the classes, and Adam's in-place update of every weight and bias. Left out (so the floor
+//! stays a lower bound): group norm, row normalisation, accuracy read-outs, and everything but
+//! the products and "SELU between layers" in DP-SGD stacks.
 use crate::data::Dataset;
 use crate::methods::{Method, Recipe};
 use crate::models::aggregation::aggregation_operator;
@@ -86,6 +90,11 @@ enum Work {
     PerSample { batch: i64, widths: Vec<i64> },
     /// `A^T X` with X of this width.
     Spmm { width: i64 },
+    /// The rest of a full-batch step of a dense stack over `rows` rows (see the module doc):
+    /// norms and dropout after the activated layers, the loss when the stack ends in `classes`
+    /// outputs, Adam over its weights and biases; validation (`backward` false) runs the norms
+    /// on their running statistics only.
+    Step { rows: i64, widths: Vec<i64>, act_last: bool, norm: bool, dropout: f64, classes: i64, backward: bool },
 }
 
 /// The activations and gradients a stack has beyond "SELU between layers".
@@ -196,6 +205,73 @@ impl Work {
             Work::Spmm { width } => {
                 let _ = s.adj.mm(&pooled(&[s.n, *width]));
             }
+            Work::Step { rows, widths, act_last, norm, dropout, classes, backward } => {
+                let layers = widths.len() - 1;
+                let activated = (1..=layers).filter(|&i| i < layers || *act_last).map(|i| widths[i]);
+                for w in activated {
+                    let (x, g) = (pooled(&[*rows, w]), pooled(&[*rows, w]));
+                    let (scale, shift) = (pooled(&[w]), pooled(&[w]));
+                    if *norm && !*backward {
+                        // Running statistics: a mean and a (positive) variance.
+                        let var = scale.square();
+                        let _ =
+                            x.batch_norm(Some(&scale), Some(&shift), Some(&shift), Some(&var), false, 0.1, 1e-5, false);
+                    } else if *norm {
+                        // Batch statistics forward and the fused backward; summing the output to a
+                        // scalar (one light pass) is what lets autograd seed it.
+                        tch::with_grad(|| {
+                            let leaf = |t: &Tensor| t.detach().set_requires_grad(true);
+                            let (x, scale, shift) = (leaf(&x), leaf(&scale), leaf(&shift));
+                            let y = x.batch_norm(
+                                Some(&scale),
+                                Some(&shift),
+                                None::<&Tensor>,
+                                None::<&Tensor>,
+                                true,
+                                0.1,
+                                1e-5,
+                                false,
+                            );
+                            y.sum(Kind::Float).backward();
+                        });
+                    }
+                    if *dropout > 0.0 && *backward {
+                        let mask = x.bernoulli_p(1.0 - dropout) / (1.0 - dropout);
+                        let _ = (&x * &mask, &g * &mask);
+                    }
+                }
+                if !*backward {
+                    return;
+                }
+                if widths[layers] == *classes {
+                    // Loss over the rows: log-softmax and NLL, forward and backward (autograd's
+                    // own kernels, as `models::cross_entropy` runs them).
+                    let y = Tensor::zeros([*rows], (Kind::Int64, tch::Device::Cpu));
+                    tch::with_grad(|| {
+                        let logits = pooled(&[*rows, *classes]).detach().set_requires_grad(true);
+                        crate::models::cross_entropy(&logits, &y).backward();
+                    });
+                }
+                // Adam over weights [out, in] and biases [out], as privacy::dpsgd::optim does it.
+                for w in widths.windows(2) {
+                    for shape in [vec![w[1], w[0]], vec![w[1]]] {
+                        let g = pooled(&shape);
+                        let [mut p, mut m, mut v] = adam_state(&shape);
+                        let _ = m.f_mul_scalar_(0.9);
+                        let _ = m.f_add_(&(&g * 0.1));
+                        let _ = v.f_mul_scalar_(0.999);
+                        let mut g2 = g.square();
+                        let _ = g2.f_mul_scalar_(0.001);
+                        let _ = v.f_add_(&g2);
+                        let mut d = v.sqrt();
+                        let _ = d.f_div_scalar_(0.5);
+                        let _ = d.f_add_scalar_(1e-8);
+                        let mut u = &m / &d;
+                        let _ = u.f_mul_scalar_(0.01);
+                        let _ = p.f_sub_(&u);
+                    }
+                }
+            }
         })
     }
 }
@@ -205,6 +281,24 @@ const FLOAT: (Kind, tch::Device) = (Kind::Float, tch::Device::Cpu);
 thread_local! {
     /// Operands by shape, drawn once (in the warm-up run) so that timed runs do not draw them.
     static POOL: std::cell::RefCell<Vec<(Vec<i64>, Tensor)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+thread_local! {
+    /// Adam's parameter and moments by shape, kept like the optimiser's state between steps.
+    static ADAM: std::cell::RefCell<Vec<(Vec<i64>, [Tensor; 3])>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The (parameter, first moment, second moment) of `shape`, the same ones on every call.
+fn adam_state(shape: &[i64]) -> [Tensor; 3] {
+    ADAM.with(|a| {
+        let mut a = a.borrow_mut();
+        if let Some((_, t)) = a.iter().find(|(s, _)| s == shape) {
+            return t.each_ref().map(|t| t.shallow_clone());
+        }
+        let t = [Tensor::randn(shape, FLOAT) * 0.1, Tensor::zeros(shape, FLOAT), Tensor::zeros(shape, FLOAT)];
+        a.push((shape.to_vec(), t.each_ref().map(|t| t.shallow_clone())));
+        t
+    })
 }
 
 /// A random N(0, 0.01) tensor of `shape`, the same one on every call.
@@ -234,6 +328,25 @@ fn timed(work: &Work, count: usize, s: &Shapes) -> f64 {
     (thread_cpu_seconds() - t) / k as f64 * count as f64
 }
 
+/// The part that holds every stack's `Work::Step`.
+const STEP: &str = "norm, loss, Adam";
+
+/// What a step runs besides the products: the recipe's norm and dropout.
+struct StepStyle {
+    batch_norm: bool,
+    dropout: f64,
+}
+
+impl StepStyle {
+    fn of(recipe: &Recipe) -> Self {
+        StepStyle { batch_norm: recipe.norm() == crate::models::NormKind::Batch, dropout: recipe.dropout }
+    }
+    fn work(&self, rows: i64, widths: &[i64], act_last: bool, classes: i64, backward: bool) -> Work {
+        let (norm, dropout) = (self.batch_norm, self.dropout);
+        Work::Step { rows, widths: widths.to_vec(), act_last, norm, dropout, classes, backward }
+    }
+}
+
 /// The items of one training phase: `epochs` epochs of a dense stack (full batch, or DP-SGD
 /// batches of `batch` with `steps` steps per epoch) plus a validation forward per epoch.
 fn phase(
@@ -245,13 +358,20 @@ fn phase(
     widths: Vec<i64>,
     sparse_input: bool,
     act: Acts,
+    step: &StepStyle,
 ) {
     match dp {
-        None => items.push(Item {
-            what,
-            count: epochs,
-            work: Work::Mlp { rows: s.n_train, widths: widths.clone(), sparse_input, backward: true, act },
-        }),
+        None => {
+            items.push(Item {
+                what,
+                count: epochs,
+                work: Work::Mlp { rows: s.n_train, widths: widths.clone(), sparse_input, backward: true, act },
+            });
+            for (rows, backward) in [(s.n_train, true), (s.n_val, false)] {
+                let work = step.work(rows, &widths, act.last, s.classes, backward);
+                items.push(Item { what: STEP, count: epochs, work });
+            }
+        }
         Some((batch, steps)) => {
             items.push(Item { what, count: epochs * steps, work: Work::PerSample { batch, widths: widths.clone() } })
         }
@@ -276,6 +396,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
         (b as i64, crate::privacy::dpsgd::steps_per_epoch(s.n_train as usize, b))
     });
     let mut items = Vec::new();
+    let step = StepStyle::of(recipe);
     let mlp_widths = |first: i64, layers: usize, out: i64| {
         let mut w = vec![first];
         w.extend(std::iter::repeat_n(h, layers.saturating_sub(1)));
@@ -284,14 +405,14 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
     };
     match recipe.method {
         Method::Mlp | Method::DpMlp => {
-            phase(&mut items, s, "MLP", epochs, dp, mlp_widths(f, recipe.mlp_layers, c), dp.is_none(), PLAIN);
+            phase(&mut items, s, "MLP", epochs, dp, mlp_widths(f, recipe.mlp_layers, c), dp.is_none(), PLAIN, &step);
         }
         Method::GapEdp | Method::GapInf | Method::GapNdp => {
             let hops = recipe.hops();
             // Encoder layers then its head (the norm between them is left out).
             let mut enc = mlp_widths(f, recipe.encoder_layers, h);
             enc.push(c);
-            phase(&mut items, s, "encoder", epochs, dp, enc, dp.is_none(), PLAIN);
+            phase(&mut items, s, "encoder", epochs, dp, enc, dp.is_none(), PLAIN, &step);
             items.push(Item {
                 what: "embed + PMA",
                 count: 1,
@@ -307,7 +428,17 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
             // Per-hop base MLPs, then the head on the concatenation: (hops + 1) bases of width h
             // are one stack of (hops + 1) h -> (hops + 1) h in cost; the head reads (hops + 1) h.
             for _ in 0..=hops {
-                phase(&mut items, s, "classifier", epochs, dp, mlp_widths(h, recipe.base_layers(), h), false, PLAIN);
+                phase(
+                    &mut items,
+                    s,
+                    "classifier",
+                    epochs,
+                    dp,
+                    mlp_widths(h, recipe.base_layers(), h),
+                    false,
+                    PLAIN,
+                    &step,
+                );
             }
             let head = Acts { input: true, input_grad: true, ..PLAIN };
             phase(
@@ -319,6 +450,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                 mlp_widths(h * (hops as i64 + 1), recipe.head_layers, c),
                 false,
                 head,
+                &step,
             );
         }
         Method::ProgapEdp | Method::ProgapInf | Method::ProgapNdp => {
@@ -352,6 +484,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                         mlp_widths(first, recipe.base_layers(), h),
                         sparse,
                         Acts { last: true, ..PLAIN },
+                        &step,
                     );
                 }
                 phase(
@@ -363,6 +496,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                     mlp_widths(h * (stage as i64 + 1), recipe.head_layers, c),
                     false,
                     Acts { input_grad: true, ..PLAIN },
+                    &step,
                 );
             }
         }

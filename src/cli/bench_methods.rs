@@ -264,7 +264,7 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
     println!("npz loading: {load:.2} CPU s; preparation (undirected, split, class filter): {prepare:.2} CPU s");
     let fixed = start_up + load + prepare;
     println!(
-        "floor = the cell's kernels (dense layers fwd+bwd, sparse first layers, SpMMs, per-sample gradients) at its shapes and counts, timed alone in CPU s; \
+        "floor = the cell's kernels (dense layers fwd+bwd, sparse first layers, SpMMs, per-sample gradients; and, as the part 'norm, loss, Adam', batch norm, dropout, the loss and Adam of full-batch steps) at its shapes and counts, timed alone in CPU s; \
          in-process = ours CPU - start-up - loading - preparation ({fixed:.2} s)"
     );
     println!(
