@@ -16,6 +16,7 @@
 use crate::data::Dataset;
 use crate::methods::{Method, Recipe};
 use crate::models::aggregation::aggregation_operator;
+use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
 use tch::{Kind, Tensor};
 
 /// CPU seconds of this thread (the floor is timed on a loaded machine, where wall time lies).
@@ -252,24 +253,10 @@ impl Work {
                         crate::models::cross_entropy(&logits, &y).backward();
                     });
                 }
-                // Adam over weights [out, in] and biases [out], as privacy::dpsgd::optim does it.
+                // Adam over weights [out, in] and biases [out]: the optimiser training runs.
                 for w in widths.windows(2) {
-                    for shape in [vec![w[1], w[0]], vec![w[1]]] {
-                        let g = pooled(&shape);
-                        let [mut p, mut m, mut v] = adam_state(&shape);
-                        let _ = m.f_mul_scalar_(0.9);
-                        let _ = m.f_add_(&(&g * 0.1));
-                        let _ = v.f_mul_scalar_(0.999);
-                        let mut g2 = g.square();
-                        let _ = g2.f_mul_scalar_(0.001);
-                        let _ = v.f_add_(&g2);
-                        let mut d = v.sqrt();
-                        let _ = d.f_div_scalar_(0.5);
-                        let _ = d.f_add_scalar_(1e-8);
-                        let mut u = &m / &d;
-                        let _ = u.f_mul_scalar_(0.01);
-                        let _ = p.f_sub_(&u);
-                    }
+                    adam_step(&[w[1], w[0]]);
+                    adam_step(&[w[1]]);
                 }
             }
         })
@@ -284,20 +271,25 @@ thread_local! {
 }
 
 thread_local! {
-    /// Adam's parameter and moments by shape, kept like the optimiser's state between steps.
-    static ADAM: std::cell::RefCell<Vec<(Vec<i64>, [Tensor; 3])>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Parameters by shape and the project's own Adam over them, whose moments persist between
+    /// steps as in a training run.
+    static ADAM: std::cell::RefCell<(Vec<(Vec<i64>, Tensor)>, Optimizer)> =
+        std::cell::RefCell::new((Vec::new(), Optimizer::new(OptimizerKind::Adam, 0.01, 0.0)));
 }
 
-/// The (parameter, first moment, second moment) of `shape`, the same ones on every call.
-fn adam_state(shape: &[i64]) -> [Tensor; 3] {
+/// One Adam update of the parameter of `shape` by a gradient of that shape.
+fn adam_step(shape: &[i64]) {
     ADAM.with(|a| {
-        let mut a = a.borrow_mut();
-        if let Some((_, t)) = a.iter().find(|(s, _)| s == shape) {
-            return t.each_ref().map(|t| t.shallow_clone());
-        }
-        let t = [Tensor::randn(shape, FLOAT) * 0.1, Tensor::zeros(shape, FLOAT), Tensor::zeros(shape, FLOAT)];
-        a.push((shape.to_vec(), t.each_ref().map(|t| t.shallow_clone())));
-        t
+        let (params, opt) = &mut *a.borrow_mut();
+        let id = match params.iter().position(|(s, _)| s == shape) {
+            Some(id) => id,
+            None => {
+                params.push((shape.to_vec(), Tensor::randn(shape, FLOAT) * 0.1));
+                params.len() - 1
+            }
+        };
+        let tensors: Vec<Tensor> = params.iter().map(|(_, p)| p.shallow_clone()).collect();
+        opt.step(&tensors, &[(id, pooled(shape))]);
     })
 }
 

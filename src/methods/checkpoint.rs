@@ -208,7 +208,7 @@ impl Cache {
         self.tensors
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, t)| crate::device::place(t.shallow_clone()))
+            .map(|(_, t)| t.shallow_clone())
             .ok_or_else(|| Error::bad_file(&self.path, format!("missing tensor '{name}'")))
     }
     /// The graph saved with [`graph_entries`].
@@ -241,7 +241,9 @@ pub fn load_model(dir: &Path) -> Result<LoadedModel> {
     }
     let cache_path = dir.join("cache.safetensors");
     let cache = Tensor::read_safetensors(&cache_path).map_err(|e| Error::bad_file(&cache_path, e))?;
-    let cache = Cache { path: cache_path, tensors: cache };
+    // Onto the selected device once, where the model that reads them lives.
+    let tensors = cache.into_iter().map(|(name, t)| (name, crate::device::place(t))).collect();
+    let cache = Cache { path: cache_path, tensors };
     let params_path = dir.join("params.safetensors");
     let load_store = |vs: &mut tch::nn::VarStore| -> Result<()> {
         vs.load(&params_path).map_err(|e| Error::bad_file(&params_path, e))?;
