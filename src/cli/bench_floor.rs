@@ -10,7 +10,8 @@
 //! every training step needs besides the products: batch norm with its batch statistics after
 //! each activated layer (forward and backward; running statistics in validation), dropout where
 //! the recipe has it, the loss (log-softmax and NLL, forward and backward) where the stack ends
-//! in the classes, and Adam's in-place update of every weight and bias. Left out (so the floor
+//! in the classes, and Adam's in-place update of the stack's weights and biases as one flat vector
+//! (as the optimiser runs a step over the same parameters as the last). Left out (so the floor
 //! stays a lower bound): group norm, row normalisation, accuracy read-outs, and everything but
 //! the products and "SELU between layers" in DP-SGD stacks.
 use crate::data::Dataset;
@@ -253,11 +254,9 @@ impl Work {
                         crate::models::cross_entropy(&logits, &y).backward();
                     });
                 }
-                // Adam over weights [out, in] and biases [out]: the optimiser training runs.
-                for w in widths.windows(2) {
-                    adam_step(&[w[1], w[0]]);
-                    adam_step(&[w[1]]);
-                }
+                // Adam over the stack's weights [out, in] and biases [out], as one flat vector:
+                // the optimiser's route when a step updates the same parameters as the last.
+                adam_step(&[widths.windows(2).map(|w| w[1] * w[0] + w[1]).sum()]);
             }
         })
     }
