@@ -162,8 +162,10 @@ fn torch_batch_norm(vs: &nn::Path, dim: i64) -> nn::BatchNorm {
 }
 
 /// SeLU, then batch norm, then dropout (the pre-MLP's order, as the reference's MLP).
-fn activate(x: Tensor, bn: &Option<nn::BatchNorm>, dropout: f64, train: bool) -> Tensor {
-    let x = x.selu();
+/// The SeLUs run in place: each acts on a fresh layer output that nothing else keeps (see
+/// `Activation::apply_in_place`).
+fn activate(mut x: Tensor, bn: &Option<nn::BatchNorm>, dropout: f64, train: bool) -> Tensor {
+    let x = x.selu_();
     let x = match bn {
         Some(bn) => bn.forward_t(&x, train),
         None => x,
@@ -174,11 +176,11 @@ fn activate(x: Tensor, bn: &Option<nn::BatchNorm>, dropout: f64, train: bool) ->
 /// Batch norm, then SeLU, then dropout: the order PyG's GraphSAGE (the reference's message
 /// passing and the head of its GNN wrapper) uses after a convolution and after the JK projection.
 fn norm_activate(x: Tensor, bn: &Option<nn::BatchNorm>, dropout: f64, train: bool) -> Tensor {
-    let x = match bn {
+    let mut x = match bn {
         Some(bn) => bn.forward_t(&x, train),
         None => x,
     };
-    x.selu().dropout(dropout, train)
+    x.selu_().dropout(dropout, train)
 }
 
 /// The GraphSAGE baseline network.
