@@ -22,7 +22,8 @@ pub fn aggregation_operator(g: &Graph) -> Tensor {
 
 /// `A^T x` plus N(0, std^2) on every entry (no noise when std = 0).
 pub fn perturbed_sum(adj: &Tensor, x: &Tensor, std: f64) -> Tensor {
-    let s = adj.mm(x);
+    // A white box differentiates through the sum: then libtorch's product, which autograd knows.
+    let s = if x.requires_grad() || adj.requires_grad() { adj.mm(x) } else { super::sparse::mm(adj, x) };
     if std > 0.0 {
         &s + s.randn_like() * std
     } else {

@@ -37,7 +37,7 @@ impl NodeClassifier for GapEncoder {
         if self.style.dropout > 0.0 {
             h = h.dropout(self.style.dropout, f.train);
         }
-        self.head.forward(&self.style.activation.apply(&h), f)
+        self.head.forward(&self.style.activation.apply_fresh(h, f), f)
     }
     fn cache_rows(&self, idx: &Tensor) {
         self.x.register(idx)
@@ -102,7 +102,7 @@ impl GapClassifier {
         if self.style.dropout > 0.0 {
             h = h.dropout(self.style.dropout, f.train);
         }
-        self.head.forward(&self.style.activation.apply(&h), f)
+        self.head.forward(&self.style.activation.apply_fresh(h, f), f)
     }
 }
 

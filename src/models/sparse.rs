@@ -106,15 +106,22 @@ impl Propagate for SparseMatrix {
         let mut recording = self.recording.borrow_mut();
         match recording.as_mut() {
             Some(products) if x.requires_grad() => {
-                let out = tch::no_grad(|| self.csr.mm(x)).set_requires_grad(true);
+                let out = tch::no_grad(|| mm(&self.csr, x)).set_requires_grad(true);
                 let transpose = self.csr_t.shallow_clone();
                 let seq = NEXT_PRODUCT.fetch_add(1, Ordering::Relaxed);
                 products.push(Product { seq, input: x.shallow_clone(), out: out.shallow_clone(), transpose });
                 out
             }
-            _ => self.csr.mm(x),
+            // Autograd must see a product whose input requires grad.
+            _ if x.requires_grad() => self.csr.mm(x),
+            _ => mm(&self.csr, x),
         }
     }
+}
+
+/// `csr x` by [`super::spmm::csr_mm`], or by libtorch where that kernel does not apply.
+pub fn mm(csr: &Tensor, x: &Tensor) -> Tensor {
+    super::spmm::csr_mm(csr, x).unwrap_or_else(|| csr.mm(x))
 }
 
 /// Gradients of the scalar `loss` with respect to `params` (`None` where `loss` does not depend
@@ -141,7 +148,7 @@ pub fn backward(loss: &Tensor, params: &[Tensor], mut products: Vec<Product>) ->
     run(loss, products.len(), !products.is_empty(), &mut grads);
     for i in (0..products.len()).rev() {
         let (Some(g), p) = (grads[params.len() + i].take(), &products[i]) else { continue };
-        let g_in = p.transpose.mm(&g);
+        let g_in = mm(&p.transpose, &g);
         let root = (&p.input * &g_in).sum(Kind::Float);
         run(&root, i, i > 0, &mut grads);
     }
