@@ -1,6 +1,7 @@
 //! The compute floor of a `bench methods` cell: the kernels the cell's training must run (the
 //! dense layers' forward and backward, the sparse first layer, the aggregation SpMMs, DP-SGD's
-//! per-sample gradients), at the cell's shapes and counts, timed alone as bare libtorch calls:
+//! per-sample gradients), at the cell's shapes and counts, timed alone as bare kernel calls (the
+//! sparse products on the kernel training uses, `models::spmm`; the rest libtorch):
 //! no training loop, optimiser, caches, checks or bookkeeping. A cell's in-process time over
 //! this floor is what the framework around the kernels costs.
 //!
@@ -17,6 +18,7 @@
 use crate::data::Dataset;
 use crate::methods::{Method, Recipe};
 use crate::models::aggregation::aggregation_operator;
+use crate::models::sparse;
 use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
 use tch::{Kind, Tensor};
 
@@ -149,7 +151,7 @@ impl Work {
                 let activated = |i: usize| i < last || act.last;
                 for (i, (w, b)) in ws.iter().zip(&bs).enumerate() {
                     let z = match (i, &dense_in) {
-                        (0, None) => sparse_x.mm(&w.tr()) + b,
+                        (0, None) => sparse::mm(sparse_x, &w.tr()) + b,
                         (0, Some(x)) => x.linear(w, Some(b)),
                         _ => acts.last().map(|x: &Tensor| x.linear(w, Some(b))).unwrap(),
                     };
@@ -166,7 +168,7 @@ impl Work {
                     let _gb = g.sum_dim_intlist([0i64].as_slice(), false, Kind::Float);
                     if i == 0 {
                         let _gw = match &dense_in {
-                            None => sparse_x_t.mm(&g),
+                            None => sparse::mm(sparse_x_t, &g),
                             Some(x) => g.tr().mm(x),
                         };
                         if act.input_grad && dense_in.is_some() {
@@ -205,7 +207,7 @@ impl Work {
                 }
             }
             Work::Spmm { width } => {
-                let _ = s.adj.mm(&pooled(&[s.n, *width]));
+                let _ = sparse::mm(&s.adj, &pooled(&[s.n, *width]));
             }
             Work::Step { rows, widths, act_last, norm, dropout, classes, backward } => {
                 let layers = widths.len() - 1;
