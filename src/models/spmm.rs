@@ -73,23 +73,12 @@ impl Index for i64 {
     }
 }
 
-/// The product's operands: a CSR matrix and the dense row-major `x` of `width` columns.
-#[derive(Clone, Copy)]
-struct Operands<'a, I> {
-    crow: &'a [I],
-    col: &'a [I],
-    val: &'a [f32],
-    x: &'a [f32],
-    width: usize,
-}
-
 /// Fills `out` [rows, width] with the product, over torch's thread count.
 fn product<I: Index>(crow: &[I], col: &[I], val: &[f32], x: &[f32], width: usize, out: &mut [f32]) {
     let rows = crow.len() - 1;
-    let ops = Operands { crow, col, val, x, width };
     let threads = (tch::get_num_threads().max(1) as usize).min(rows);
     if threads <= 1 || val.len() < 1 << 16 {
-        return rows_into(ops, 0, out);
+        return rows_into(crow, col, val, x, width, 0, out);
     }
     // Row ranges of about equal non-zero counts.
     let mut bounds = vec![0usize];
@@ -104,25 +93,34 @@ fn product<I: Index>(crow: &[I], col: &[I], val: &[f32], x: &[f32], width: usize
         for w in bounds.windows(2) {
             let (mine, tail) = rest.split_at_mut((w[1] - w[0]) * width);
             rest = tail;
-            s.spawn(move || rows_into(ops, w[0], mine));
+            let start = w[0];
+            s.spawn(move || rows_into(&crow[..w[1] + 1], col, val, x, width, start, mine));
         }
     });
 }
 
-/// Rows `start..start + out.len() / width` of the product into `out` (those rows only).
-fn rows_into<I: Index>(ops: Operands<I>, start: usize, out: &mut [f32]) {
+/// Rows `start..crow.len() - 1` of the product into `out` (those rows only).
+fn rows_into<I: Index>(crow: &[I], col: &[I], val: &[f32], x: &[f32], width: usize, start: usize, out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU has the features the function is compiled for.
-        return unsafe { rows_into_fma(ops, start, out) };
+        return unsafe { rows_into_fma(crow, col, val, x, width, start, out) };
     }
-    rows_into_portable::<I, false>(ops, start, out)
+    rows_into_portable::<I, false>(crow, col, val, x, width, start, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn rows_into_fma<I: Index>(ops: Operands<I>, start: usize, out: &mut [f32]) {
-    rows_into_portable::<I, true>(ops, start, out)
+unsafe fn rows_into_fma<I: Index>(
+    crow: &[I],
+    col: &[I],
+    val: &[f32],
+    x: &[f32],
+    width: usize,
+    start: usize,
+    out: &mut [f32],
+) {
+    rows_into_portable::<I, true>(crow, col, val, x, width, start, out)
 }
 
 /// `a * v + o`, fused where the CPU has FMA (elsewhere `mul_add` would be a libm call).
@@ -137,12 +135,19 @@ fn madd<const FMA: bool>(a: f32, v: f32, o: f32) -> f32 {
 
 /// The loop itself; inlined into the FMA copy above, where LLVM vectorises it with AVX2 FMAs.
 #[inline(always)]
-fn rows_into_portable<I: Index, const FMA: bool>(ops: Operands<I>, start: usize, out: &mut [f32]) {
-    match ops.width {
-        16 => rows_fixed::<I, 16, FMA>(ops, start, out),
-        32 => rows_fixed::<I, 32, FMA>(ops, start, out),
-        width => {
-            let Operands { crow, col, val, x, .. } = ops;
+fn rows_into_portable<I: Index, const FMA: bool>(
+    crow: &[I],
+    col: &[I],
+    val: &[f32],
+    x: &[f32],
+    width: usize,
+    start: usize,
+    out: &mut [f32],
+) {
+    match width {
+        16 => rows_fixed::<I, 16, FMA>(crow, col, val, x, start, out),
+        32 => rows_fixed::<I, 32, FMA>(crow, col, val, x, start, out),
+        _ => {
             for (r, acc) in out.chunks_exact_mut(width).enumerate() {
                 let (lo, hi) = (crow[start + r].at(), crow[start + r + 1].at());
                 for (c, &a) in col[lo..hi].iter().zip(&val[lo..hi]) {
@@ -160,10 +165,11 @@ fn rows_into_portable<I: Index, const FMA: bool>(ops: Operands<I>, start: usize,
 /// taken in order, one FMA after another, as MKL does: the product has the same bits as
 /// libtorch's (Cornell5's GraphSAGE scores the same to the last digit). Four accumulators taking
 /// turns, and prefetching the rows of `x` 16 non-zeros ahead, were no faster: the gathers of
-/// `x` rows bound the loop.
+/// `x` rows bound the loop. LLVM's vectorisation of the `j` loop is fragile: with the operands
+/// passed as one struct it emitted 16 scalar FMAs per non-zero and GraphSAGE ran 2.3x slower, so
+/// check `objdump` for `vfmadd...ps ymm` in `rows_into_fma` after touching this.
 #[inline(always)]
-fn rows_fixed<I: Index, const W: usize, const FMA: bool>(ops: Operands<I>, start: usize, out: &mut [f32]) {
-    let Operands { crow, col, val, x, .. } = ops;
+fn rows_fixed<I: Index, const W: usize, const FMA: bool>(crow: &[I], col: &[I], val: &[f32], x: &[f32], start: usize, out: &mut [f32]) {
     for (r, dst) in out.chunks_exact_mut(W).enumerate() {
         let (lo, hi) = (crow[start + r].at(), crow[start + r + 1].at());
         let mut acc = [0f32; W];
