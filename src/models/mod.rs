@@ -21,8 +21,8 @@ pub mod mlp;
 pub mod ppr;
 pub mod progap;
 pub mod sage;
-pub mod spmm;
 pub mod sparse;
+pub mod spmm;
 
 use crate::privacy::dpsgd::{OpKind, Tape};
 use serde::{Deserialize, Serialize};

@@ -169,7 +169,14 @@ fn rows_into_portable<I: Index, const FMA: bool>(
 /// passed as one struct it emitted 16 scalar FMAs per non-zero and GraphSAGE ran 2.3x slower, so
 /// check `objdump` for `vfmadd...ps ymm` in `rows_into_fma` after touching this.
 #[inline(always)]
-fn rows_fixed<I: Index, const W: usize, const FMA: bool>(crow: &[I], col: &[I], val: &[f32], x: &[f32], start: usize, out: &mut [f32]) {
+fn rows_fixed<I: Index, const W: usize, const FMA: bool>(
+    crow: &[I],
+    col: &[I],
+    val: &[f32],
+    x: &[f32],
+    start: usize,
+    out: &mut [f32],
+) {
     for (r, dst) in out.chunks_exact_mut(W).enumerate() {
         let (lo, hi) = (crow[start + r].at(), crow[start + r + 1].at());
         let mut acc = [0f32; W];

@@ -49,16 +49,7 @@ pub struct Optimizer {
 
 impl Optimizer {
     pub fn new(kind: OptimizerKind, lr: f64, weight_decay: f64) -> Self {
-        Optimizer {
-            kind,
-            lr,
-            weight_decay,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            state: HashMap::new(),
-            flat: None,
-        }
+        Optimizer { kind, lr, weight_decay, beta1: 0.9, beta2: 0.999, eps: 1e-8, state: HashMap::new(), flat: None }
     }
 
     /// Applies one update to `params[id]` for every `(id, grad)`.
