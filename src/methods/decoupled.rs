@@ -10,7 +10,7 @@ use crate::models::aggregation::{aggregation_operator, nap, pma};
 use crate::models::gap::{GapClassifier, GapEncoder};
 use crate::models::mlp::MlpClassifier;
 use crate::models::progap::ProgapNet;
-use crate::models::{Fwd, MlpStyle, ParamStore};
+use crate::models::{Fwd, MlpStyle, ParamStore, Rows};
 use crate::privacy::accountant::{methods, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{steps_per_epoch, DpSgd};
 use crate::train::accounting::{self, Accounting, Expression, SgdSchedule};
@@ -217,11 +217,13 @@ impl TrainedModel for GapModel {
         meta.noise_std = self.noise_std;
         meta.max_degree = self.max_degree;
         let cache: Vec<(String, Tensor)> =
-            self.classifier.inputs.iter().enumerate().map(|(k, t)| (format!("x{k}"), t.shallow_clone())).collect();
+            self.classifier.inputs.iter().enumerate().map(|(k, r)| (format!("x{k}"), r.x.shallow_clone())).collect();
         save_dir(dir, &self.ps, &meta, &cache)
     }
     fn posteriors(&self) -> Tensor {
-        tch::no_grad(|| self.classifier.forward(&self.classifier.inputs, &mut Fwd::eval()).softmax(-1, Kind::Float))
+        tch::no_grad(|| {
+            self.classifier.forward(&self.classifier.input_tensors(), &mut Fwd::eval()).softmax(-1, Kind::Float)
+        })
     }
     /// Inductive inference (Algorithm 8): encoder, then PMA on the new graph with fresh noise.
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
@@ -234,7 +236,7 @@ impl TrainedModel for GapModel {
         Ok(tch::no_grad(|| self.classifier.forward(&aggs, &mut Fwd::eval()).softmax(-1, Kind::Float)))
     }
     fn embeddings(&self) -> Option<Tensor> {
-        self.classifier.inputs.first().map(|t| t.shallow_clone())
+        self.classifier.inputs.first().map(|r| r.x.shallow_clone())
     }
     fn white_box(&self) -> Option<&dyn gnnaudit_attacks::WhiteBox> {
         Some(self)
@@ -285,7 +287,7 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     tracing::info!("GAP encoder: best val {:.4} at epoch {} ({} steps)", rep.best_val(), rep.best_epoch, rep.steps);
     let noise_std = privacy.sigma * sensitivity;
     let x0 = encoder.embed(&encoder.x.x);
-    classifier.inputs = pma(&aggregation_operator(&graph), &x0, hops, noise_std);
+    classifier.inputs = pma(&aggregation_operator(&graph), &x0, hops, noise_std).into_iter().map(Rows::new).collect();
     let rep = fit(&classifier, &ps, &labels, &cfg)?;
     tracing::info!("GAP classifier: best val {:.4} at epoch {} ({} steps)", rep.best_val(), rep.best_epoch, rep.steps);
     let accuracy = labels.model_accuracy(&classifier);
@@ -384,12 +386,12 @@ pub fn fit_progap(
     let (ps, mut net) = build_progap(r, x.size()[1], data.num_classes);
     let adj = aggregation_operator(&graph);
     let noise_std = privacy.sigma * sensitivity;
-    net.inputs.push(crate::models::Rows::features(x));
+    net.inputs.push(Rows::features(x));
     for s in 0..=depth {
         if s > 0 {
             // NAP on the embeddings learned in stage s-1, computed once and cached (Alg. 9 l.3-5).
             let e = net.embedding(&net.input_tensors(), s - 1);
-            net.inputs.push(crate::models::Rows::new(nap(&adj, &e, noise_std)));
+            net.inputs.push(Rows::new(nap(&adj, &e, noise_std)));
         }
         net.stage = s;
         let rep = fit(&net, &ps, &labels, &cfg)?;
@@ -458,7 +460,7 @@ fn load_gap(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn Tra
     let empty = Tensor::zeros([0, meta.num_features], (Kind::Float, crate::device::current()));
     let (mut ps, encoder, mut classifier) = build_gap(r, empty, meta.num_classes as usize);
     load(&mut ps.vs)?;
-    classifier.inputs = (0..=r.hops()).map(|k| cache.get(&format!("x{k}"))).collect::<Result<_>>()?;
+    classifier.inputs = (0..=r.hops()).map(|k| cache.get(&format!("x{k}")).map(Rows::new)).collect::<Result<_>>()?;
     Ok(Box::new(GapModel {
         ps,
         encoder,

@@ -56,23 +56,9 @@ pub struct GapClassifier {
     pub norm: Norm,
     pub head: Mlp,
     pub style: MlpStyle,
-    pub inputs: Vec<Tensor>,
-    /// Rows of `inputs` gathered for the registered index sets (train, val), with the storage of
-    /// the inputs they came from: full-batch epochs reuse them instead of gathering again.
-    gathered: std::cell::RefCell<Vec<(Tensor, Gathered)>>,
-}
-
-/// The inputs are held too, so that their storage (the check that they are still the inputs)
-/// cannot be freed and reused by a later input while cached.
-struct Gathered {
-    sources: Vec<Tensor>,
-    rows: Vec<Tensor>,
-}
-
-impl Gathered {
-    fn from(&self, xs: &[Tensor]) -> bool {
-        self.sources.len() == xs.len() && self.sources.iter().zip(xs).all(|(a, b)| a.data_ptr() == b.data_ptr())
-    }
+    /// The cached aggregations [X^(0), ..., X^(K)], with their row gathers for the index sets
+    /// training registers (full-batch epochs reuse them instead of gathering again).
+    pub inputs: Vec<Rows>,
 }
 
 impl GapClassifier {
@@ -92,7 +78,11 @@ impl GapClassifier {
         let cat = hidden * (hops as i64 + 1);
         let norm = ps.norm("cm.norm", style.norm, cat);
         let head = Mlp::new(ps, "cm.head", cat, hidden, classes, head_layers, true, style);
-        GapClassifier { bases, norm, head, style, inputs: Vec::new(), gathered: Default::default() }
+        GapClassifier { bases, norm, head, style, inputs: Vec::new() }
+    }
+    /// The cached aggregations as plain tensors.
+    pub fn input_tensors(&self) -> Vec<Tensor> {
+        self.inputs.iter().map(|r| r.x.shallow_clone()).collect()
     }
     /// Logits from given per-hop inputs (rows aligned across hops).
     pub fn forward(&self, inputs: &[Tensor], f: &mut Fwd) -> Tensor {
@@ -106,21 +96,13 @@ impl GapClassifier {
     }
 }
 
-fn shallow(xs: &[Tensor]) -> Vec<Tensor> {
-    xs.iter().map(Tensor::shallow_clone).collect()
-}
-
 impl NodeClassifier for GapClassifier {
     fn logits(&self, idx: &Tensor, f: &mut Fwd) -> Tensor {
-        let cached = super::lookup(&self.gathered, idx, |g| g.from(&self.inputs).then(|| shallow(&g.rows)));
-        let xs = cached.flatten().unwrap_or_else(|| self.inputs.iter().map(|x| x.index_select(0, idx)).collect());
+        let xs: Vec<Tensor> = self.inputs.iter().map(|x| x.get(idx)).collect();
         self.forward(&xs, f)
     }
     fn cache_rows(&self, idx: &Tensor) {
-        let mut cache = self.gathered.borrow_mut();
-        cache.retain(|(i, g)| g.from(&self.inputs) && !(i.data_ptr() == idx.data_ptr() && i.size() == idx.size()));
-        let rows = self.inputs.iter().map(|x| x.index_select(0, idx)).collect();
-        cache.push((idx.shallow_clone(), Gathered { sources: shallow(&self.inputs), rows }));
+        self.inputs.iter().for_each(|x| x.register(idx))
     }
     fn trainable(&self) -> Vec<usize> {
         let mut v: Vec<usize> = self.bases.iter().flat_map(|m| m.ids()).collect();

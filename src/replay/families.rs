@@ -138,7 +138,7 @@ pub fn gap(r: &Recipe, data: &Dataset, opts: &super::ReplayOptions) -> Result<Re
     let (mut model, _, _) = fit_gap(r, data, opts.seed, &Accounting::rdp_only())?;
     double_params(&mut model.ps);
     model.encoder.x = Rows::new(double(&model.encoder.x.x));
-    model.classifier.inputs = model.classifier.inputs.iter().map(double).collect();
+    model.classifier.inputs = model.classifier.inputs.iter().map(|r| Rows::new(double(&r.x))).collect();
     let graph = model.graph.clone().expect("a trained GAP model keeps its graph");
     let labels = Labels::from_dataset(data)?;
     let train = &data.split()?.train;
@@ -150,7 +150,7 @@ pub fn gap(r: &Recipe, data: &Dataset, opts: &super::ReplayOptions) -> Result<Re
     for ch in chosen_units(r, &graph, train, opts.random_units, opts.seed)? {
         let adj2 = operator(&ch.unit.remove_from(&graph)?);
         for k in 1..=model.hops {
-            let x = &model.classifier.inputs[k - 1];
+            let x = &model.classifier.inputs[k - 1].x;
             push(
                 &mut out,
                 &format!("PMA hop {k} aggregation"),

@@ -36,11 +36,8 @@ struct Flat {
 /// A first-order optimizer over parameters addressed by id.
 pub struct Optimizer {
     kind: OptimizerKind,
-    lr: f64,
+    hyper: Hyper,
     weight_decay: f64,
-    beta1: f64,
-    beta2: f64,
-    eps: f64,
     state: HashMap<usize, AdamState>,
     /// Set on the first Adam step; dropped for good once a step updates another set of
     /// parameters (their step counts may then differ).
@@ -49,7 +46,8 @@ pub struct Optimizer {
 
 impl Optimizer {
     pub fn new(kind: OptimizerKind, lr: f64, weight_decay: f64) -> Self {
-        Optimizer { kind, lr, weight_decay, beta1: 0.9, beta2: 0.999, eps: 1e-8, state: HashMap::new(), flat: None }
+        let hyper = Hyper { lr, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
+        Optimizer { kind, hyper, weight_decay, state: HashMap::new(), flat: None }
     }
 
     /// Applies one update to `params[id]` for every `(id, grad)`.
@@ -67,13 +65,13 @@ impl Optimizer {
                 }
                 self.flat = None;
             }
-            let hyper = Hyper { lr: self.lr, beta1: self.beta1, beta2: self.beta2, eps: self.eps };
+            let hyper = self.hyper;
             for (id, g) in grads {
                 let mut p = params[*id].shallow_clone();
                 let g = self.decayed(g, &p);
                 match self.kind {
                     OptimizerKind::Sgd => {
-                        let _ = p.f_sub_(&(&g * self.lr)).expect("sgd update");
+                        let _ = p.f_sub_(&(&g * hyper.lr)).expect("sgd update");
                     }
                     OptimizerKind::Adam => {
                         let st = self.state.entry(*id).or_insert_with(|| AdamState {
@@ -116,10 +114,10 @@ impl Optimizer {
     /// One Adam step over the flat moments; every parameter of the flat set has a gradient, so
     /// all their step counts agree.
     fn flat_step(&mut self, params: &[Tensor], grads: &[(usize, Tensor)]) {
-        let flat_of = |ts: Vec<Tensor>| Tensor::cat(&ts.iter().map(|t| t.reshape([-1])).collect::<Vec<_>>(), 0);
-        let g = flat_of(grads.iter().map(|(_, g)| g.shallow_clone()).collect());
+        let flat_of = |ts: Vec<&Tensor>| Tensor::cat(&ts.iter().map(|t| t.reshape([-1])).collect::<Vec<_>>(), 0);
+        let g = flat_of(grads.iter().map(|(_, g)| g).collect());
         let g = if self.weight_decay != 0.0 {
-            self.decayed(&g, &flat_of(grads.iter().map(|(id, _)| params[*id].shallow_clone()).collect()))
+            self.decayed(&g, &flat_of(grads.iter().map(|(id, _)| &params[*id]).collect()))
         } else {
             g
         };
@@ -130,8 +128,7 @@ impl Optimizer {
             step = st.step;
         }
         let mut flat = self.flat.take().expect("flat moments");
-        let hyper = Hyper { lr: self.lr, beta1: self.beta1, beta2: self.beta2, eps: self.eps };
-        let update = adam_update(&mut flat.m, &mut flat.v, &g, step, hyper);
+        let update = adam_update(&mut flat.m, &mut flat.v, &g, step, self.hyper);
         for ((id, _), part) in grads.iter().zip(update.split_with_sizes(flat.sizes.as_slice(), 0)) {
             let mut p = params[*id].shallow_clone();
             let _ = p.f_sub_(&part.view(p.size().as_slice())).expect("adam update");
@@ -140,6 +137,7 @@ impl Optimizer {
     }
 }
 
+/// Adam's learning rate and constants.
 #[derive(Clone, Copy)]
 struct Hyper {
     lr: f64,
