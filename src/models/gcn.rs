@@ -4,8 +4,12 @@ use crate::data::Graph;
 use tch::{nn, Kind, Tensor};
 
 /// A sparse [N, N] float tensor from (target, source, value) triples, rows = targets, so that
-/// `adj.mm(x)` aggregates what each node receives.
-pub fn sparse_adjacency(n: usize, entries: Vec<(usize, usize, f32)>) -> Tensor {
+/// `adj.mm(x)` aggregates what each node receives. Repeated pairs are summed.
+pub fn sparse_adjacency(n: usize, mut entries: Vec<(usize, usize, f32)>) -> Tensor {
+    // Sorted here (a stable sort, linear on the edge lists' usual row-major order) so that a list
+    // without repeats is already coalesced: libtorch's coalesce sorts every entry again.
+    entries.sort_by_key(|&(v, u, _)| (v, u));
+    let repeats = entries.windows(2).any(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1));
     let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
     for (v, u, w) in entries {
         rows.push(v as i64);
@@ -14,15 +18,15 @@ pub fn sparse_adjacency(n: usize, entries: Vec<(usize, usize, f32)>) -> Tensor {
     }
     let idx = Tensor::stack(&[Tensor::from_slice(&rows), Tensor::from_slice(&cols)], 0);
     let n = n as i64;
-    Tensor::sparse_coo_tensor_indices_size(
+    let coo = Tensor::sparse_coo_tensor_indices_size(
         &idx,
         &Tensor::from_slice(&vals),
         [n, n],
         (Kind::Float, tch::Device::Cpu),
-        false,
-    )
-    .coalesce()
-    .to_device(crate::device::current())
+        !repeats,
+    );
+    let coo = if repeats { coo.coalesce() } else { coo };
+    coo.to_device(crate::device::current())
 }
 
 /// Symmetric normalisation: entry (v, u) = 1/sqrt(deg(u) deg(v)) for every edge u -> v, with
@@ -81,6 +85,19 @@ impl GcnConv {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Unsorted triples with a repeated pair give libtorch's coalesced matrix (repeats summed).
+    #[test]
+    fn sparse_adjacency_sorts_and_sums_repeats() {
+        let entries = vec![(2, 0, 1.0f32), (0, 1, 2.0), (2, 0, 0.5), (1, 2, 3.0), (0, 0, 4.0)];
+        let ours = sparse_adjacency(3, entries.clone());
+        assert!(ours.is_coalesced());
+        let want = tch::Tensor::from_slice(&[4.0f32, 2.0, 0.0, 0.0, 0.0, 3.0, 1.5, 0.0, 0.0]).view([3, 3]);
+        assert!(ours.to_dense(None, false).equal(&want));
+        let unique = sparse_adjacency(3, entries[..2].to_vec());
+        assert!(unique.is_coalesced());
+        assert_eq!(unique.indices().size(), vec![2, 2]);
+    }
 
     #[test]
     fn normalisation_matches_the_formula() {

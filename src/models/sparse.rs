@@ -53,8 +53,10 @@ impl SparseMatrix {
     /// From a sparse COO tensor.
     pub fn new(coo: Tensor) -> Self {
         let coo = coo.coalesce();
-        let csr = csr_i32(&coo);
-        let csr_t = csr_i32(&coo.tr().coalesce());
+        let (csr, csr_t) = match csr_pair_by_counting(&coo) {
+            Some(pair) => pair,
+            None => (csr_i32(&coo), csr_i32(&coo.tr().coalesce())),
+        };
         SparseMatrix { coo, csr, csr_t, recording: RefCell::new(None) }
     }
     /// CSR of the matrix (`A x`) and of its transpose (`A^T g`).
@@ -99,6 +101,60 @@ fn csr_i32(coo: &Tensor) -> Tensor {
         csr.size(),
         (csr.kind(), csr.device()),
     )
+}
+
+/// CSR of a coalesced CPU float matrix and of its transpose, both with int32 indices, built by
+/// counting sort in O(nnz). libtorch sorts the transposed indices instead, which took about 0.1 s
+/// of every GraphSAGE run on Cornell5's 1.3M edges. The entries and their order are those of
+/// `csr_i32` (a coalesced transpose lists each row's entries by column), so products keep their
+/// bits. `None` where that does not apply (another device or kind, or indices beyond int32).
+fn csr_pair_by_counting(coo: &Tensor) -> Option<(Tensor, Tensor)> {
+    let size = coo.size();
+    let fits = |n: i64| n < i32::MAX as i64;
+    if coo.device() != tch::Device::Cpu || coo.kind() != Kind::Float || size.len() != 2 || !coo.is_coalesced() {
+        return None;
+    }
+    let (rows, cols) = (size[0], size[1]);
+    let values: Vec<f32> = Vec::try_from(coo.values().contiguous()).ok()?;
+    let nnz = values.len();
+    if !fits(rows) || !fits(cols) || !fits(nnz as i64) {
+        return None;
+    }
+    let indices: Vec<i64> = Vec::try_from(coo.indices().contiguous().view(-1)).ok()?;
+    let (r, c) = indices.split_at(nnz);
+    // Row pointers from counts, then (for the transpose) each entry placed at its column's next
+    // free slot, visiting entries in row-major order.
+    let pointers = |keys: &[i64], n: i64| {
+        let mut ptr = vec![0i32; n as usize + 1];
+        for &k in keys {
+            ptr[k as usize + 1] += 1;
+        }
+        for i in 0..n as usize {
+            ptr[i + 1] += ptr[i];
+        }
+        ptr
+    };
+    let crow = pointers(r, rows);
+    let crow_t = pointers(c, cols);
+    let (mut col_t, mut val_t) = (vec![0i32; nnz], vec![0f32; nnz]);
+    let mut next: Vec<i32> = crow_t[..cols as usize].to_vec();
+    for k in 0..nnz {
+        let slot = &mut next[c[k] as usize];
+        col_t[*slot as usize] = r[k] as i32;
+        val_t[*slot as usize] = values[k];
+        *slot += 1;
+    }
+    let col: Vec<i32> = c.iter().map(|&j| j as i32).collect();
+    let csr = |crow: &[i32], col: &[i32], val: &[f32], shape: [i64; 2]| {
+        Tensor::sparse_csr_tensor_crow_col_value_size(
+            &Tensor::from_slice(crow),
+            &Tensor::from_slice(col),
+            &Tensor::from_slice(val),
+            shape,
+            (Kind::Float, tch::Device::Cpu),
+        )
+    };
+    Some((csr(&crow, &col, &values, [rows, cols]), csr(&crow_t, &col_t, &val_t, [cols, rows])))
 }
 
 impl Propagate for SparseMatrix {
@@ -216,6 +272,27 @@ impl FeatureMatrix {
 mod tests {
     use super::*;
     use tch::Device;
+
+    /// The counting-sort CSR pair has the entries, in the order, of libtorch's conversions (so
+    /// products keep their bits), for a rectangular matrix with empty rows and columns.
+    #[test]
+    fn counting_csr_pair_equals_libtorch_conversion() {
+        tch::manual_seed(3);
+        let opts = (Kind::Float, Device::Cpu);
+        let mut a = Tensor::rand([40, 23], opts).lt(0.15).to_kind(Kind::Float) * Tensor::randn([40, 23], opts);
+        let _ = a.narrow(0, 5, 3).fill_(0.0);
+        let _ = a.narrow(1, 7, 2).fill_(0.0);
+        let coo = a.to_sparse_sparse_dim(2).coalesce();
+        let (csr, csr_t) = csr_pair_by_counting(&coo).expect("a CPU float matrix");
+        for (ours, theirs) in [(csr, csr_i32(&coo)), (csr_t, csr_i32(&coo.tr().coalesce()))] {
+            assert_eq!(ours.size(), theirs.size());
+            assert!(ours.crow_indices().equal(&theirs.crow_indices()));
+            assert!(ours.col_indices().equal(&theirs.col_indices()));
+            assert!(ours.values().equal(&theirs.values()));
+        }
+        // Not applicable: a double matrix takes libtorch's route.
+        assert!(csr_pair_by_counting(&coo.to_kind(Kind::Double)).is_none());
+    }
 
     /// A sparse feature product (`F w1`, as a first layer) and two chained adjacency products, with
     /// parameters before, between and after them: the recorded backward gives the gradients of
