@@ -6,14 +6,15 @@
 //! this floor is what the framework around the kernels costs.
 //!
 //! Dense stacks carry the SELUs the models apply (between layers, after ProGAP's bases, on GAP's
-//! head input) and, where a trained stack sits below (GAP's and ProGAP's heads), the gradient
-//! for the input. A full-batch stack also runs, as its own part "norm, loss, Adam", the kernels
-//! every training step needs besides the products: batch norm with its batch statistics after
-//! each activated layer (forward and backward; running statistics in validation), dropout where
-//! the recipe has it, the loss (log-softmax and NLL, forward and backward) where the stack ends
-//! in the classes, and Adam's in-place update of the stack's weights and biases as one flat vector
-//! (as the optimiser runs a step over the same parameters as the last). Left out (so the floor
-//! stays a lower bound): group norm, row normalisation, accuracy read-outs, and everything but
+//! head input, after GraphSAGE's pre-MLP and convolutions) and, where a trained stack sits below
+//! (GAP's and ProGAP's heads), the gradient for the input. A full-batch network also runs, as its
+//! own part "norm, loss, Adam", the kernels every training step needs besides the products: batch
+//! norm with its batch statistics after each activated layer (forward and backward; running
+//! statistics in validation), dropout where the recipe has it, the loss (log-softmax and NLL,
+//! forward and backward) over the rows it is taken on, and Adam's in-place update of the weights
+//! and biases as one flat vector (as the optimiser runs a step over the same parameters as the
+//! last). Left out (so the floor stays a lower bound): group norm, row normalisation (GraphSAGE's
+//! after each convolution), accuracy read-outs, and everything but
 //! the products and "SELU between layers" in DP-SGD stacks.
 use crate::data::Dataset;
 use crate::methods::{Method, Recipe};
@@ -94,11 +95,21 @@ enum Work {
     PerSample { batch: i64, widths: Vec<i64> },
     /// `A^T X` with X of this width.
     Spmm { width: i64 },
-    /// The rest of a full-batch step of a dense stack over `rows` rows (see the module doc):
-    /// norms and dropout after the activated layers, the loss when the stack ends in `classes`
-    /// outputs, Adam over its weights and biases; validation (`backward` false) runs the norms
-    /// on their running statistics only.
-    Step { rows: i64, widths: Vec<i64>, act_last: bool, norm: bool, dropout: f64, classes: i64, backward: bool },
+    /// The rest of a full-batch step over `rows` rows (see the module doc): norms and dropout on
+    /// layer outputs of the `normed` widths, the loss over `loss` = (rows, classes) logits, Adam
+    /// over `params` weights and biases; validation (`backward` false) runs the norms on their
+    /// running statistics only.
+    Step {
+        rows: i64,
+        normed: Vec<i64>,
+        norm: bool,
+        dropout: f64,
+        loss: Option<(i64, i64)>,
+        params: i64,
+        backward: bool,
+    },
+    /// SELU forward (and backward) on [rows, width]: GraphSAGE's after each convolution.
+    Selu { rows: i64, width: i64, backward: bool },
 }
 
 /// The activations and gradients a stack has beyond "SELU between layers".
@@ -209,10 +220,14 @@ impl Work {
             Work::Spmm { width } => {
                 let _ = sparse::mm(&s.adj, &pooled(&[s.n, *width]));
             }
-            Work::Step { rows, widths, act_last, norm, dropout, classes, backward } => {
-                let layers = widths.len() - 1;
-                let activated = (1..=layers).filter(|&i| i < layers || *act_last).map(|i| widths[i]);
-                for w in activated {
+            Work::Selu { rows, width, backward } => {
+                let y = pooled(&[*rows, *width]).selu();
+                if *backward {
+                    let _ = selu_grad(&pooled(&[*rows, *width]), &y);
+                }
+            }
+            Work::Step { rows, normed, norm, dropout, loss, params, backward } => {
+                for &w in normed {
                     let (x, g) = (pooled(&[*rows, w]), pooled(&[*rows, w]));
                     let (scale, shift) = (pooled(&[w]), pooled(&[w]));
                     if *norm && !*backward {
@@ -247,18 +262,18 @@ impl Work {
                 if !*backward {
                     return;
                 }
-                if widths[layers] == *classes {
+                if let Some((rows, classes)) = *loss {
                     // Loss over the rows: log-softmax and NLL, forward and backward (autograd's
                     // own kernels, as `models::cross_entropy` runs them).
-                    let y = Tensor::zeros([*rows], (Kind::Int64, tch::Device::Cpu));
+                    let y = Tensor::zeros([rows], (Kind::Int64, tch::Device::Cpu));
                     tch::with_grad(|| {
-                        let logits = pooled(&[*rows, *classes]).detach().set_requires_grad(true);
+                        let logits = pooled(&[rows, classes]).detach().set_requires_grad(true);
                         crate::models::cross_entropy(&logits, &y).backward();
                     });
                 }
-                // Adam over the stack's weights [out, in] and biases [out], as one flat vector:
-                // the optimiser's route when a step updates the same parameters as the last.
-                adam_step(&[widths.windows(2).map(|w| w[1] * w[0] + w[1]).sum()]);
+                // Adam over the parameters as one flat vector: the optimiser's route when a step
+                // updates the same parameters as the last.
+                adam_step(&[*params]);
             }
         })
     }
@@ -334,9 +349,15 @@ impl StepStyle {
     fn of(recipe: &Recipe) -> Self {
         StepStyle { batch_norm: recipe.norm() == crate::models::NormKind::Batch, dropout: recipe.dropout }
     }
+    /// The step of a dense stack: norms after its activated layers, the loss where it ends in
+    /// the classes, Adam over its weights [out, in] and biases [out].
     fn work(&self, rows: i64, widths: &[i64], act_last: bool, classes: i64, backward: bool) -> Work {
+        let layers = widths.len() - 1;
+        let normed = (1..=layers).filter(|&i| i < layers || act_last).map(|i| widths[i]).collect();
+        let loss = (widths[layers] == classes).then_some((rows, classes));
+        let params = widths.windows(2).map(|w| w[1] * w[0] + w[1]).sum();
         let (norm, dropout) = (self.batch_norm, self.dropout);
-        Work::Step { rows, widths: widths.to_vec(), act_last, norm, dropout, classes, backward }
+        Work::Step { rows, normed, norm, dropout, loss, params, backward }
     }
 }
 
@@ -495,43 +516,52 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
         }
         Method::Sage | Method::SageEdp if recipe.epsilon.is_none() => {
             let layers = recipe.mp_layers.unwrap_or(2);
+            let pre = mlp_widths(f, recipe.base_layers(), h);
+            // The head reads the jumping-knowledge concatenation; its first layer projects it back
+            // to the hidden width (`backbone::spec_of`).
+            let head = mlp_widths(h * layers as i64, recipe.head_layers + 1, c);
             // Full-graph epochs: forward + backward over all rows, and a validation forward.
             let mut per_epoch = |backward: bool| {
-                items.push(Item {
-                    what: "SAGE epochs",
-                    count: epochs,
-                    work: Work::Mlp { rows: s.n, widths: vec![f, h], sparse_input: true, backward, act: PLAIN },
-                });
+                let sage = |work| Item { what: "SAGE epochs", count: epochs, work };
+                let pre_act = Acts { last: true, ..PLAIN };
+                items.push(sage(Work::Mlp {
+                    rows: s.n,
+                    widths: pre.clone(),
+                    sparse_input: true,
+                    backward,
+                    act: pre_act,
+                }));
                 for _ in 0..layers {
-                    // neighbour and root projections, and the aggregation (its transpose backward).
-                    items.push(Item {
-                        what: "SAGE epochs",
-                        count: epochs,
-                        work: Work::Mlp {
-                            rows: s.n,
-                            widths: vec![h, 2 * h],
-                            sparse_input: false,
-                            backward,
-                            act: PLAIN,
-                        },
-                    });
+                    // neighbour and root projections, the aggregation (its transpose backward),
+                    // and the SELU after them.
+                    let widths = vec![h, 2 * h];
+                    items.push(sage(Work::Mlp { rows: s.n, widths, sparse_input: false, backward, act: PLAIN }));
                     items.push(Item {
                         what: "SAGE epochs",
                         count: epochs * if backward { 2 } else { 1 },
                         work: Work::Spmm { width: h },
                     });
+                    items.push(sage(Work::Selu { rows: s.n, width: h, backward }));
                 }
-                items.push(Item {
-                    what: "SAGE epochs",
-                    count: epochs,
-                    work: Work::Mlp {
-                        rows: s.n,
-                        widths: vec![h * layers as i64, h, c],
-                        sparse_input: false,
-                        backward,
-                        act: PLAIN,
-                    },
-                });
+                items.push(sage(Work::Mlp {
+                    rows: s.n,
+                    widths: head.clone(),
+                    sparse_input: false,
+                    backward,
+                    act: PLAIN,
+                }));
+                // Norms after every activated layer (pre-MLP, convolutions, head but its last), all
+                // over every row; the loss over the train rows; Adam over every weight and bias.
+                let normed: Vec<i64> = std::iter::repeat_n(h, pre.len() - 1 + layers + head.len() - 2).collect();
+                let params = [pre.as_slice(), head.as_slice()]
+                    .iter()
+                    .flat_map(|w| w.windows(2).map(|w| w[1] * w[0] + w[1]))
+                    .sum::<i64>()
+                    + layers as i64 * (2 * h * h + h);
+                let loss = Some((s.n_train, c));
+                let (norm, dropout) = (step.batch_norm, step.dropout);
+                let work = Work::Step { rows: s.n, normed, norm, dropout, loss, params, backward };
+                items.push(Item { what: STEP, count: epochs, work });
             };
             per_epoch(true);
             per_epoch(false);
