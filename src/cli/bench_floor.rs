@@ -1,9 +1,9 @@
 //! The compute floor of a `bench methods` cell: the kernels the cell's training must run (the
 //! dense layers' forward and backward, the sparse first layer, the aggregation SpMMs, DP-SGD's
-//! per-sample gradients), at the cell's shapes and counts, timed alone as bare kernel calls (the
-//! sparse products on the kernel training uses, `models::spmm`; the rest libtorch):
-//! no training loop, optimiser, caches, checks or bookkeeping. A cell's in-process time over
-//! this floor is what the framework around the kernels costs.
+//! clipping), at the cell's shapes and counts, timed alone as bare kernel calls (the sparse
+//! products on the kernel training uses, `models::spmm`; the rest libtorch): no training loop,
+//! caches, checks or bookkeeping. A cell's in-process time over this floor is what the framework
+//! around the kernels costs.
 //!
 //! Dense stacks carry the SELUs the models apply (between layers, after ProGAP's bases, on GAP's
 //! head input, after GraphSAGE's pre-MLP and convolutions) and, where a trained stack sits below
@@ -13,9 +13,12 @@
 //! statistics in validation), dropout where the recipe has it, the loss (log-softmax and NLL,
 //! forward and backward) over the rows it is taken on, and Adam's in-place update of the weights
 //! and biases as one flat vector (as the optimiser runs a step over the same parameters as the
-//! last). Left out (so the floor stays a lower bound): group norm, row normalisation (GraphSAGE's
-//! after each convolution), accuracy read-outs, and everything but
-//! the products and "SELU between layers" in DP-SGD stacks.
+//! last). A DP-SGD step runs what `privacy::dpsgd` does with a batch: the Poisson draw and the
+//! gather of the batch's rows, group norm where the recipe has it, the summed loss, the backward
+//! to each layer's output, ghost norms (||a||^2 ||g||^2 per sample, no per-sample gradient), the
+//! clipped sums, the noise and Adam. Left out (so the floor stays a lower bound): row
+//! normalisation (GraphSAGE's after each convolution), accuracy read-outs, dropout in DP-SGD
+//! stacks, and norms in validation forwards of DP-SGD stacks.
 use crate::data::Dataset;
 use crate::methods::{Method, Recipe};
 use crate::models::aggregation::aggregation_operator;
@@ -90,9 +93,22 @@ enum Work {
     /// forward + backward. `sparse_input`: the first layer reads the sparse features (train rows
     /// when training, all rows otherwise).
     Mlp { rows: i64, widths: Vec<i64>, sparse_input: bool, backward: bool, act: Acts },
-    /// DP-SGD step of a dense stack over a batch: forward, backward and per-sample weight
-    /// gradients with their norms (what clipping needs).
-    PerSample { batch: i64, widths: Vec<i64> },
+    /// DP-SGD step of a dense stack over a batch, as training runs it: the batch's rows gathered
+    /// from a pool of `pool` rows, the forward (group norm with `groups` groups after each
+    /// activated layer, where the recipe has it), the summed loss where the stack ends in
+    /// `classes`, the backward to every layer's output, the per-sample gradient norms from
+    /// ||a||^2 ||g||^2 (ghost norms: no per-sample gradient is formed), the clipped sums, the noise
+    /// and Adam over the stack's weights and biases. `sample`: draw the Poisson batch (once per
+    /// model; the head's stack does it).
+    PerSample {
+        batch: i64,
+        pool: i64,
+        widths: Vec<i64>,
+        act_last: bool,
+        groups: Option<i64>,
+        classes: i64,
+        sample: bool,
+    },
     /// `A^T X` with X of this width.
     Spmm { width: i64 },
     /// The rest of a full-batch step over `rows` rows (see the module doc): norms and dropout on
@@ -194,28 +210,101 @@ impl Work {
                     }
                 }
             }
-            Work::PerSample { batch, widths } => {
+            Work::PerSample { batch, pool, widths, act_last, groups, classes, sample } => {
+                let b = *batch;
+                if *sample {
+                    let _ = Tensor::rand([*pool], FLOAT).lt(b as f64 / *pool as f64).nonzero();
+                }
                 let ws: Vec<Tensor> = widths.windows(2).map(|w| pooled(&[w[1], w[0]])).collect();
-                let mut acts = vec![pooled(&[*batch, widths[0]])];
+                let bs: Vec<Tensor> = widths[1..].iter().map(|&o| pooled(&[o])).collect();
+                let mut acts = vec![pooled(&[*pool, widths[0]]).index_select(0, &pooled_index(b, *pool))];
                 let last = ws.len() - 1;
-                for (i, w) in ws.iter().enumerate() {
-                    let z = acts[i].matmul(&w.tr());
-                    acts.push(if i < last { z.selu() } else { z });
+                let activated = |i: usize| i < last || *act_last;
+                // Per activated layer, SELU then the norm (as `Mlp::after_linear`): the SELU's
+                // output, and the normalised rows with the graph back to that output.
+                let mut selu_outs = Vec::new();
+                let mut norms: Vec<Option<(Tensor, Tensor)>> = Vec::new();
+                for (i, (w, bias)) in ws.iter().zip(&bs).enumerate() {
+                    let z = acts[i].linear(w, Some(bias));
+                    if !activated(i) {
+                        selu_outs.push(None);
+                        norms.push(None);
+                        acts.push(z);
+                        continue;
+                    }
+                    let y = z.selu();
+                    selu_outs.push(Some(y.shallow_clone()));
+                    let out = match groups {
+                        Some(g) => {
+                            // As `ParamStore::norm`: at most one group per channel, dividing them.
+                            let w = widths[i + 1];
+                            let g = (*g).clamp(1, w);
+                            let g = if w % g == 0 { g } else { 1 };
+                            let leaf = y.detach().set_requires_grad(true);
+                            let xhat =
+                                tch::with_grad(|| leaf.group_norm(g, None::<Tensor>, None::<Tensor>, 1e-5, false));
+                            let out = &xhat * pooled(&[widths[i + 1]]) + pooled(&[widths[i + 1]]);
+                            norms.push(Some((leaf, xhat)));
+                            out
+                        }
+                        None => {
+                            norms.push(None);
+                            y
+                        }
+                    };
+                    acts.push(out);
                 }
-                let mut g = pooled(&[*batch, *widths.last().unwrap()]);
-                let mut sq = Tensor::zeros([*batch], FLOAT);
+                if *widths.last().unwrap() == *classes {
+                    // The summed loss, forward and backward (its gradient seeds the backward).
+                    let y = Tensor::zeros([b], (Kind::Int64, tch::Device::Cpu));
+                    tch::with_grad(|| {
+                        let logits = pooled(&[b, *classes]).detach().set_requires_grad(true);
+                        let logp = crate::models::log_softmax_rows(&logits);
+                        logp.g_nll_loss::<Tensor>(&y, None, tch::Reduction::Sum, -100).backward();
+                    });
+                }
+                // The backward to every layer's output and every norm's, with the squared
+                // per-sample norms of their parameters' gradients.
+                let rowsum2 = |t: &Tensor| t.square().sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+                let mut g = pooled(&[b, *widths.last().unwrap()]);
+                let mut norm2 = Tensor::zeros([b], FLOAT);
+                let (mut linear_g, mut norm_g) = (Vec::new(), Vec::new());
                 for i in (0..ws.len()).rev() {
-                    if i < last {
-                        g = selu_grad(&g, &acts[i + 1]);
+                    if let Some((leaf, xhat)) = &norms[i] {
+                        norm2 += rowsum2(&(xhat * &g)) + rowsum2(&g);
+                        norm_g.push((xhat.shallow_clone(), g.shallow_clone()));
+                        let g_hat = &g * pooled(&[widths[i + 1]]);
+                        let root = tch::with_grad(|| (xhat * g_hat).sum(Kind::Float));
+                        g = Tensor::run_backward(&[root], &[leaf], false, false).remove(0);
                     }
-                    // Per-sample weight gradients [B, out, in], their squared norms, the clipped sum.
-                    let per = g.unsqueeze(2) * acts[i].unsqueeze(1);
-                    sq += per.square().sum_dim_intlist([1i64, 2].as_slice(), false, Kind::Float);
-                    let _sum = per.sum_dim_intlist([0i64].as_slice(), false, Kind::Float);
+                    if let Some(y) = &selu_outs[i] {
+                        g = selu_grad(&g, y);
+                    }
+                    norm2 += rowsum2(&acts[i]) * rowsum2(&g) + rowsum2(&g);
                     if i > 0 {
-                        g = g.mm(&ws[i]);
+                        let next = g.mm(&ws[i]);
+                        linear_g.push((i, g));
+                        g = next;
+                    } else {
+                        linear_g.push((i, g.shallow_clone()));
                     }
                 }
+                // Clip factors and the clipped sums.
+                let factor = crate::privacy::dpsgd::tape::clip_factor(&norm2.sqrt(), 1.0).unsqueeze(1);
+                for (i, g) in &linear_g {
+                    let cg = g * &factor;
+                    let _ = (cg.tr().mm(&acts[*i]), cg.sum_dim_intlist([0i64].as_slice(), false, Kind::Float));
+                }
+                for (xhat, g) in &norm_g {
+                    let cg = g * &factor;
+                    let _ = (xhat * &cg).sum_dim_intlist([0i64].as_slice(), false, Kind::Float);
+                    let _ = cg.sum_dim_intlist([0i64].as_slice(), false, Kind::Float);
+                }
+                // Noise on the clipped sums, and Adam, over every parameter as one flat vector.
+                let normed: i64 = norm_g.iter().map(|(x, _)| 2 * x.size()[1]).sum();
+                let params = widths.windows(2).map(|w| w[1] * w[0] + w[1]).sum::<i64>() + normed;
+                let _noisy = pooled(&[params]) + pooled(&[params]).randn_like();
+                adam_step(&[params]);
             }
             Work::Spmm { width } => {
                 let _ = sparse::mm(&s.adj, &pooled(&[s.n, *width]));
@@ -322,18 +411,40 @@ fn pooled(shape: &[i64]) -> Tensor {
     })
 }
 
-/// Times `count` runs of `work` from a sample of at most 10 runs (after one warm-up).
+/// `count` distinct row indices below `pool`, the same ones on every call (a batch's rows).
+fn pooled_index(count: i64, pool: i64) -> Tensor {
+    let shape = [count, pool, -1];
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if let Some((_, t)) = p.iter().find(|(s, _)| s == &shape) {
+            return t.shallow_clone();
+        }
+        let t = Tensor::randperm(pool, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, count.min(pool)).sort(0, false).0;
+        p.push((shape.to_vec(), t.shallow_clone()));
+        t
+    })
+}
+
+/// Times `count` runs of `work` from samples of at least 10 runs, and at least 20 ms, where the
+/// cell runs it that often (after one warm-up): the least of three samples, since on a shared
+/// machine a sample can only be slowed, and a floor should be the least the kernels take.
+/// (Single samples of 10 sub-millisecond DP-SGD steps varied by up to 50% between runs.)
 fn timed(work: &Work, count: usize, s: &Shapes) -> f64 {
     if count == 0 {
         return 0.0;
     }
-    work.run(s);
-    let k = count.min(10);
     let t = thread_cpu_seconds();
-    for _ in 0..k {
-        work.run(s);
-    }
-    (thread_cpu_seconds() - t) / k as f64 * count as f64
+    work.run(s);
+    let once = (thread_cpu_seconds() - t).max(1e-6);
+    let k = count.min(((0.02 / once).ceil() as usize).max(10));
+    let sample = || {
+        let t = thread_cpu_seconds();
+        for _ in 0..k {
+            work.run(s);
+        }
+        (thread_cpu_seconds() - t) / k as f64
+    };
+    (0..3).map(|_| sample()).fold(f64::INFINITY, f64::min) * count as f64
 }
 
 /// The part that holds every stack's `Work::Step`.
@@ -342,12 +453,18 @@ const STEP: &str = "norm, loss, Adam";
 /// What a step runs besides the products: the recipe's norm and dropout.
 struct StepStyle {
     batch_norm: bool,
+    /// Group norm's groups, under node-level DP.
+    groups: Option<i64>,
     dropout: f64,
 }
 
 impl StepStyle {
     fn of(recipe: &Recipe) -> Self {
-        StepStyle { batch_norm: recipe.norm() == crate::models::NormKind::Batch, dropout: recipe.dropout }
+        let groups = match recipe.norm() {
+            crate::models::NormKind::Group(g) => Some(g as i64),
+            _ => None,
+        };
+        StepStyle { batch_norm: recipe.norm() == crate::models::NormKind::Batch, groups, dropout: recipe.dropout }
     }
     /// The step of a dense stack: norms after its activated layers, the loss where it ends in
     /// the classes, Adam over its weights [out, in] and biases [out].
@@ -387,7 +504,12 @@ fn phase(
             }
         }
         Some((batch, steps)) => {
-            items.push(Item { what, count: epochs * steps, work: Work::PerSample { batch, widths: widths.clone() } })
+            let (act_last, groups, classes) = (act.last, step.groups, s.classes);
+            // The stack that ends in the classes is the model's last: its step draws the batch.
+            let sample = *widths.last().unwrap() == classes;
+            let pool = s.n_train;
+            let work = Work::PerSample { batch, pool, widths: widths.clone(), act_last, groups, classes, sample };
+            items.push(Item { what, count: epochs * steps, work })
         }
     }
     // Validation reads the sparse features where training does (DP-SGD trains on dense rows, its

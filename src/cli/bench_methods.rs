@@ -264,7 +264,7 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
     println!("npz loading: {load:.2} CPU s; preparation (undirected, split, class filter): {prepare:.2} CPU s");
     let fixed = start_up + load + prepare;
     println!(
-        "floor = the cell's kernels (dense layers fwd+bwd, sparse first layers, SpMMs, per-sample gradients; and, as the part 'norm, loss, Adam', batch norm, dropout, the loss and Adam of full-batch steps) at its shapes and counts, timed alone in CPU s; \
+        "floor = the cell's kernels (dense layers fwd+bwd, sparse first layers, SpMMs, DP-SGD steps; and, as the part 'norm, loss, Adam', batch norm, dropout, the loss and Adam of full-batch steps) at its shapes and counts, timed alone in CPU s; \
          in-process = ours CPU - start-up - loading - preparation ({fixed:.2} s)"
     );
     println!(
@@ -319,9 +319,10 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
         println!("{b}");
     }
     println!(
-        "note: DP-SGD floors materialise per-sample gradients [B, out, in]; our DP-SGD forms the clipped sum \
-         without them, so there the floor overestimates (in-process / floor < 1). 'stage embeddings + NAP' is \
-         ProGAP's once-per-stage recomputation of the previous stage's embedding for all nodes and its aggregation."
+        "note: DP-SGD floors time the step as training runs it (Poisson draw, batch gather, group norm, loss, \
+         ghost norms, clipped sums, noise, Adam); the floor and its parts are CPU s of bare kernels and vary \
+         by about 15% between runs on a shared machine. 'stage embeddings + NAP' is ProGAP's once-per-stage \
+         recomputation of the previous stage's embedding for all nodes and its aggregation."
     );
     let order = |a_: &str, b: &str| match (means.get(a_), means.get(b)) {
         (Some(x), Some(y)) => {
