@@ -105,7 +105,7 @@ enum Work {
         pool: i64,
         widths: Vec<i64>,
         act_last: bool,
-        groups: Option<i64>,
+        groups: Option<usize>,
         classes: i64,
         sample: bool,
     },
@@ -236,10 +236,7 @@ impl Work {
                     selu_outs.push(Some(y.shallow_clone()));
                     let out = match groups {
                         Some(g) => {
-                            // As `ParamStore::norm`: at most one group per channel, dividing them.
-                            let w = widths[i + 1];
-                            let g = (*g).clamp(1, w);
-                            let g = if w % g == 0 { g } else { 1 };
+                            let g = crate::models::group_count(*g, widths[i + 1]);
                             let leaf = y.detach().set_requires_grad(true);
                             let xhat =
                                 tch::with_grad(|| leaf.group_norm(g, None::<Tensor>, None::<Tensor>, 1e-5, false));
@@ -281,12 +278,9 @@ impl Work {
                         g = selu_grad(&g, y);
                     }
                     norm2 += rowsum2(&acts[i]) * rowsum2(&g) + rowsum2(&g);
+                    linear_g.push((i, g.shallow_clone()));
                     if i > 0 {
-                        let next = g.mm(&ws[i]);
-                        linear_g.push((i, g));
-                        g = next;
-                    } else {
-                        linear_g.push((i, g.shallow_clone()));
+                        g = g.mm(&ws[i]);
                     }
                 }
                 // Clip factors and the clipped sums.
@@ -302,7 +296,7 @@ impl Work {
                 }
                 // Noise on the clipped sums, and Adam, over every parameter as one flat vector.
                 let normed: i64 = norm_g.iter().map(|(x, _)| 2 * x.size()[1]).sum();
-                let params = widths.windows(2).map(|w| w[1] * w[0] + w[1]).sum::<i64>() + normed;
+                let params = stack_params(widths) + normed;
                 let _noisy = pooled(&[params]) + pooled(&[params]).randn_like();
                 adam_step(&[params]);
             }
@@ -400,29 +394,33 @@ fn adam_step(shape: &[i64]) {
 
 /// A random N(0, 0.01) tensor of `shape`, the same one on every call.
 fn pooled(shape: &[i64]) -> Tensor {
-    POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        if let Some((_, t)) = p.iter().find(|(s, _)| s == shape) {
-            return t.shallow_clone();
-        }
-        let t = Tensor::randn(shape, FLOAT) * 0.1;
-        p.push((shape.to_vec(), t.shallow_clone()));
-        t
-    })
+    cached(shape, || Tensor::randn(shape, FLOAT) * 0.1)
 }
 
 /// `count` distinct row indices below `pool`, the same ones on every call (a batch's rows).
 fn pooled_index(count: i64, pool: i64) -> Tensor {
-    let shape = [count, pool, -1];
+    // Keyed apart from the float operands, whose keys have no negative extent.
+    cached(&[count, pool, -1], || {
+        Tensor::randperm(pool, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, count.min(pool)).sort(0, false).0
+    })
+}
+
+/// The pool's tensor under `key`, made by `make` the first time.
+fn cached(key: &[i64], make: impl FnOnce() -> Tensor) -> Tensor {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        if let Some((_, t)) = p.iter().find(|(s, _)| s == &shape) {
+        if let Some((_, t)) = p.iter().find(|(k, _)| k == key) {
             return t.shallow_clone();
         }
-        let t = Tensor::randperm(pool, (Kind::Int64, tch::Device::Cpu)).narrow(0, 0, count.min(pool)).sort(0, false).0;
-        p.push((shape.to_vec(), t.shallow_clone()));
+        let t = make();
+        p.push((key.to_vec(), t.shallow_clone()));
         t
     })
+}
+
+/// Weights [out, in] and biases [out] of a dense stack of these widths.
+fn stack_params(widths: &[i64]) -> i64 {
+    widths.windows(2).map(|w| w[1] * w[0] + w[1]).sum()
 }
 
 /// Times `count` runs of `work` from samples of at least 10 runs, and at least 20 ms, where the
@@ -453,18 +451,19 @@ const STEP: &str = "norm, loss, Adam";
 /// What a step runs besides the products: the recipe's norm and dropout.
 struct StepStyle {
     batch_norm: bool,
-    /// Group norm's groups, under node-level DP.
-    groups: Option<i64>,
+    /// Group norm's groups as the recipe asks for them, under node-level DP.
+    groups: Option<usize>,
     dropout: f64,
 }
 
 impl StepStyle {
     fn of(recipe: &Recipe) -> Self {
-        let groups = match recipe.norm() {
-            crate::models::NormKind::Group(g) => Some(g as i64),
+        let norm = recipe.norm();
+        let groups = match norm {
+            crate::models::NormKind::Group(g) => Some(g),
             _ => None,
         };
-        StepStyle { batch_norm: recipe.norm() == crate::models::NormKind::Batch, groups, dropout: recipe.dropout }
+        StepStyle { batch_norm: norm == crate::models::NormKind::Batch, groups, dropout: recipe.dropout }
     }
     /// The step of a dense stack: norms after its activated layers, the loss where it ends in
     /// the classes, Adam over its weights [out, in] and biases [out].
@@ -472,7 +471,7 @@ impl StepStyle {
         let layers = widths.len() - 1;
         let normed = (1..=layers).filter(|&i| i < layers || act_last).map(|i| widths[i]).collect();
         let loss = (widths[layers] == classes).then_some((rows, classes));
-        let params = widths.windows(2).map(|w| w[1] * w[0] + w[1]).sum();
+        let params = stack_params(widths);
         let (norm, dropout) = (self.batch_norm, self.dropout);
         Work::Step { rows, normed, norm, dropout, loss, params, backward }
     }
@@ -675,11 +674,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                 // Norms after every activated layer (pre-MLP, convolutions, head but its last), all
                 // over every row; the loss over the train rows; Adam over every weight and bias.
                 let normed: Vec<i64> = std::iter::repeat_n(h, pre.len() - 1 + layers + head.len() - 2).collect();
-                let params = [pre.as_slice(), head.as_slice()]
-                    .iter()
-                    .flat_map(|w| w.windows(2).map(|w| w[1] * w[0] + w[1]))
-                    .sum::<i64>()
-                    + layers as i64 * (2 * h * h + h);
+                let params = stack_params(&pre) + stack_params(&head) + layers as i64 * (2 * h * h + h);
                 let loss = Some((s.n_train, c));
                 let (norm, dropout) = (step.batch_norm, step.dropout);
                 let work = Work::Step { rows: s.n, normed, norm, dropout, loss, params, backward };

@@ -150,8 +150,7 @@ impl ParamStore {
                 let bs = p.zeros("bias", &[dim]);
                 let weight = self.register(&format!("{name}.weight"), &ws);
                 let bias = self.register(&format!("{name}.bias"), &bs);
-                let groups = groups.clamp(1, dim as usize) as i64;
-                let groups = if dim % groups == 0 { groups } else { 1 };
+                let groups = group_count(groups, dim);
                 Norm::Group { groups, weight, bias, ws, bs }
             }
         }
@@ -436,6 +435,17 @@ impl Mlp {
     }
     pub fn ids(&self) -> Vec<usize> {
         self.layers.iter().flat_map(|l| l.ids()).chain(self.norms.iter().flat_map(|n| n.ids())).collect()
+    }
+}
+
+/// The groups group norm uses on `dim` channels when asked for `groups`: at most one per channel,
+/// and one when they would not divide the channels evenly.
+pub fn group_count(groups: usize, dim: i64) -> i64 {
+    let groups = groups.clamp(1, dim.max(1) as usize) as i64;
+    if dim % groups == 0 {
+        groups
+    } else {
+        1
     }
 }
 
