@@ -1,12 +1,36 @@
 //! What tch does not expose about the libtorch we run on: its version, a way to keep its
-//! warnings (e.g. "Sparse CSR tensor support is in beta") off stderr in normal runs, and an exit
-//! that skips its static destructors.
+//! warnings (e.g. "Sparse CSR tensor support is in beta") off stderr in normal runs, an exit
+//! that skips its static destructors, and our fused CPU kernels (csrc/) as autograd nodes.
 use std::ffi::CStr;
 use std::os::raw::c_char;
 
 extern "C" {
     fn gnnaudit_silence_torch_warnings();
     fn gnnaudit_torch_version() -> *const c_char;
+    fn gnnaudit_normalized_concat(xs: *const *const torch_sys::C_tensor, count: i64) -> *mut torch_sys::C_tensor;
+}
+
+/// Row-wise L2 normalisation of the column-wise concatenation of `xs` (2-D float CPU tensors with
+/// equal row counts) as one autograd node with a fused forward and backward (csrc/row_norm.cpp);
+/// None for any other input.
+pub fn fused_normalized_concat(xs: &[&tch::Tensor]) -> Option<tch::Tensor> {
+    let rows = xs.first()?.size().first().copied();
+    let fits = |x: &&tch::Tensor| {
+        x.device() == tch::Device::Cpu
+            && x.kind() == tch::Kind::Float
+            && x.dim() == 2
+            && !x.is_sparse()
+            && x.size().first().copied() == rows
+    };
+    if !xs.iter().all(fits) {
+        return None;
+    }
+    let ptrs: Vec<*const torch_sys::C_tensor> = xs.iter().map(|x| x.as_ptr()).collect();
+    // SAFETY: the pointers are live tensor handles of the kind the kernel accepts, borrowed for
+    // the call; the shim returns a new heap-allocated tensor (or null if libtorch threw), whose
+    // ownership passes to the wrapper.
+    let out = unsafe { gnnaudit_normalized_concat(ptrs.as_ptr(), ptrs.len() as i64) };
+    (!out.is_null()).then(|| unsafe { tch::Tensor::from_ptr(out) })
 }
 
 /// The libtorch version the binary was built against (and, through the embedded rpath, runs on).

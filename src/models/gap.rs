@@ -3,7 +3,7 @@
 //! classification module with one base MLP per hop, concatenation as COMBINE, and a head MLP
 //! (Eq. 4.10-4.12). The aggregations are computed once and cached, so inference on the training
 //! graph is free (Algorithm 7) and a new graph gets fresh PMA noise (Algorithm 8).
-use super::{row_normalize, Fwd, Linear, Mlp, MlpStyle, Norm, ParamStore, Rows};
+use super::{normalized_concat, row_normalize, Fwd, Linear, Mlp, MlpStyle, Norm, ParamStore, Rows};
 use crate::models::NodeClassifier;
 use tch::Tensor;
 
@@ -87,7 +87,7 @@ impl GapClassifier {
     /// Logits from given per-hop inputs (rows aligned across hops).
     pub fn forward(&self, inputs: &[Tensor], f: &mut Fwd) -> Tensor {
         let hs: Vec<Tensor> = self.bases.iter().zip(inputs).map(|(m, x)| m.forward(x, f)).collect();
-        let h = row_normalize(&Tensor::cat(&hs, -1));
+        let h = normalized_concat(&hs);
         let mut h = self.norm.forward(&h, f);
         if self.style.dropout > 0.0 {
             h = h.dropout(self.style.dropout, f.train);

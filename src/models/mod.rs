@@ -371,52 +371,6 @@ impl Mlp {
     pub fn forward(&self, x: &Tensor, f: &mut Fwd) -> Tensor {
         self.forward_from(0, x.shallow_clone(), f)
     }
-    /// `self.forward(&row_normalize(&Tensor::cat(xs, -1)), f)`, computed without forming the
-    /// normalised concatenation: the first layer is `r * sum_k x_k W_k^T + b`, with `W_k` the
-    /// columns of `W` that meet `x_k` and `r = 1 / ||[x_0 .. x_K]||` per row. (Concatenating
-    /// first is slower still: the concatenation's backward hands each input a strided slice
-    /// of its gradient, and the bases' SELU backward crawls over those.) Autograd through a
-    /// row-wise division of a wide matrix costs several full passes over it (ProGAP's last stage
-    /// on Cornell5 spent more time there than in all its bases); here those passes shrink to the
-    /// output width. Taped (DP-SGD) passes take the plain route, which the tape understands.
-    pub fn forward_normalized_concat(&self, xs: &[Tensor], f: &mut Fwd) -> Tensor {
-        let Some(first) = self.layers.first().filter(|_| f.tape.is_none()) else {
-            return self.forward(&row_normalize(&Tensor::cat(xs, -1)), f);
-        };
-        let out = first.ws.size()[0];
-        let mut offset = 0;
-        let mut acc: Option<(Tensor, Tensor)> = None;
-        for x in xs {
-            let (rows, width) = (x.size()[0], x.size()[1]);
-            let w = first.ws.narrow(1, offset, width);
-            let part = if out < NARROW_OUTPUT {
-                // [out, N] = W_k x_k^T: with N as the long side MKL runs its fast path, where
-                // `x_k W_k^T` (a handful of columns) ran its slow small-N path, and the weight
-                // gradient `g^T x_k` is the fast orientation too (Cornell5, ProGAP's six stage
-                // inputs and 6 classes: 4.8 ms against 6.8 ms forward and backward with the
-                // bases' SELU). The flat view and back costs nothing forward; backward, it hands
-                // the input its gradient contiguous (the product's is transposed, [width, N],
-                // on which the base's SELU backward runs a scalar loop).
-                let x = x.contiguous();
-                w.mm(&x.view([-1]).view([rows, width]).tr())
-            } else {
-                x.matmul(&w.tr())
-            };
-            let sq = (x * x).sum_dim_intlist([-1i64].as_slice(), true, Kind::Float);
-            offset += width;
-            acc = Some(match acc {
-                None => (part, sq),
-                Some((z, s)) => (z + part, s + sq),
-            });
-        }
-        let (z, sq) = acc.expect("at least one input");
-        let z = if out < NARROW_OUTPUT { z.tr().contiguous() } else { z };
-        // As `row_normalize`: clamping the squared norm keeps an all-zero row's gradient 0 (a
-        // clamped square root's backward is 0 * inf = NaN there, which poisoned every weight).
-        let y = z * sq.clamp_min(1e-24).rsqrt() + &first.bs;
-        let y = self.after_linear(0, y, f);
-        self.forward_from(1, y, f)
-    }
     /// Layers `start..` on `x` (the input of layer `start`).
     fn forward_from(&self, start: usize, x: Tensor, f: &mut Fwd) -> Tensor {
         (start..self.layers.len()).fold(x, |x, i| self.after_linear(i, self.layers[i].forward(&x, f), f))
@@ -449,10 +403,6 @@ pub fn group_count(groups: usize, dim: i64) -> i64 {
     }
 }
 
-/// Output widths below this make [`Mlp::forward_normalized_concat`] form its products as
-/// `W_k x_k^T` (a class count; hidden widths take the ordinary orientation).
-const NARROW_OUTPUT: i64 = 16;
-
 /// `x.log_softmax(-1)` for a [N, C] matrix of class scores, computed over the class-major copy:
 /// libtorch's last-dim kernel vectorises along C, and with a handful of classes (Cornell5 has 6)
 /// it ran at less than half the speed of the same softmax taken along N.
@@ -465,11 +415,23 @@ pub fn cross_entropy(logits: &Tensor, y: &Tensor) -> Tensor {
     log_softmax_rows(logits).g_nll_loss::<Tensor>(y, None, tch::Reduction::Mean, -100)
 }
 
-/// Row-wise L2 normalisation, x_v / max(||x_v||, 1e-12) (as torch's F.normalize), written as
-/// `x * rsqrt(max(||x_v||^2, 1e-24))`: autograd through a broadcast division costs more than
-/// twice as much (Cornell5, 48 columns: 11.9 ms against 5.5 ms forward and backward). (libtorch's
-/// own row norm with its one-pass backward was slower still: GAP-EDP on Cornell5 took 8% longer.)
+/// Row-wise L2 normalisation, x_v / max(||x_v||, 1e-12) (as torch's F.normalize); see
+/// [`normalized_concat`].
 pub fn row_normalize(x: &Tensor) -> Tensor {
+    normalized_concat(&[x.shallow_clone()])
+}
+
+/// `row_normalize(&Tensor::cat(xs, -1))`. On float CPU matrices it is one autograd node with fused
+/// kernels (`libtorch::fused_normalized_concat`): as composite ops it was about ten passes over
+/// the matrix forward and backward (a quarter of a Cornell5 GAP run's training), and the
+/// concatenation's backward handed each input a strided gradient. Elsewhere (CUDA, doubles) it
+/// is the composite [`row_normalize_ops`].
+pub fn normalized_concat(xs: &[Tensor]) -> Tensor {
+    let refs: Vec<&Tensor> = xs.iter().collect();
+    crate::libtorch::fused_normalized_concat(&refs).unwrap_or_else(|| row_normalize_ops(&Tensor::cat(xs, -1)))
+}
+
+pub fn row_normalize_ops(x: &Tensor) -> Tensor {
     x * (x * x).sum_dim_intlist([-1i64].as_slice(), true, Kind::Float).clamp_min(1e-24).rsqrt()
 }
 
@@ -607,38 +569,55 @@ mod tests {
         assert!(at_best.equal(&eval()), "restore gives the checkpoint's outputs back exactly");
     }
 
-    /// The head over a normalised concatenation, formed without the concatenation, gives the
-    /// plain route's outputs and parameter gradients, and the same gradients for its inputs, in
-    /// both orientations of its products (a class-count first layer, `W_k x_k^T`; a hidden one,
-    /// `x_k W_k^T`) and with one or two layers (so the tail runs too).
+    /// The fused normalised concatenation equals the composite ops in values and in the
+    /// gradients of every input: several parts, widths off the vector path (12, 4) and on it
+    /// (8, 16, with more rows than a block of four and a leftover row), a zero row (the clamp:
+    /// its gradient is r g) and rows too small to normalise without it.
     #[test]
-    fn normalized_concat_head_matches_the_plain_route() {
-        tch::manual_seed(4);
-        let style = MlpStyle { activation: Activation::Selu, dropout: 0.0, norm: NormKind::None };
+    fn fused_normalized_concat_matches_the_composite_ops() {
+        tch::manual_seed(5);
         let opts = (Kind::Float, Device::Cpu);
-        for (hidden, layers) in [(8, 2), (NARROW_OUTPUT + 4, 2), (8, 1)] {
-            let mut ps = ParamStore::new();
-            let head = Mlp::new(&mut ps, "head", 12, hidden, 3, layers, true, style);
+        for widths in [vec![12, 4], vec![8, 16, 8], vec![16]] {
+            let rows = 11;
             let inputs: Vec<Tensor> =
-                [4, 8].iter().map(|&w| Tensor::randn([10, w], opts).set_requires_grad(true)).collect();
-            // The bases' SELU sits between the leaves and the head, as in ProGAP.
-            let xs: Vec<Tensor> = inputs.iter().map(|x| x.selu()).collect();
-            let zero_row = Tensor::from_slice(&[1f32, 1., 0., 1., 1., 1., 1., 1., 1., 1.]).unsqueeze(1);
-            let xs: Vec<Tensor> = xs.iter().map(|x| x * &zero_row).collect(); // a zero row keeps the clamp's semantics
-            let params: Vec<&Tensor> = ps.params.iter().chain(&inputs).collect();
-            let c = Tensor::randn([10, 3], opts);
-            let fast = head.forward_normalized_concat(&xs, &mut Fwd::train());
-            let plain = head.forward(&row_normalize(&Tensor::cat(&xs, -1)), &mut Fwd::train());
-            assert_eq!(fast.size(), plain.size());
-            assert!((&fast - &plain).abs().max().double_value(&[]) < 1e-5, "hidden {hidden}, {layers} layers");
-            // The bases' part of the graph is shared by both routes: keep it for the second pass.
-            let g_fast = Tensor::run_backward(&[(&fast * &c).sum(Kind::Float)], &params, true, false);
-            let g_plain = Tensor::run_backward(&[(&plain * &c).sum(Kind::Float)], &params, false, false);
-            assert_eq!(g_fast.len(), params.len());
-            for (i, (a, b)) in g_fast.iter().zip(&g_plain).enumerate() {
+                widths.iter().map(|&w| Tensor::randn([rows, w], opts).set_requires_grad(true)).collect();
+            let mut scale = vec![1f32; rows as usize];
+            scale[3] = 0.0;
+            scale[7] = 1e-20;
+            let scale = Tensor::from_slice(&scale).unsqueeze(1);
+            let xs: Vec<Tensor> = inputs.iter().map(|x| x * &scale).collect();
+            let fused = normalized_concat(&xs);
+            let composite = row_normalize_ops(&Tensor::cat(&xs, -1));
+            let width: i64 = widths.iter().sum();
+            assert_eq!(fused.size(), [rows, width]);
+            let d = (&fused - &composite).abs().max().double_value(&[]);
+            assert!(d < 1e-6, "{widths:?}: values differ by {d}");
+            let c = Tensor::randn([rows, width], opts);
+            let leaves: Vec<&Tensor> = inputs.iter().collect();
+            let g_fused = Tensor::run_backward(&[(&fused * &c).sum(Kind::Float)], &leaves, true, false);
+            let g_composite = Tensor::run_backward(&[(&composite * &c).sum(Kind::Float)], &leaves, false, false);
+            for (i, (a, b)) in g_fused.iter().zip(&g_composite).enumerate() {
+                let tol = 1e-5 * b.abs().max().double_value(&[]).max(1.0);
                 let d = (a - b).abs().max().double_value(&[]);
-                assert!(d < 1e-5, "hidden {hidden}, {layers} layers, gradient {i}: {d} ({a:?} vs {b:?})");
+                assert!(d < tol, "{widths:?}, input {i}: gradients differ by {d}");
             }
         }
+    }
+
+    /// A row's result does not depend on how many threads split the rows (the kernel takes rows
+    /// in blocks of four from wherever a task's range starts).
+    #[test]
+    fn fused_normalized_concat_is_the_same_on_any_number_of_threads() {
+        tch::manual_seed(6);
+        let opts = (Kind::Float, Device::Cpu);
+        let xs: Vec<Tensor> = [16, 8].iter().map(|&w| Tensor::randn([20001, w], opts)).collect();
+        let before = tch::get_num_threads();
+        let run = |threads| {
+            tch::set_num_threads(threads);
+            normalized_concat(&xs)
+        };
+        let (one, two) = (run(1), run(2));
+        tch::set_num_threads(before);
+        assert!(one.equal(&two), "the bits moved with the thread count");
     }
 }

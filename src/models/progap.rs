@@ -3,7 +3,7 @@
 //! the base outputs of stages 0..s, row normalisation and a head MLP (Algorithm 9). Training is
 //! progressive (Algorithm 10: stage s trains bases 0..s and head s) or layerwise (Remark 1: base s
 //! and head s only). Each NAP output is computed once, at the start of its stage, and cached.
-use super::{Fwd, Mlp, MlpStyle, ParamStore, Rows};
+use super::{normalized_concat, Fwd, Mlp, MlpStyle, ParamStore, Rows};
 use crate::models::NodeClassifier;
 use tch::Tensor;
 
@@ -48,7 +48,7 @@ impl ProgapNet {
     /// Stage-`stage` logits and its embedding X^(stage), from per-stage inputs (rows aligned).
     pub fn forward(&self, inputs: &[Tensor], stage: usize, f: &mut Fwd) -> (Tensor, Tensor) {
         let xs: Vec<Tensor> = (0..=stage).map(|k| self.bases[k].forward(&inputs[k], f)).collect();
-        (self.heads[stage].forward_normalized_concat(&xs, f), xs[stage].shallow_clone())
+        (self.heads[stage].forward(&normalized_concat(&xs), f), xs[stage].shallow_clone())
     }
     /// The cached stage inputs as plain tensors.
     pub fn input_tensors(&self) -> Vec<Tensor> {
