@@ -15,6 +15,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cstring>
+#include <tuple>
 
 namespace {
 
@@ -187,47 +188,54 @@ void backward_rows(const Grads& b, bool vectorisable, int64_t begin, int64_t end
 // Rows per parallel task (a multiple of kRows): enough work to amortise a task.
 int64_t grain(int64_t cols) { return kRows * std::max<int64_t>(1, 8192 / std::max<int64_t>(cols, 1)); }
 
+// The forward over the parts: y, r (negated where clamped) and the parts' widths.
+std::tuple<at::Tensor, at::Tensor, std::vector<int64_t>> forward_kernel(at::TensorList inputs) {
+  std::vector<at::Tensor> xs;
+  Parts parts;
+  for (const auto& x : inputs) {
+    xs.push_back(x.contiguous());
+    parts.data.push_back(xs.back().const_data_ptr<float>());
+    parts.widths.push_back(x.size(1));
+    parts.total += x.size(1);
+  }
+  const int64_t n = xs[0].size(0);
+  at::Tensor y = at::empty({n, parts.total}, xs[0].options());
+  at::Tensor r = at::empty({n}, xs[0].options());
+  float* yp = y.mutable_data_ptr<float>();
+  float* rp = r.mutable_data_ptr<float>();
+  at::parallel_for(0, n, grain(parts.total), [&](int64_t begin, int64_t end) { forward_rows(parts, begin, end, yp, rp); });
+  return {y, r, parts.widths};
+}
+
+// The gradient of each part from the output's gradient `grad`.
+variable_list backward_kernel(const at::Tensor& y, const at::Tensor& r, const at::Tensor& grad,
+                              const std::vector<int64_t>& widths) {
+  const at::Tensor g = grad.contiguous();
+  Parts layout;
+  layout.widths = widths;
+  const int64_t n = y.size(0);
+  Grads b{y.const_data_ptr<float>(), r.const_data_ptr<float>(), g.const_data_ptr<float>(), y.size(1), widths, {}};
+  variable_list dxs;
+  for (int64_t w : widths) {
+    dxs.push_back(at::empty({n, w}, y.options()));
+    b.dx.push_back(dxs.back().mutable_data_ptr<float>());
+  }
+  const bool vectorisable = layout.vectorisable();
+  at::parallel_for(0, n, grain(b.total), [&](int64_t begin, int64_t end) { backward_rows(b, vectorisable, begin, end); });
+  return dxs;
+}
+
 struct NormalizedConcat : public torch::autograd::Function<NormalizedConcat> {
   static at::Tensor forward(AutogradContext* ctx, at::TensorList inputs) {
-    std::vector<at::Tensor> xs;
-    Parts parts;
-    for (const auto& x : inputs) {
-      xs.push_back(x.contiguous());
-      parts.data.push_back(xs.back().const_data_ptr<float>());
-      parts.widths.push_back(x.size(1));
-      parts.total += x.size(1);
-    }
-    const int64_t n = xs[0].size(0);
-    at::Tensor y = at::empty({n, parts.total}, xs[0].options());
-    at::Tensor r = at::empty({n}, xs[0].options());
-    float* yp = y.mutable_data_ptr<float>();
-    float* rp = r.mutable_data_ptr<float>();
-    at::parallel_for(0, n, grain(parts.total), [&](int64_t begin, int64_t end) {
-      forward_rows(parts, begin, end, yp, rp);
-    });
+    auto [y, r, widths] = forward_kernel(inputs);
     ctx->save_for_backward({y, r});
-    ctx->saved_data["widths"] = c10::IValue(parts.widths);
+    ctx->saved_data["widths"] = c10::IValue(widths);
     return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const at::Tensor& y = saved[0];
-    const at::Tensor& r = saved[1];
-    const at::Tensor g = grads[0].contiguous();
-    Parts layout;
-    layout.widths = ctx->saved_data["widths"].toIntVector();
-    const int64_t n = y.size(0);
-    Grads b{y.const_data_ptr<float>(), r.const_data_ptr<float>(), g.const_data_ptr<float>(), y.size(1),
-            layout.widths, {}};
-    variable_list dxs;
-    for (int64_t w : layout.widths) {
-      dxs.push_back(at::empty({n, w}, y.options()));
-      b.dx.push_back(dxs.back().mutable_data_ptr<float>());
-    }
-    const bool vectorisable = layout.vectorisable();
-    at::parallel_for(0, n, grain(b.total), [&](int64_t begin, int64_t end) { backward_rows(b, vectorisable, begin, end); });
-    return dxs;
+    return backward_kernel(saved[0], saved[1], grads[0], ctx->saved_data["widths"].toIntVector());
   }
 };
 
@@ -243,5 +251,21 @@ extern "C" at::Tensor* gnnaudit_normalized_concat(const at::Tensor* const* xs, i
     return new at::Tensor(NormalizedConcat::apply(at::TensorList(inputs)));
   } catch (...) {
     return nullptr;
+  }
+}
+
+// The two kernels alone, outside autograd, for `bench methods`' compute floor: the forward over
+// xs and, when `grad` is not null, the backward from it. The outputs are dropped. Returns false
+// if libtorch threw.
+extern "C" bool gnnaudit_normalized_concat_kernels(const at::Tensor* const* xs, int64_t count,
+                                                   const at::Tensor* grad) {
+  try {
+    std::vector<at::Tensor> inputs;
+    for (int64_t k = 0; k < count; ++k) inputs.push_back(*xs[k]);
+    auto [y, r, widths] = forward_kernel(inputs);
+    if (grad != nullptr) backward_kernel(y, r, *grad, widths);
+    return true;
+  } catch (...) {
+    return false;
   }
 }

@@ -8,21 +8,18 @@ extern "C" {
     fn gnnaudit_silence_torch_warnings();
     fn gnnaudit_torch_version() -> *const c_char;
     fn gnnaudit_normalized_concat(xs: *const *const torch_sys::C_tensor, count: i64) -> *mut torch_sys::C_tensor;
+    fn gnnaudit_normalized_concat_kernels(
+        xs: *const *const torch_sys::C_tensor,
+        count: i64,
+        grad: *const torch_sys::C_tensor,
+    ) -> bool;
 }
 
 /// Row-wise L2 normalisation of the column-wise concatenation of `xs` (2-D float CPU tensors with
 /// equal row counts) as one autograd node with a fused forward and backward (csrc/row_norm.cpp);
 /// None for any other input.
 pub fn fused_normalized_concat(xs: &[&tch::Tensor]) -> Option<tch::Tensor> {
-    let rows = xs.first()?.size().first().copied();
-    let fits = |x: &&tch::Tensor| {
-        x.device() == tch::Device::Cpu
-            && x.kind() == tch::Kind::Float
-            && x.dim() == 2
-            && !x.is_sparse()
-            && x.size().first().copied() == rows
-    };
-    if !xs.iter().all(fits) {
+    if !fused_kernel_fits(xs) {
         return None;
     }
     let ptrs: Vec<*const torch_sys::C_tensor> = xs.iter().map(|x| x.as_ptr()).collect();
@@ -31,6 +28,32 @@ pub fn fused_normalized_concat(xs: &[&tch::Tensor]) -> Option<tch::Tensor> {
     // ownership passes to the wrapper.
     let out = unsafe { gnnaudit_normalized_concat(ptrs.as_ptr(), ptrs.len() as i64) };
     (!out.is_null()).then(|| unsafe { tch::Tensor::from_ptr(out) })
+}
+
+/// The kernels of [`fused_normalized_concat`] alone, outside autograd (for the compute floor of
+/// `bench methods`): the forward over `xs` and, given the output's gradient, the backward.
+/// False where the kernels do not apply.
+pub fn normalized_concat_kernels(xs: &[&tch::Tensor], grad: Option<&tch::Tensor>) -> bool {
+    if !fused_kernel_fits(xs) {
+        return false;
+    }
+    let ptrs: Vec<*const torch_sys::C_tensor> = xs.iter().map(|x| x.as_ptr()).collect();
+    let grad = grad.map_or(std::ptr::null(), |g| g.as_ptr());
+    // SAFETY: live tensor handles borrowed for the call (the gradient, if given, is a float CPU
+    // matrix of the output's shape, which the caller builds); nothing is returned to own.
+    unsafe { gnnaudit_normalized_concat_kernels(ptrs.as_ptr(), ptrs.len() as i64, grad) }
+}
+
+/// Whether `xs` are 2-D float CPU tensors with equal row counts (what the fused kernels take).
+fn fused_kernel_fits(xs: &[&tch::Tensor]) -> bool {
+    let Some(rows) = xs.first().map(|x| x.size().first().copied()) else { return false };
+    xs.iter().all(|x| {
+        x.device() == tch::Device::Cpu
+            && x.kind() == tch::Kind::Float
+            && x.dim() == 2
+            && !x.is_sparse()
+            && x.size().first().copied() == rows
+    })
 }
 
 /// The libtorch version the binary was built against (and, through the embedded rpath, runs on).

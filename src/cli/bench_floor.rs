@@ -16,9 +16,11 @@
 //! last). A DP-SGD step runs what `privacy::dpsgd` does with a batch: the Poisson draw and the
 //! gather of the batch's rows, group norm where the recipe has it, the summed loss, the backward
 //! to each layer's output, ghost norms (||a||^2 ||g||^2 per sample, no per-sample gradient), the
-//! clipped sums, the noise and Adam. Left out (so the floor stays a lower bound): row
-//! normalisation (GraphSAGE's after each convolution), accuracy read-outs, dropout in DP-SGD
-//! stacks, and norms in validation forwards of DP-SGD stacks.
+//! clipped sums, the noise and Adam. Row normalisation (GAP's encoder output and concatenation,
+//! PMA's and NAP's hops, ProGAP's concatenation, GraphSAGE's convolutions) runs on the fused
+//! kernels training uses, forward and backward. Left out (so the floor stays a lower bound):
+//! accuracy read-outs, dropout in DP-SGD stacks, and norms in validation forwards of DP-SGD
+//! stacks.
 use crate::data::Dataset;
 use crate::methods::{Method, Recipe};
 use crate::models::aggregation::aggregation_operator;
@@ -126,6 +128,9 @@ enum Work {
     },
     /// SELU forward (and backward) on [rows, width]: GraphSAGE's after each convolution.
     Selu { rows: i64, width: i64, backward: bool },
+    /// Row normalisation of the concatenation of parts of these widths over `rows` rows, forward
+    /// (and backward), on the fused kernels training runs (`models::normalized_concat`).
+    RowNorm { rows: i64, parts: Vec<i64>, backward: bool },
 }
 
 /// The activations and gradients a stack has beyond "SELU between layers".
@@ -307,6 +312,14 @@ impl Work {
                 let y = pooled(&[*rows, *width]).selu();
                 if *backward {
                     let _ = selu_grad(&pooled(&[*rows, *width]), &y);
+                }
+            }
+            Work::RowNorm { rows, parts, backward } => {
+                let xs: Vec<Tensor> = parts.iter().map(|&w| pooled(&[*rows, w])).collect();
+                let g = backward.then(|| pooled(&[*rows, parts.iter().sum()]));
+                let refs: Vec<&Tensor> = xs.iter().collect();
+                if !crate::libtorch::normalized_concat_kernels(&refs, g.as_ref()) {
+                    let _ = crate::models::normalized_concat(&xs);
                 }
             }
             Work::Step { rows, normed, norm, dropout, loss, params, backward } => {
@@ -521,6 +534,25 @@ fn phase(
     });
 }
 
+/// The row normalisation of a phase (over `parts` concatenated) where training runs it: per
+/// epoch, forward and backward over the train rows (or each DP-SGD batch) and forward over the
+/// validation rows.
+fn row_norm(
+    items: &mut Vec<Item>,
+    s: &Shapes,
+    what: &'static str,
+    epochs: usize,
+    dp: Option<(i64, usize)>,
+    parts: Vec<i64>,
+) {
+    let (rows, count) = match dp {
+        None => (s.n_train, epochs),
+        Some((batch, steps)) => (batch, epochs * steps),
+    };
+    items.push(Item { what, count, work: Work::RowNorm { rows, parts: parts.clone(), backward: true } });
+    items.push(Item { what, count: epochs, work: Work::RowNorm { rows: s.n_val, parts, backward: false } });
+}
+
 /// The floor of `recipe` on `s`; None for methods without a plan here (SAGE-EDP at a finite
 /// epsilon trains on a randomised graph of unknown size; DP-GNN; the others not in the table).
 pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
@@ -548,6 +580,10 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
             let mut enc = mlp_widths(f, recipe.encoder_layers, h);
             enc.push(c);
             phase(&mut items, s, "encoder", epochs, dp, enc, dp.is_none(), PLAIN, &step);
+            row_norm(&mut items, s, "encoder", epochs, dp, vec![h]);
+            // PMA normalises X^(0) and each hop's noisy sum.
+            let pma_norm = Work::RowNorm { rows: s.n, parts: vec![h], backward: false };
+            items.push(Item { what: "embed + PMA", count: hops + 1, work: pma_norm });
             items.push(Item {
                 what: "embed + PMA",
                 count: 1,
@@ -575,6 +611,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                     &step,
                 );
             }
+            row_norm(&mut items, s, "classifier", epochs, dp, vec![h; hops + 1]);
             let head = Acts { input: true, input_grad: true, ..PLAIN };
             phase(
                 &mut items,
@@ -604,6 +641,8 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                             act: Acts { last: true, ..PLAIN },
                         },
                     });
+                    let nap_norm = Work::RowNorm { rows: s.n, parts: vec![h], backward: false };
+                    items.push(Item { what: "stage embeddings + NAP", count: 1, work: nap_norm });
                     items.push(Item { what: "stage embeddings + NAP", count: 1, work: Work::Spmm { width: h } });
                 }
                 let trained = if recipe.layerwise { stage..=stage } else { 0..=stage };
@@ -622,6 +661,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                         &step,
                     );
                 }
+                row_norm(&mut items, s, "stage training", epochs, dp, vec![h; stage + 1]);
                 phase(
                     &mut items,
                     s,
@@ -654,7 +694,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                 }));
                 for _ in 0..layers {
                     // neighbour and root projections, the aggregation (its transpose backward),
-                    // and the SELU after them.
+                    // and the row normalisation and SELU after them.
                     let widths = vec![h, 2 * h];
                     items.push(sage(Work::Mlp { rows: s.n, widths, sparse_input: false, backward, act: PLAIN }));
                     items.push(Item {
@@ -662,6 +702,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
                         count: epochs * if backward { 2 } else { 1 },
                         work: Work::Spmm { width: h },
                     });
+                    items.push(sage(Work::RowNorm { rows: s.n, parts: vec![h], backward }));
                     items.push(sage(Work::Selu { rows: s.n, width: h, backward }));
                 }
                 items.push(sage(Work::Mlp {
