@@ -269,7 +269,8 @@ pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &F
     };
     let params = model.trainable().iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
     let opt = Optimizer::new(cfg.optimizer, cfg.lr, cfg.weight_decay);
-    let mut t = ClassifierTrainee { model, ps, params, labels, opt, dp, lr: cfg.lr };
+    let train_labels = labels.y.index_select(0, &labels.train);
+    let mut t = ClassifierTrainee { model, ps, params, labels, train_labels, opt, dp, lr: cfg.lr };
     let mut report = drive(&mut t, &labels.train, &cfg.schedule())?;
     if report.kept.is_none() {
         report.kept = Some(t.evaluate());
@@ -283,6 +284,8 @@ struct ClassifierTrainee<'a> {
     ps: &'a ParamStore,
     params: Vec<(usize, Tensor)>,
     labels: &'a Labels,
+    /// The labels of the train nodes, gathered once for full-batch steps.
+    train_labels: Tensor,
     opt: Optimizer,
     /// DP-SGD's clipping and noise, for Poisson-sampled steps.
     dp: Option<DpSgd>,
@@ -332,7 +335,9 @@ impl ClassifierTrainee<'_> {
     fn plain_step(&mut self, idx: &Tensor) {
         let mut f = Fwd::train_recorded();
         let logits = self.model.logits(idx, &mut f);
-        let loss = crate::models::cross_entropy(&logits, &self.labels.y.index_select(0, idx));
+        let all_train = idx.data_ptr() == self.labels.train.data_ptr() && idx.size() == self.labels.train.size();
+        let y = if all_train { self.train_labels.shallow_clone() } else { self.labels.y.index_select(0, idx) };
+        let loss = crate::models::cross_entropy(&logits, &y);
         // Sparse first layers' products were recorded: their weight gradients come from the
         // stored transposes (`models::sparse::backward`).
         let products = f.take_products();
