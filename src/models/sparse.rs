@@ -279,7 +279,7 @@ mod tests {
     fn counting_csr_pair_equals_libtorch_conversion() {
         tch::manual_seed(3);
         let opts = (Kind::Float, Device::Cpu);
-        let mut a = Tensor::rand([40, 23], opts).lt(0.15).to_kind(Kind::Float) * Tensor::randn([40, 23], opts);
+        let a = Tensor::rand([40, 23], opts).lt(0.15).to_kind(Kind::Float) * Tensor::randn([40, 23], opts);
         let _ = a.narrow(0, 5, 3).fill_(0.0);
         let _ = a.narrow(1, 7, 2).fill_(0.0);
         let coo = a.to_sparse_sparse_dim(2).coalesce();
