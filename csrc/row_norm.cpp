@@ -6,8 +6,9 @@
 // multiply, the engine's reductions of broadcast gradients, accumulations where x is used three
 // times), and the concatenation's backward hands each input a strided slice of its gradient, on
 // which the next backward (SELU's, batch norm's) runs slowly. Here the forward reads each row once
-// and writes y; the backward is one pass per row,
-//   dx = r * (g - y <g, y>),   r = 1 / max(||x||, 1e-12),
+// and writes y; the backward is one pass per row over the saved inputs (as the composite ops
+// save them; the output may then be modified in place, e.g. by an in-place SELU),
+//   dx = r * (g - y <g, y>),   y = r x,   r = 1 / max(||x||, 1e-12),
 // split into one contiguous gradient per input. Where the norm is clamped (r fixed) the projection
 // is dropped, as the clamp's gradient does. Each row's sums run in a fixed order, so the bits do
 // not depend on the number of threads.
@@ -122,9 +123,10 @@ void forward_rows(const Parts& x, int64_t begin, int64_t end, float* y, float* r
   }
 }
 
-// The gradients' layout: y, r and g as saved and given, and one output block per part.
+// The gradients' layout: the saved inputs and r, the output's gradient g, and one output block
+// per part.
 struct Grads {
-  const float* y;
+  std::vector<const float*> x;
   const float* r;
   const float* g;
   int64_t total;
@@ -132,28 +134,36 @@ struct Grads {
   std::vector<float*> dx;
 };
 
-// dx_k = |r| (g - y <g, y>), with <g, y> taken as 0 on clamped rows (r < 0).
+// dx_k = |r| (g - y <g, y>) with y = x |r| recomputed from the inputs (the node saves its inputs,
+// not its output, so that callers may modify the output in place, as with the composite ops),
+// and <g, y> taken as 0 on clamped rows (r < 0).
 template <int64_t M>
 GNNAUDIT_INLINE void backward_block(const Grads& b, int64_t i) {
   const int64_t d = b.total;
   v8 acc[M] = {};
-  for (int64_t j = 0; j < d; j += 8) {
-    for (int64_t q = 0; q < M; ++q) acc[q] += load(b.g + (i + q) * d + j) * load(b.y + (i + q) * d + j);
+  int64_t offset = 0;
+  for (size_t k = 0; k < b.widths.size(); ++k) {
+    const int64_t w = b.widths[k];
+    for (int64_t j = 0; j < w; j += 8) {
+      for (int64_t q = 0; q < M; ++q) acc[q] += load(b.g + (i + q) * d + offset + j) * load(b.x[k] + (i + q) * w + j);
+    }
+    offset += w;
   }
   v8 scale[M], c[M];
   for (int64_t q = 0; q < M; ++q) {
     const float ri = b.r[i + q];
-    scale[q] = splat(ri < 0 ? -ri : ri);
-    c[q] = splat(ri < 0 ? 0.0f : sum(acc[q]));
+    const float s = ri < 0 ? -ri : ri;
+    scale[q] = splat(s);
+    c[q] = splat(ri < 0 ? 0.0f : s * sum(acc[q]));
   }
-  int64_t offset = 0;
+  offset = 0;
   for (size_t k = 0; k < b.widths.size(); ++k) {
     const int64_t w = b.widths[k];
     for (int64_t q = 0; q < M; ++q) {
       const float* gi = b.g + (i + q) * d + offset;
-      const float* yi = b.y + (i + q) * d + offset;
+      const float* xi = b.x[k] + (i + q) * w;
       float* di = b.dx[k] + (i + q) * w;
-      for (int64_t j = 0; j < w; j += 8) store(di + j, scale[q] * (load(gi + j) - load(yi + j) * c[q]));
+      for (int64_t j = 0; j < w; j += 8) store(di + j, scale[q] * (load(gi + j) - load(xi + j) * scale[q] * c[q]));
     }
     offset += w;
   }
@@ -168,18 +178,23 @@ void backward_rows(const Grads& b, bool vectorisable, int64_t begin, int64_t end
     return;
   }
   for (int64_t i = begin; i < end; ++i) {
-    const float* yi = b.y + i * b.total;
     const float* gi = b.g + i * b.total;
     const float ri = b.r[i];
     const float scale = ri < 0 ? -ri : ri;
     float c = 0;
     if (ri >= 0) {
-      for (int64_t j = 0; j < b.total; ++j) c += gi[j] * yi[j];
+      for (size_t k = 0; k < b.widths.size(); ++k) {
+        const float* xi = b.x[k] + i * b.widths[k];
+        for (int64_t j = 0; j < b.widths[k]; ++j) c += gi[j] * xi[j];
+        gi += b.widths[k];
+      }
+      c *= scale;
+      gi = b.g + i * b.total;
     }
     for (size_t k = 0; k < b.widths.size(); ++k) {
+      const float* xi = b.x[k] + i * b.widths[k];
       float* di = b.dx[k] + i * b.widths[k];
-      for (int64_t j = 0; j < b.widths[k]; ++j) di[j] = scale * (gi[j] - yi[j] * c);
-      yi += b.widths[k];
+      for (int64_t j = 0; j < b.widths[k]; ++j) di[j] = scale * (gi[j] - xi[j] * scale * c);
       gi += b.widths[k];
     }
   }
@@ -188,8 +203,8 @@ void backward_rows(const Grads& b, bool vectorisable, int64_t begin, int64_t end
 // Rows per parallel task (a multiple of kRows): enough work to amortise a task.
 int64_t grain(int64_t cols) { return kRows * std::max<int64_t>(1, 8192 / std::max<int64_t>(cols, 1)); }
 
-// The forward over the parts: y, r (negated where clamped) and the parts' widths.
-std::tuple<at::Tensor, at::Tensor, std::vector<int64_t>> forward_kernel(at::TensorList inputs) {
+// The forward over the parts: y, r (negated where clamped) and the contiguous parts.
+std::tuple<at::Tensor, at::Tensor, std::vector<at::Tensor>> forward_kernel(at::TensorList inputs) {
   std::vector<at::Tensor> xs;
   Parts parts;
   for (const auto& x : inputs) {
@@ -204,20 +219,22 @@ std::tuple<at::Tensor, at::Tensor, std::vector<int64_t>> forward_kernel(at::Tens
   float* yp = y.mutable_data_ptr<float>();
   float* rp = r.mutable_data_ptr<float>();
   at::parallel_for(0, n, grain(parts.total), [&](int64_t begin, int64_t end) { forward_rows(parts, begin, end, yp, rp); });
-  return {y, r, parts.widths};
+  return {y, r, xs};
 }
 
-// The gradient of each part from the output's gradient `grad`.
-variable_list backward_kernel(const at::Tensor& y, const at::Tensor& r, const at::Tensor& grad,
-                              const std::vector<int64_t>& widths) {
+// The gradient of each (contiguous) part from r and the output's gradient `grad`.
+variable_list backward_kernel(const std::vector<at::Tensor>& xs, const at::Tensor& r, const at::Tensor& grad) {
   const at::Tensor g = grad.contiguous();
   Parts layout;
-  layout.widths = widths;
-  const int64_t n = y.size(0);
-  Grads b{y.const_data_ptr<float>(), r.const_data_ptr<float>(), g.const_data_ptr<float>(), y.size(1), widths, {}};
+  Grads b{{}, r.const_data_ptr<float>(), g.const_data_ptr<float>(), 0, {}, {}};
+  const int64_t n = r.size(0);
   variable_list dxs;
-  for (int64_t w : widths) {
-    dxs.push_back(at::empty({n, w}, y.options()));
+  for (const auto& x : xs) {
+    layout.widths.push_back(x.size(1));
+    b.x.push_back(x.const_data_ptr<float>());
+    b.widths.push_back(x.size(1));
+    b.total += x.size(1);
+    dxs.push_back(at::empty({n, x.size(1)}, x.options()));
     b.dx.push_back(dxs.back().mutable_data_ptr<float>());
   }
   const bool vectorisable = layout.vectorisable();
@@ -227,15 +244,17 @@ variable_list backward_kernel(const at::Tensor& y, const at::Tensor& r, const at
 
 struct NormalizedConcat : public torch::autograd::Function<NormalizedConcat> {
   static at::Tensor forward(AutogradContext* ctx, at::TensorList inputs) {
-    auto [y, r, widths] = forward_kernel(inputs);
-    ctx->save_for_backward({y, r});
-    ctx->saved_data["widths"] = c10::IValue(widths);
+    auto [y, r, xs] = forward_kernel(inputs);
+    xs.push_back(r);
+    ctx->save_for_backward(xs);
     return y;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    return backward_kernel(saved[0], saved[1], grads[0], ctx->saved_data["widths"].toIntVector());
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor r = saved.back();
+    saved.pop_back();
+    return backward_kernel(saved, r, grads[0]);
   }
 };
 
@@ -262,8 +281,8 @@ extern "C" bool gnnaudit_normalized_concat_kernels(const at::Tensor* const* xs, 
   try {
     std::vector<at::Tensor> inputs;
     for (int64_t k = 0; k < count; ++k) inputs.push_back(*xs[k]);
-    auto [y, r, widths] = forward_kernel(inputs);
-    if (grad != nullptr) backward_kernel(y, r, *grad, widths);
+    auto [y, r, xs] = forward_kernel(inputs);
+    if (grad != nullptr) backward_kernel(xs, r, *grad);
     return true;
   } catch (...) {
     return false;

@@ -604,6 +604,19 @@ mod tests {
         }
     }
 
+    /// The fused node saves its inputs, not its output, so an in-place SELU on its output (as
+    /// `Activation::apply_fresh` runs where no norm follows) leaves its backward intact.
+    #[test]
+    fn fused_normalized_concat_output_may_be_modified_in_place() {
+        tch::manual_seed(7);
+        let x = Tensor::randn([9, 16], (Kind::Float, Device::Cpu)).set_requires_grad(true);
+        let fused = normalized_concat(&[x.shallow_clone()]).selu_();
+        let composite = row_normalize_ops(&x).selu();
+        let g_fused = Tensor::run_backward(&[fused.sum(Kind::Float)], &[&x], false, false);
+        let g_composite = Tensor::run_backward(&[composite.sum(Kind::Float)], &[&x], false, false);
+        assert!((&g_fused[0] - &g_composite[0]).abs().max().double_value(&[]) < 1e-5);
+    }
+
     /// A row's result does not depend on how many threads split the rows (the kernel takes rows
     /// in blocks of four from wherever a task's range starts).
     #[test]
