@@ -3,7 +3,7 @@
 //! DP-GNN, one child process per (cell, seed) so that wall time and peak RSS are whole-process figures like the anchors', and
 //! prints accuracy, time and memory next to the reference with the ratios, and each cell's
 //! in-process CPU time against its compute floor ([`super::bench_floor`]).
-use super::bench_floor::{children_cpu_seconds, floor, thread_cpu_seconds, Shapes};
+use super::bench_floor::{children_cpu_seconds, floor as compute_floor, thread_cpu_seconds, Floor, Shapes};
 use crate::error::{Error, Result};
 use crate::methods::{Method, Recipe};
 use clap::Args;
@@ -279,8 +279,17 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
         }
         let reference = if cornell { &cell.cornell5 } else { &cell.cora };
         let mut ms = Vec::new();
+        // The floor is measured after each seed's run, and the least is kept: spread over the
+        // cell's runs, a slow spell of the shared machine cannot weigh on one side alone.
+        let recipe = cell_recipe(&cell);
+        let mut floor: Option<Floor> = None;
         for seed in 1..=a.seeds {
             ms.push(run_child(&a.dataset, extra, &cell, seed, a.threads, &a.data_dir)?);
+            if let Some(f) = recipe.as_ref().and_then(|r| compute_floor(r, &shapes)) {
+                if floor.as_ref().is_none_or(|best| f.seconds < best.seconds) {
+                    floor = Some(f);
+                }
+            }
         }
         let (acc, sd) = mean_sd(&ms.iter().map(|m| m.acc).collect::<Vec<_>>());
         let (wall, _) = mean_sd(&ms.iter().map(|m| m.wall).collect::<Vec<_>>());
@@ -296,7 +305,6 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
         };
         let ok = acc >= reference.acc - 2.0 * reference.sd;
         means.insert(cell.label, acc);
-        let floor = cell_recipe(&cell).and_then(|r| floor(&r, &shapes));
         let (floor_s, over) = match &floor {
             Some(f) => (format!("{:.2}", f.seconds), format!("{:.2}x", (least_cpu - fixed) / f.seconds)),
             None => ("-".to_string(), "-".to_string()),
@@ -323,8 +331,8 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
     }
     println!(
         "note: DP-SGD floors time the step as training runs it (Poisson draw, batch gather, group norm, loss, \
-         ghost norms, clipped sums, noise, Adam); the floor and its parts are CPU s of bare kernels and vary \
-         by about 15% between runs on a shared machine. 'stage embeddings + NAP' is ProGAP's once-per-stage \
+         ghost norms, clipped sums, noise, Adam); the floor and its parts are CPU s of bare kernels, measured \
+         after each seed's run and the least kept (on a shared machine a single measurement moved by up to a third). 'stage embeddings + NAP' is ProGAP's once-per-stage \
          recomputation of the previous stage's embedding for all nodes and its aggregation."
     );
     let order = |a_: &str, b: &str| match (means.get(a_), means.get(b)) {
