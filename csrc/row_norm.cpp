@@ -15,6 +15,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <cstring>
 #include <tuple>
 
@@ -51,14 +52,12 @@ struct Parts {
   std::vector<const float*> data;
   std::vector<int64_t> widths;
   int64_t total = 0;
-  // Whether every width is a multiple of 8 (the vector path).
-  bool vectorisable() const {
-    for (int64_t w : widths) {
-      if (w % 8 != 0) return false;
-    }
-    return true;
-  }
 };
+
+// Whether every width is a multiple of 8 (the vector path).
+bool vectorisable(const std::vector<int64_t>& widths) {
+  return std::all_of(widths.begin(), widths.end(), [](int64_t w) { return w % 8 == 0; });
+}
 
 // 1 / max(||x||, 1e-12) from the squared norm; stored negated where clamped.
 GNNAUDIT_INLINE float inverse_norm(float s, float* flag) {
@@ -101,7 +100,7 @@ GNNAUDIT_INLINE void forward_block(const Parts& x, int64_t i, float* y, float* r
 
 GNNAUDIT_CLONES
 void forward_rows(const Parts& x, int64_t begin, int64_t end, float* y, float* r) {
-  if (x.vectorisable()) {
+  if (vectorisable(x.widths)) {
     int64_t i = begin;
     for (; i + kRows <= end; i += kRows) forward_block<kRows>(x, i, y, r);
     for (; i < end; ++i) forward_block<1>(x, i, y, r);
@@ -170,8 +169,8 @@ GNNAUDIT_INLINE void backward_block(const Grads& b, int64_t i) {
 }
 
 GNNAUDIT_CLONES
-void backward_rows(const Grads& b, bool vectorisable, int64_t begin, int64_t end) {
-  if (vectorisable) {
+void backward_rows(const Grads& b, bool vector_path, int64_t begin, int64_t end) {
+  if (vector_path) {
     int64_t i = begin;
     for (; i + kRows <= end; i += kRows) backward_block<kRows>(b, i);
     for (; i < end; ++i) backward_block<1>(b, i);
@@ -225,20 +224,18 @@ std::tuple<at::Tensor, at::Tensor, std::vector<at::Tensor>> forward_kernel(at::T
 // The gradient of each (contiguous) part from r and the output's gradient `grad`.
 variable_list backward_kernel(const std::vector<at::Tensor>& xs, const at::Tensor& r, const at::Tensor& grad) {
   const at::Tensor g = grad.contiguous();
-  Parts layout;
   Grads b{{}, r.const_data_ptr<float>(), g.const_data_ptr<float>(), 0, {}, {}};
   const int64_t n = r.size(0);
   variable_list dxs;
   for (const auto& x : xs) {
-    layout.widths.push_back(x.size(1));
     b.x.push_back(x.const_data_ptr<float>());
     b.widths.push_back(x.size(1));
     b.total += x.size(1);
     dxs.push_back(at::empty({n, x.size(1)}, x.options()));
     b.dx.push_back(dxs.back().mutable_data_ptr<float>());
   }
-  const bool vectorisable = layout.vectorisable();
-  at::parallel_for(0, n, grain(b.total), [&](int64_t begin, int64_t end) { backward_rows(b, vectorisable, begin, end); });
+  const bool vector_path = vectorisable(b.widths);
+  at::parallel_for(0, n, grain(b.total), [&](int64_t begin, int64_t end) { backward_rows(b, vector_path, begin, end); });
   return dxs;
 }
 

@@ -318,9 +318,8 @@ impl Work {
                 let xs: Vec<Tensor> = parts.iter().map(|&w| pooled(&[*rows, w])).collect();
                 let g = backward.then(|| pooled(&[*rows, parts.iter().sum()]));
                 let refs: Vec<&Tensor> = xs.iter().collect();
-                if !crate::libtorch::normalized_concat_kernels(&refs, g.as_ref()) {
-                    let _ = crate::models::normalized_concat(&xs);
-                }
+                let ran = crate::libtorch::normalized_concat_kernels(&refs, g.as_ref());
+                assert!(ran, "the floor's operands are float CPU matrices, which the fused kernels take");
             }
             Work::Step { rows, normed, norm, dropout, loss, params, backward } => {
                 for &w in normed {

@@ -431,6 +431,8 @@ pub fn normalized_concat(xs: &[Tensor]) -> Tensor {
     crate::libtorch::fused_normalized_concat(&refs).unwrap_or_else(|| row_normalize_ops(&Tensor::cat(xs, -1)))
 }
 
+/// [`row_normalize`] as libtorch ops, `x * rsqrt(max(||x_v||^2, 1e-24))` (a broadcast division
+/// costs more than twice as much under autograd); the route off the fused kernels.
 pub fn row_normalize_ops(x: &Tensor) -> Tensor {
     x * (x * x).sum_dim_intlist([-1i64].as_slice(), true, Kind::Float).clamp_min(1e-24).rsqrt()
 }
