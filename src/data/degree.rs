@@ -51,21 +51,19 @@ pub fn bound_degree(g: &Graph, bound: DegreeBound, max_degree: usize, seed: u64)
 }
 
 fn bound_out(g: &Graph, d: usize, seed: u64) -> Result<Graph> {
-    let n = g.num_nodes();
-    let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (u, v) in g.edges() {
-        out[u].push(v);
-    }
+    // Row u of the reversed graph lists u's out-neighbours in ascending order.
+    let out = g.reversed();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut edges = Vec::with_capacity(g.num_directed_edges());
-    for (u, vs) in out.iter().enumerate() {
+    for u in 0..out.num_nodes() {
+        let vs = out.in_neighbors(u);
         if vs.len() <= d {
             edges.extend(vs.iter().map(|&v| (u, v)));
         } else {
             edges.extend(index::sample(&mut rng, vs.len(), d).into_iter().map(|i| (u, vs[i])));
         }
     }
-    Graph::from_edges(n, edges)
+    Graph::from_edges(g.num_nodes(), edges)
 }
 
 fn bound_in(g: &Graph, d: usize, seed: u64) -> Result<Graph> {
@@ -161,5 +159,24 @@ mod tests {
             assert_eq!(b, bound_degree(&g, bound, 4, 7).unwrap(), "{bound:?} deterministic");
         }
         assert!(bound_degree(&g, DegreeBound::Out, 0, 1).is_err());
+    }
+
+    /// The out-degree bound draws as it always did: one stream over the nodes in order, each
+    /// sampling positions in its ascending out-list, so seeded results do not move.
+    #[test]
+    fn out_bound_draws_as_the_per_node_out_lists() {
+        let g = star(30);
+        let mut out: Vec<Vec<usize>> = vec![Vec::new(); g.num_nodes()];
+        for (u, v) in g.edges() {
+            out[u].push(v);
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut kept = Vec::new();
+        for (u, vs) in out.iter().enumerate() {
+            let picks: Vec<usize> =
+                if vs.len() <= 3 { (0..vs.len()).collect() } else { index::sample(&mut rng, vs.len(), 3).into_vec() };
+            kept.extend(picks.into_iter().map(|i| (u, vs[i])));
+        }
+        assert_eq!(bound_degree(&g, DegreeBound::Out, 3, 11).unwrap(), Graph::from_edges(g.num_nodes(), kept).unwrap());
     }
 }
