@@ -314,8 +314,8 @@ impl Trainee for ClassifierTrainee<'_> {
 impl ClassifierTrainee<'_> {
     /// One DP-Adam step: per-sample gradients from the taped forward, clipped and noised.
     fn private_step(&mut self, dp: &DpSgd, idx: &Tensor) {
-        let grads = if idx.size()[0] == 0 {
-            dp.private_grads(None, &self.params)
+        let (grads, flat) = if idx.size()[0] == 0 {
+            dp.private_flat(None, &self.params)
         } else {
             let mut f = Fwd::train_taped();
             let logits = self.model.logits(idx, &mut f);
@@ -326,9 +326,9 @@ impl ClassifierTrainee<'_> {
                 -100,
             );
             let tape = f.tape.take().unwrap();
-            dp.private_grads(Some((&tape, &loss_sum)), &self.params)
+            dp.private_flat(Some((&tape, &loss_sum)), &self.params)
         };
-        self.opt.step(&self.ps.params, &grads);
+        self.opt.step_flat(&self.ps.params, &grads, &flat);
     }
 
     /// One non-private step on the mean cross-entropy of `idx`.

@@ -21,30 +21,51 @@ impl DpSgd {
     /// expected batch size. `tape` is `None` for an empty Poisson batch (pure noise, which the
     /// privacy analysis requires too). `shapes` lists every trainable parameter `(id, tensor)`.
     pub fn private_grads(&self, tape: Option<(&Tape, &Tensor)>, params: &[(usize, Tensor)]) -> Grads {
+        self.private_flat(tape, params).0
+    }
+
+    /// [`Self::private_grads`], and the one vector they are views of, for
+    /// [`super::Optimizer::step_flat`].
+    pub fn private_flat(&self, tape: Option<(&Tape, &Tensor)>, params: &[(usize, Tensor)]) -> (Grads, Tensor) {
         let summed = match tape {
             Some((t, loss_sum)) => t.clipped_sum(loss_sum, self.max_grad_norm).0,
             None => Vec::new(),
         };
-        self.noisy_mean(summed, params)
+        self.noisy_flat(summed, params)
     }
 
     /// Adds N(0, sigma^2 C^2) to an already clipped sum (missing ids count as zero) and divides by
     /// the expected batch size: the noise half of [`Self::private_grads`], shared with clipping
     /// schemes that clip something other than one sample (class-level DP-SGD clips whole units).
     pub fn noisy_mean(&self, summed: Grads, params: &[(usize, Tensor)]) -> Grads {
+        self.noisy_flat(summed, params).0
+    }
+
+    /// [`Self::noisy_mean`], and the one vector its gradients are views of.
+    pub fn noisy_flat(&self, summed: Grads, params: &[(usize, Tensor)]) -> (Grads, Tensor) {
         let std = self.noise_multiplier * self.max_grad_norm;
-        params
+        let sums: Vec<Tensor> = params
             .iter()
             .map(|(id, p)| {
-                let g = summed
-                    .iter()
-                    .find(|(i, _)| i == id)
-                    .map(|(_, g)| g.shallow_clone())
-                    .unwrap_or_else(|| p.zeros_like());
-                let g = if std > 0.0 && std.is_finite() { g + p.randn_like() * std } else { g };
-                (*id, g / self.expected_batch_size)
+                let g = summed.iter().find(|(i, _)| i == id).map(|(_, g)| g.shallow_clone());
+                g.unwrap_or_else(|| p.zeros_like()).reshape([-1])
             })
-            .collect()
+            .collect();
+        // The noise is drawn once for all parameters, as one vector: the same independent
+        // N(0, std^2) per coordinate as a draw per parameter, in four ops a step instead of four
+        // per parameter (GAP's classifier has dozens and a step lasts a millisecond).
+        let mut flat = Tensor::cat(&sums, 0);
+        if std > 0.0 && std.is_finite() {
+            flat += flat.randn_like() * std;
+        }
+        let flat = flat / self.expected_batch_size;
+        let sizes: Vec<i64> = sums.iter().map(|t| t.size()[0]).collect();
+        let grads = params
+            .iter()
+            .zip(flat.split_with_sizes(sizes.as_slice(), 0))
+            .map(|((id, p), g)| (*id, g.view(p.size().as_slice())))
+            .collect();
+        (grads, flat)
     }
 }
 

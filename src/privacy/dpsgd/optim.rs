@@ -31,6 +31,27 @@ struct Flat {
     sizes: Vec<i64>,
     m: Tensor,
     v: Tensor,
+    /// The parameters themselves, moved into one buffer (each parameter's data a view of it), so
+    /// that the update is one subtraction. None where they could not move (mixed kinds or
+    /// devices, an id twice).
+    params: Option<Tensor>,
+}
+
+impl Flat {
+    /// The parameter buffer, while every parameter still lives in it: another optimizer over
+    /// the same parameters moves them into its own buffer.
+    fn homed_params(&self, params: &[Tensor]) -> Option<&Tensor> {
+        let buf = self.params.as_ref()?;
+        let elt = buf.kind().elt_size_in_bytes();
+        let mut offset = 0;
+        for (id, n) in self.ids.iter().zip(&self.sizes) {
+            if params[*id].data_ptr() as usize != buf.data_ptr() as usize + offset * elt {
+                return None;
+            }
+            offset += *n as usize;
+        }
+        Some(buf)
+    }
 }
 
 /// A first-order optimizer over parameters addressed by id.
@@ -52,16 +73,26 @@ impl Optimizer {
 
     /// Applies one update to `params[id]` for every `(id, grad)`.
     pub fn step(&mut self, params: &[Tensor], grads: &[(usize, Tensor)]) {
+        self.step_with(params, grads, None);
+    }
+
+    /// [`Self::step`] where the gradients are views of `flat`, back to back in their order (the
+    /// DP path adds its noise to one vector): the flat route reads it without gathering them.
+    pub fn step_flat(&mut self, params: &[Tensor], grads: &[(usize, Tensor)], flat: &Tensor) {
+        self.step_with(params, grads, Some(flat));
+    }
+
+    fn step_with(&mut self, params: &[Tensor], grads: &[(usize, Tensor)], flat: Option<&Tensor>) {
         if grads.is_empty() {
             return;
         }
         tch::no_grad(|| {
             if self.kind == OptimizerKind::Adam {
                 if self.state.is_empty() {
-                    self.start_flat(grads);
+                    self.start_flat(params, grads);
                 }
                 if self.flat.as_ref().is_some_and(|f| f.ids.iter().eq(grads.iter().map(|(id, _)| id))) {
-                    return self.flat_step(params, grads);
+                    return self.flat_step(params, grads, flat);
                 }
                 self.flat = None;
             }
@@ -96,8 +127,9 @@ impl Optimizer {
         }
     }
 
-    /// Zero moments for the parameters of `grads`, laid out flat, with per-parameter views.
-    fn start_flat(&mut self, grads: &[(usize, Tensor)]) {
+    /// Zero moments for the parameters of `grads`, laid out flat, with per-parameter views; and
+    /// the parameters moved into one buffer of the same layout.
+    fn start_flat(&mut self, params: &[Tensor], grads: &[(usize, Tensor)]) {
         let sizes: Vec<i64> = grads.iter().map(|(_, g)| g.numel() as i64).collect();
         let total: i64 = sizes.iter().sum();
         let opts = (grads[0].1.kind(), grads[0].1.device());
@@ -108,16 +140,26 @@ impl Optimizer {
             self.state.insert(*id, AdamState { step: 0, m: view(&m), v: view(&v) });
             offset += n;
         }
-        self.flat = Some(Flat { ids: grads.iter().map(|(id, _)| *id).collect(), sizes, m, v });
+        let ids: Vec<usize> = grads.iter().map(|(id, _)| *id).collect();
+        let params = home_params(params, &ids, opts);
+        self.flat = Some(Flat { ids, sizes, m, v, params });
     }
 
     /// One Adam step over the flat moments; every parameter of the flat set has a gradient, so
     /// all their step counts agree.
-    fn flat_step(&mut self, params: &[Tensor], grads: &[(usize, Tensor)]) {
+    fn flat_step(&mut self, params: &[Tensor], grads: &[(usize, Tensor)], flat_grad: Option<&Tensor>) {
         let flat_of = |ts: Vec<&Tensor>| Tensor::cat(&ts.iter().map(|t| t.reshape([-1])).collect::<Vec<_>>(), 0);
-        let g = flat_of(grads.iter().map(|(_, g)| g).collect());
+        let g = match flat_grad {
+            Some(g) => g.shallow_clone(),
+            None => flat_of(grads.iter().map(|(_, g)| g).collect()),
+        };
+        let mut flat = self.flat.take().expect("flat moments");
+        let homed = flat.homed_params(params).map(Tensor::shallow_clone);
         let g = if self.weight_decay != 0.0 {
-            self.decayed(&g, &flat_of(grads.iter().map(|(id, _)| &params[*id]).collect()))
+            let p = homed
+                .as_ref()
+                .map_or_else(|| flat_of(grads.iter().map(|(id, _)| &params[*id]).collect()), Tensor::shallow_clone);
+            self.decayed(&g, &p)
         } else {
             g
         };
@@ -127,14 +169,43 @@ impl Optimizer {
             st.step += 1;
             step = st.step;
         }
-        let mut flat = self.flat.take().expect("flat moments");
         let update = adam_update(&mut flat.m, &mut flat.v, &g, step, self.hyper);
-        for ((id, _), part) in grads.iter().zip(update.split_with_sizes(flat.sizes.as_slice(), 0)) {
-            let mut p = params[*id].shallow_clone();
-            let _ = p.f_sub_(&part.view(p.size().as_slice())).expect("adam update");
+        match homed {
+            Some(mut buf) => {
+                let _ = buf.f_sub_(&update).expect("adam update");
+            }
+            None => {
+                for ((id, _), part) in grads.iter().zip(update.split_with_sizes(flat.sizes.as_slice(), 0)) {
+                    let mut p = params[*id].shallow_clone();
+                    let _ = p.f_sub_(&part.view(p.size().as_slice())).expect("adam update");
+                }
+            }
         }
         self.flat = Some(flat);
     }
+}
+
+/// Moves the parameters `ids` into one new buffer, in that order, each keeping its identity
+/// (autograd, the VarStore) with its data now a view of the buffer; None, and nothing moved,
+/// unless they are distinct contiguous tensors of the moments' kind and device.
+fn home_params(params: &[Tensor], ids: &[usize], (kind, device): (tch::Kind, tch::Device)) -> Option<Tensor> {
+    let mut seen = std::collections::HashSet::new();
+    let movable = ids.iter().all(|id| {
+        let p = &params[*id];
+        seen.insert(*id) && p.kind() == kind && p.device() == device && p.is_contiguous()
+    });
+    if !movable {
+        return None;
+    }
+    let buf = Tensor::cat(&ids.iter().map(|id| params[*id].reshape([-1])).collect::<Vec<_>>(), 0);
+    let mut offset = 0;
+    for id in ids {
+        let mut p = params[*id].shallow_clone();
+        let n = p.numel() as i64;
+        p.set_data(&buf.narrow(0, offset, n).view(p.size().as_slice()));
+        offset += n;
+    }
+    Some(buf)
 }
 
 /// Adam's learning rate and constants.
@@ -230,5 +301,75 @@ mod tests {
         let mut p1 = vec![start[1].copy()];
         plain_adam(&mut p1, &[vec![g1]], 0.0);
         assert!(params[0].equal(&p0[0]) && params[1].equal(&p1[0]));
+    }
+
+    /// One optimizer's Adam from the update rule, stepped by hand.
+    struct RuleAdam {
+        m: Tensor,
+        v: Tensor,
+        t: i32,
+    }
+
+    impl RuleAdam {
+        fn new(like: &Tensor) -> Self {
+            RuleAdam { m: like.zeros_like(), v: like.zeros_like(), t: 0 }
+        }
+        fn step(&mut self, p: &Tensor, g: &Tensor) -> Tensor {
+            let (b1, b2, lr, eps) = (0.9f64, 0.999f64, 0.01, 1e-8);
+            self.t += 1;
+            self.m = &self.m * b1 + g * (1.0 - b1);
+            self.v = &self.v * b2 + g.square() * (1.0 - b2);
+            let denom = self.v.sqrt() / (1.0 - b2.powi(self.t)).sqrt() + eps;
+            p - &self.m / denom * (lr / (1.0 - b1.powi(self.t)))
+        }
+    }
+
+    #[test]
+    fn a_second_optimizer_takes_the_parameters_and_the_first_still_updates_them() {
+        tch::manual_seed(7);
+        let params: Vec<Tensor> = (0..2).map(|i| Tensor::randn([3 + i], (Kind::Float, Device::Cpu))).collect();
+        let grads: Vec<Vec<Tensor>> = (0..3)
+            .map(|_| params.iter().map(|p| Tensor::randn(p.size().as_slice(), (Kind::Float, Device::Cpu))).collect())
+            .collect();
+        let pairs = |gs: &[Tensor]| gs.iter().map(|g| g.shallow_clone()).enumerate().collect::<Vec<_>>();
+        let mut expected: Vec<Tensor> = params.iter().map(|t| t.copy()).collect();
+        let (mut a_rule, mut b_rule): (Vec<RuleAdam>, Vec<RuleAdam>) =
+            (params.iter().map(RuleAdam::new).collect(), params.iter().map(RuleAdam::new).collect());
+        let (mut a, mut b) =
+            (Optimizer::new(OptimizerKind::Adam, 0.01, 0.0), Optimizer::new(OptimizerKind::Adam, 0.01, 0.0));
+        // A, then B (which moves the parameters into its own buffer), then A again.
+        for (opt, rule, gs) in [(&mut a, &mut a_rule, &grads[0]), (&mut b, &mut b_rule, &grads[1])] {
+            opt.step(&params, &pairs(gs));
+            for i in 0..2 {
+                expected[i] = rule[i].step(&expected[i], &gs[i]);
+            }
+        }
+        assert!(a.flat.as_ref().unwrap().homed_params(&params).is_none(), "B holds the parameters now");
+        assert!(b.flat.as_ref().unwrap().homed_params(&params).is_some());
+        a.step(&params, &pairs(&grads[2]));
+        for i in 0..2 {
+            expected[i] = a_rule[i].step(&expected[i], &grads[2][i]);
+            assert!(params[i].allclose(&expected[i], 1e-6, 1e-7, false), "{:?} vs {:?}", params[i], expected[i]);
+        }
+    }
+
+    #[test]
+    fn a_flat_gradient_gives_the_bits_of_its_views() {
+        tch::manual_seed(9);
+        let shapes: [&[i64]; 2] = [&[2, 3], &[3]];
+        let start: Vec<Tensor> = shapes.iter().map(|s| Tensor::randn(*s, (Kind::Float, Device::Cpu))).collect();
+        let (by_views, by_flat): (Vec<Tensor>, Vec<Tensor>) =
+            (start.iter().map(|t| t.copy()).collect(), start.iter().map(|t| t.copy()).collect());
+        let (mut o1, mut o2) =
+            (Optimizer::new(OptimizerKind::Adam, 0.01, 0.05), Optimizer::new(OptimizerKind::Adam, 0.01, 0.05));
+        for _ in 0..3 {
+            let flat = Tensor::randn([9], (Kind::Float, Device::Cpu));
+            let views: Vec<(usize, Tensor)> = vec![(0, flat.narrow(0, 0, 6).view([2, 3])), (1, flat.narrow(0, 6, 3))];
+            o1.step(&by_views, &views);
+            o2.step_flat(&by_flat, &views, &flat);
+        }
+        for (x, y) in by_views.iter().zip(&by_flat) {
+            assert!(x.equal(y));
+        }
     }
 }
