@@ -230,7 +230,7 @@ impl Trainee for UnitTrainee<'_> {
         Ok(())
     }
     fn check(&self, epoch: usize) -> Result<()> {
-        ensure_finite(self.ps, &self.params, epoch, self.recipe.lr)
+        ensure_finite(self.ps, &self.params, epoch, self.recipe.lr, &self.opt)
     }
     fn evaluate(&self) -> Evaluation {
         Evaluation::accuracy(model_accuracy(self.net, &self.labels.y, &self.labels.val))

@@ -301,7 +301,7 @@ impl Trainee for ClassifierTrainee<'_> {
         Ok(())
     }
     fn check(&self, epoch: usize) -> Result<()> {
-        ensure_finite(self.ps, &self.params, epoch, self.lr)
+        ensure_finite(self.ps, &self.params, epoch, self.lr, &self.opt)
     }
     fn evaluate(&self) -> Evaluation {
         Evaluation::accuracy(super::evaluate::model_accuracy(self.model, &self.labels.y, &self.labels.val))
@@ -351,11 +351,24 @@ impl ClassifierTrainee<'_> {
 
 /// Stops a diverged run: once a weight is NaN or infinite every later epoch is noise, and the
 /// best-validation pick would quietly report a chance-level epoch as the result.
-pub fn ensure_finite(ps: &ParamStore, params: &[(usize, Tensor)], epoch: usize, lr: f64) -> Result<()> {
-    // One check over all weights at once (a few ops instead of three per weight, every epoch);
-    // only a failed check looks for the culprit.
-    let all: Vec<Tensor> = params.iter().map(|(_, p)| p.reshape([-1])).collect();
-    if all.is_empty() || tch::no_grad(|| Tensor::cat(&all, 0).isfinite().all().int64_value(&[])) == 1 {
+pub fn ensure_finite(
+    ps: &ParamStore,
+    params: &[(usize, Tensor)],
+    epoch: usize,
+    lr: f64,
+    opt: &Optimizer,
+) -> Result<()> {
+    // One check over all weights at once (a few ops instead of three per weight, every epoch),
+    // on the optimizer's parameter buffer where it holds them; only a failed check looks for the
+    // culprit.
+    if params.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<usize> = params.iter().map(|(i, _)| *i).collect();
+    let all = opt
+        .parameter_buffer(&ps.params, &ids)
+        .unwrap_or_else(|| Tensor::cat(&params.iter().map(|(_, p)| p.reshape([-1])).collect::<Vec<_>>(), 0));
+    if tch::no_grad(|| all.isfinite().all().int64_value(&[])) == 1 {
         return Ok(());
     }
     for (i, p) in params {

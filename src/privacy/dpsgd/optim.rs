@@ -119,6 +119,13 @@ impl Optimizer {
         });
     }
 
+    /// The one buffer that holds exactly the parameters `ids`, in that order, when this
+    /// optimizer moved them there and still holds them (see [`Flat`]).
+    pub fn parameter_buffer(&self, params: &[Tensor], ids: &[usize]) -> Option<Tensor> {
+        let flat = self.flat.as_ref().filter(|f| f.ids == ids)?;
+        flat.homed_params(params).map(Tensor::shallow_clone)
+    }
+
     fn decayed(&self, g: &Tensor, p: &Tensor) -> Tensor {
         if self.weight_decay != 0.0 {
             g + p * self.weight_decay
