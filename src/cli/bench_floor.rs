@@ -38,11 +38,7 @@ pub fn thread_cpu_seconds() -> f64 {
 
 /// User + system CPU seconds of this process's finished children.
 pub fn children_cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills the zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
-    t(ru.ru_utime) + t(ru.ru_stime)
+    super::train::rusage_cpu_seconds(libc::RUSAGE_CHILDREN)
 }
 
 /// The shapes every plan draws on, with the real sparse operands (features restricted to the

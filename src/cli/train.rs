@@ -438,9 +438,14 @@ pub fn peak_rss_mb() -> f64 {
 pub fn cpu_seconds() -> f64 {
     // getrusage rather than /proc/self/stat: microseconds, not 10 ms ticks, which matter against
     // a DP-MLP run of a quarter second.
+    rusage_cpu_seconds(libc::RUSAGE_SELF)
+}
+
+/// User + system CPU seconds that getrusage reports for `who` (NaN if it fails).
+pub fn rusage_cpu_seconds(who: libc::c_int) -> f64 {
     // SAFETY: getrusage fills the zeroed struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
         return f64::NAN;
     }
     let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;

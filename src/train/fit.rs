@@ -4,6 +4,7 @@
 //! ([`NodeClassifier`]: MLP, GAP, ProGAP); the baselines, LPGNN and DP-GNN bring their own step.
 use crate::error::{Error, Result};
 use crate::models::{Fwd, NodeClassifier, ParamStore};
+use crate::privacy::dpsgd::optim::concat_flat;
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind, PoissonSampler};
 use tch::{nn, Kind, Reduction, Tensor};
 
@@ -365,9 +366,7 @@ pub fn ensure_finite(
         return Ok(());
     }
     let ids: Vec<usize> = params.iter().map(|(i, _)| *i).collect();
-    let all = opt
-        .parameter_buffer(&ps.params, &ids)
-        .unwrap_or_else(|| Tensor::cat(&params.iter().map(|(_, p)| p.reshape([-1])).collect::<Vec<_>>(), 0));
+    let all = opt.parameter_buffer(&ps.params, &ids).unwrap_or_else(|| concat_flat(params.iter().map(|(_, p)| p)));
     if tch::no_grad(|| all.isfinite().all().int64_value(&[])) == 1 {
         return Ok(());
     }

@@ -48,18 +48,18 @@ impl DpSgd {
             .iter()
             .map(|(id, p)| {
                 let g = summed.iter().find(|(i, _)| i == id).map(|(_, g)| g.shallow_clone());
-                g.unwrap_or_else(|| p.zeros_like()).reshape([-1])
+                g.unwrap_or_else(|| p.zeros_like())
             })
             .collect();
         // The noise is drawn once for all parameters, as one vector: the same independent
         // N(0, std^2) per coordinate as a draw per parameter, in four ops a step instead of four
         // per parameter (GAP's classifier has dozens and a step lasts a millisecond).
-        let mut flat = Tensor::cat(&sums, 0);
+        let mut flat = super::optim::concat_flat(&sums);
         if std > 0.0 && std.is_finite() {
             flat += flat.randn_like() * std;
         }
         let flat = flat / self.expected_batch_size;
-        let sizes: Vec<i64> = sums.iter().map(|t| t.size()[0]).collect();
+        let sizes: Vec<i64> = sums.iter().map(|t| t.numel() as i64).collect();
         let grads = params
             .iter()
             .zip(flat.split_with_sizes(sizes.as_slice(), 0))

@@ -155,17 +155,16 @@ impl Optimizer {
     /// One Adam step over the flat moments; every parameter of the flat set has a gradient, so
     /// all their step counts agree.
     fn flat_step(&mut self, params: &[Tensor], grads: &[(usize, Tensor)], flat_grad: Option<&Tensor>) {
-        let flat_of = |ts: Vec<&Tensor>| Tensor::cat(&ts.iter().map(|t| t.reshape([-1])).collect::<Vec<_>>(), 0);
         let g = match flat_grad {
             Some(g) => g.shallow_clone(),
-            None => flat_of(grads.iter().map(|(_, g)| g).collect()),
+            None => concat_flat(grads.iter().map(|(_, g)| g)),
         };
         let mut flat = self.flat.take().expect("flat moments");
         let homed = flat.homed_params(params).map(Tensor::shallow_clone);
         let g = if self.weight_decay != 0.0 {
             let p = homed
                 .as_ref()
-                .map_or_else(|| flat_of(grads.iter().map(|(id, _)| &params[*id]).collect()), Tensor::shallow_clone);
+                .map_or_else(|| concat_flat(grads.iter().map(|(id, _)| &params[*id])), Tensor::shallow_clone);
             self.decayed(&g, &p)
         } else {
             g
@@ -194,17 +193,17 @@ impl Optimizer {
 
 /// Moves the parameters `ids` into one new buffer, in that order, each keeping its identity
 /// (autograd, the VarStore) with its data now a view of the buffer; None, and nothing moved,
-/// unless they are distinct contiguous tensors of the moments' kind and device.
+/// unless they are distinct tensors of the moments' kind and device.
 fn home_params(params: &[Tensor], ids: &[usize], (kind, device): (tch::Kind, tch::Device)) -> Option<Tensor> {
     let mut seen = std::collections::HashSet::new();
     let movable = ids.iter().all(|id| {
         let p = &params[*id];
-        seen.insert(*id) && p.kind() == kind && p.device() == device && p.is_contiguous()
+        seen.insert(*id) && p.kind() == kind && p.device() == device
     });
     if !movable {
         return None;
     }
-    let buf = Tensor::cat(&ids.iter().map(|id| params[*id].reshape([-1])).collect::<Vec<_>>(), 0);
+    let buf = concat_flat(ids.iter().map(|id| &params[*id]));
     let mut offset = 0;
     for id in ids {
         let mut p = params[*id].shallow_clone();
@@ -213,6 +212,11 @@ fn home_params(params: &[Tensor], ids: &[usize], (kind, device): (tch::Kind, tch
         offset += n;
     }
     Some(buf)
+}
+
+/// The tensors laid end to end as one vector (a copy).
+pub fn concat_flat<'a>(ts: impl IntoIterator<Item = &'a Tensor>) -> Tensor {
+    Tensor::cat(&ts.into_iter().map(|t| t.reshape([-1])).collect::<Vec<_>>(), 0)
 }
 
 /// Adam's learning rate and constants.
