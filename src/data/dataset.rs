@@ -65,25 +65,31 @@ impl Features {
         };
         crate::device::place(t)
     }
-    /// Sparse COO float tensor [rows, cols] (coalesced) of the stored entries, so that wide
+    /// Sparse COO float tensor [rows, cols] (coalesced) of the non-zero entries, so that wide
     /// bag-of-words features (facebook-pagepage: 22,470 x 4,714) need not be densified;
-    /// `x.mm(&w)` works on it directly. Dense features are converted entry by entry.
+    /// `x.mm(&w)` works on it directly. CSR storage is read as it is (rows in order, columns
+    /// sorted: already coalesced), dense storage entry by entry. Explicit zeros are left out, as
+    /// `Tensor::to_sparse` leaves them out of a dense matrix.
     pub fn to_sparse_tensor(&self) -> Tensor {
         let (rows, cols) = (self.rows() as i64, self.cols() as i64);
-        let (r, c, v): (Vec<i64>, Vec<i64>, Vec<f32>) = match self {
-            Features::Sparse { rows, indptr, indices, data, .. } => {
-                let r = (0..*rows).flat_map(|i| std::iter::repeat_n(i as i64, indptr[i + 1] - indptr[i])).collect();
-                (r, indices.iter().map(|&j| j as i64).collect(), data.clone())
-            }
-            Features::Dense { cols, data, .. } => {
-                let nz: Vec<usize> = (0..data.len()).filter(|&k| data[k] != 0.0).collect();
-                (
-                    nz.iter().map(|&k| (k / cols) as i64).collect(),
-                    nz.iter().map(|&k| (k % cols) as i64).collect(),
-                    nz.iter().map(|&k| data[k]).collect(),
-                )
+        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+        let mut keep = |i: usize, j: usize, x: f32| {
+            if x != 0.0 {
+                r.push(i as i64);
+                c.push(j as i64);
+                v.push(x);
             }
         };
+        match self {
+            Features::Sparse { rows, indptr, indices, data, .. } => {
+                for i in 0..*rows {
+                    (indptr[i]..indptr[i + 1]).for_each(|k| keep(i, indices[k], data[k]));
+                }
+            }
+            Features::Dense { cols, data, .. } => {
+                data.iter().enumerate().for_each(|(k, &x)| keep(k / cols, k % cols, x))
+            }
+        }
         let idx = Tensor::stack(&[Tensor::from_slice(&r), Tensor::from_slice(&c)], 0);
         Tensor::sparse_coo_tensor_indices_size(
             &idx,
@@ -93,6 +99,10 @@ impl Features {
             true,
         )
         .to_device(crate::device::current())
+    }
+    /// How many entries are not zero.
+    pub fn nonzeros(&self) -> usize {
+        self.values().iter().filter(|&&x| x != 0.0).count()
     }
     /// Keeps the given rows, in the given order.
     pub fn select_rows(&self, keep: &[usize]) -> Features {

@@ -306,7 +306,7 @@ pub fn fit(
     let (q, t) = (sample_rate(r)?, steps(r)?);
     let (sigma, budget) = spend(r, data, u, acct)?;
     let mut ps = crate::models::ParamStore::new();
-    let x = data.features.to_tensor().to_kind(Kind::Float);
+    let x = crate::models::Rows::of_features(&data.features);
     let style = MlpStyle { activation: r.activation, dropout: r.dropout, norm: r.norm() };
     let net = MlpClassifier::new(&mut ps, x, r.hidden as i64, data.num_classes as i64, r.mlp_layers, style);
     let ids = net.trainable();

@@ -182,8 +182,8 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     let n_train = labels.train.size()[0] as usize;
     let privacy = privacy(r, data, acct)?;
     let mut ps = ParamStore::new();
-    let net =
-        MlpClassifier::new(&mut ps, features(data), r.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
+    let x = Rows::of_features(&data.features);
+    let net = MlpClassifier::new(&mut ps, x, r.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
     fit(&net, &ps, &labels, &fit_config(r, n_train, privacy.sigma))?;
     let accuracy = labels.model_accuracy(&net);
     Ok((MlpModel { ps, net }, accuracy, privacy))
@@ -281,7 +281,7 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
         if node { bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)? } else { data.graph.clone() };
     let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
-    let (ps, encoder, mut classifier) = build_gap(r, features(data), data.num_classes);
+    let (ps, encoder, mut classifier) = build_gap(r, Rows::of_features(&data.features), data.num_classes);
     // 1. pre-train the encoder; 2-4. encode, normalise, PMA once (cached); 5. train CM.
     let rep = fit(&encoder, &ps, &labels, &cfg)?;
     tracing::info!("GAP encoder: best val {:.4} at epoch {} ({} steps)", rep.best_val(), rep.best_epoch, rep.steps);
@@ -382,11 +382,10 @@ pub fn fit_progap(
         if node { bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)? } else { data.graph.clone() };
     let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
-    let x = features(data);
-    let (ps, mut net) = build_progap(r, x.size()[1], data.num_classes);
+    let (ps, mut net) = build_progap(r, data.features.cols() as i64, data.num_classes);
     let adj = aggregation_operator(&graph);
     let noise_std = privacy.sigma * sensitivity;
-    net.inputs.push(Rows::features(x));
+    net.inputs.push(Rows::of_features(&data.features));
     for s in 0..=depth {
         if s > 0 {
             // NAP on the embeddings learned in stage s-1, computed once and cached (Alg. 9 l.3-5).
@@ -410,14 +409,14 @@ pub fn fit_progap(
 // ---------------------------------------------------------------- builders (train and load)
 
 /// The MLP of a recipe; `x` holds the features it will be asked about.
-pub fn build_mlp(r: &Recipe, x: Tensor, classes: usize) -> (ParamStore, MlpClassifier) {
+pub fn build_mlp(r: &Recipe, x: Rows, classes: usize) -> (ParamStore, MlpClassifier) {
     let mut ps = ParamStore::new();
     let net = MlpClassifier::new(&mut ps, x, r.hidden as i64, classes as i64, r.mlp_layers, style(r));
     (ps, net)
 }
 
 /// GAP's encoder and classification module; `x` holds the training features.
-pub fn build_gap(r: &Recipe, x: Tensor, classes: usize) -> (ParamStore, GapEncoder, GapClassifier) {
+pub fn build_gap(r: &Recipe, x: Rows, classes: usize) -> (ParamStore, GapEncoder, GapClassifier) {
     let mut ps = ParamStore::new();
     let st = style(r);
     let (h, c) = (r.hidden as i64, classes as i64);
@@ -449,7 +448,7 @@ type StoreLoader<'a> = &'a dyn Fn(&mut tch::nn::VarStore) -> Result<()>;
 
 /// Rebuilds a saved MLP (also the class/subclass-DP MLPs) from its cached features.
 pub fn load_mlp(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn TrainedModel>> {
-    let (mut ps, net) = build_mlp(&meta.recipe, cache.get("x")?, meta.num_classes as usize);
+    let (mut ps, net) = build_mlp(&meta.recipe, Rows::features(cache.get("x")?), meta.num_classes as usize);
     load(&mut ps.vs)?;
     Ok(Box::new(MlpModel { ps, net }))
 }
@@ -458,7 +457,7 @@ pub fn load_mlp(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn
 fn load_gap(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn TrainedModel>> {
     let r = &meta.recipe;
     let empty = Tensor::zeros([0, meta.num_features], (Kind::Float, crate::device::current()));
-    let (mut ps, encoder, mut classifier) = build_gap(r, empty, meta.num_classes as usize);
+    let (mut ps, encoder, mut classifier) = build_gap(r, Rows::new(empty), meta.num_classes as usize);
     load(&mut ps.vs)?;
     classifier.inputs = (0..=r.hops()).map(|k| cache.get(&format!("x{k}")).map(Rows::new)).collect::<Result<_>>()?;
     Ok(Box::new(GapModel {

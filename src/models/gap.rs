@@ -17,12 +17,13 @@ pub struct GapEncoder {
 }
 
 impl GapEncoder {
-    pub fn new(ps: &mut ParamStore, x: Tensor, hidden: i64, classes: i64, layers: usize, style: MlpStyle) -> Self {
-        let f = x.size()[1];
+    /// `x`: the node features ([`Rows::features`] or [`Rows::of_features`]).
+    pub fn new(ps: &mut ParamStore, x: Rows, hidden: i64, classes: i64, layers: usize, style: MlpStyle) -> Self {
+        let f = x.x.size()[1];
         let mlp = Mlp::new(ps, "encoder", f, hidden, hidden, layers, true, style);
         let norm = ps.norm("encoder.norm", style.norm, hidden);
         let head = ps.linear("encoder.head", hidden, classes);
-        GapEncoder { mlp, norm, head, style, x: Rows::features(x) }
+        GapEncoder { mlp, norm, head, style, x }
     }
     /// X^(0) = normalize(MLP_enc(x)) (Eq. 4.5-4.6), in evaluation mode.
     pub fn embed(&self, x: &Tensor) -> Tensor {

@@ -10,10 +10,11 @@ pub struct MlpClassifier {
 }
 
 impl MlpClassifier {
-    pub fn new(ps: &mut ParamStore, x: Tensor, hidden: i64, classes: i64, layers: usize, style: MlpStyle) -> Self {
-        let f = x.size()[1];
+    /// `x`: the node features ([`Rows::features`] or [`Rows::of_features`]).
+    pub fn new(ps: &mut ParamStore, x: Rows, hidden: i64, classes: i64, layers: usize, style: MlpStyle) -> Self {
+        let f = x.x.size()[1];
         let mlp = Mlp::new(ps, "mlp", f, hidden, classes, layers, true, style);
-        MlpClassifier { x: Rows::features(x), mlp }
+        MlpClassifier { x, mlp }
     }
     /// Logits for every row of `x` (any graph: the MLP ignores edges).
     pub fn logits_of(&self, x: &Tensor) -> Tensor {

@@ -226,8 +226,12 @@ const SPARSE_DENSITY: f64 = 0.05;
 /// Is `x` a matrix with at most 5% non-zero entries? Then a first layer over a sparse copy costs
 /// nnz x hidden instead of rows x cols x hidden.
 pub fn mostly_zeros(x: &Tensor) -> bool {
-    let nnz = x.count_nonzero(None::<i64>).int64_value(&[]) as f64;
-    x.dim() == 2 && nnz <= SPARSE_DENSITY * x.numel().max(1) as f64
+    x.dim() == 2 && few_enough(x.count_nonzero(None::<i64>).int64_value(&[]) as usize, x.numel())
+}
+
+/// Are `nonzeros` of `entries` at most 5%? ([`mostly_zeros`] for a count known beforehand.)
+pub fn few_enough(nonzeros: usize, entries: usize) -> bool {
+    nonzeros as f64 <= SPARSE_DENSITY * entries.max(1) as f64
 }
 
 impl FeatureMatrix {
