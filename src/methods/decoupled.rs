@@ -160,7 +160,8 @@ impl TrainedModel for MlpModel {
         save_dir(dir, &self.ps, &meta, &[("x".into(), self.net.x.x.shallow_clone())])
     }
     fn posteriors(&self) -> Tensor {
-        tch::no_grad(|| self.net.logits_of(&self.net.x.x).softmax(-1, Kind::Float))
+        let logits = tch::no_grad(|| crate::models::NodeClassifier::all_logits(&self.net, &mut Fwd::eval()));
+        logits.expect("an MLP scores every node").softmax(-1, Kind::Float)
     }
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
         Ok(tch::no_grad(|| self.net.logits_of(&features(data)).softmax(-1, Kind::Float)))
@@ -331,7 +332,7 @@ impl TrainedModel for ProgapModel {
     }
     fn posteriors(&self) -> Tensor {
         let d = self.net.depth();
-        tch::no_grad(|| self.net.forward(&self.net.input_tensors(), d, &mut Fwd::eval()).0.softmax(-1, Kind::Float))
+        tch::no_grad(|| self.net.all_stage_logits(d, &mut Fwd::eval()).softmax(-1, Kind::Float))
     }
     /// Inductive inference: run the stages on the new graph, with fresh NAP noise per stage.
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {

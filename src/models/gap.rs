@@ -105,6 +105,10 @@ impl NodeClassifier for GapClassifier {
     fn cache_rows(&self, idx: &Tensor) {
         self.inputs.iter().for_each(|x| x.register(idx))
     }
+    fn all_logits(&self, f: &mut Fwd) -> Option<Tensor> {
+        let xs: Vec<Tensor> = self.inputs.iter().map(|x| x.all_for(f)).collect();
+        Some(self.forward(&xs, f))
+    }
     fn trainable(&self) -> Vec<usize> {
         let mut v: Vec<usize> = self.bases.iter().flat_map(|m| m.ids()).collect();
         v.extend(self.norm.ids());

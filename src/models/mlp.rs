@@ -29,6 +29,9 @@ impl NodeClassifier for MlpClassifier {
     fn cache_rows(&self, idx: &Tensor) {
         self.x.register(idx)
     }
+    fn all_logits(&self, f: &mut Fwd) -> Option<Tensor> {
+        Some(self.mlp.forward(&self.x.all_for(f), f))
+    }
     fn trainable(&self) -> Vec<usize> {
         self.mlp.ids()
     }

@@ -50,6 +50,11 @@ impl ProgapNet {
         let xs: Vec<Tensor> = (0..=stage).map(|k| self.bases[k].forward(&inputs[k], f)).collect();
         (self.heads[stage].forward(&normalized_concat(&xs), f), xs[stage].shallow_clone())
     }
+    /// Stage-`stage` logits of every node, each input read whole ([`Rows::all_for`]).
+    pub fn all_stage_logits(&self, stage: usize, f: &mut Fwd) -> Tensor {
+        let xs: Vec<Tensor> = self.inputs[..=stage].iter().map(|x| x.all_for(f)).collect();
+        self.forward(&xs, stage, f).0
+    }
     /// The cached stage inputs as plain tensors.
     pub fn input_tensors(&self) -> Vec<Tensor> {
         self.inputs.iter().map(|r| r.x.shallow_clone()).collect()
@@ -67,6 +72,9 @@ impl NodeClassifier for ProgapNet {
     }
     fn cache_rows(&self, idx: &Tensor) {
         self.inputs.iter().for_each(|x| x.register(idx))
+    }
+    fn all_logits(&self, f: &mut Fwd) -> Option<Tensor> {
+        Some(self.all_stage_logits(self.stage, f))
     }
     fn trainable(&self) -> Vec<usize> {
         let first = if self.layerwise { self.stage } else { 0 };

@@ -78,6 +78,9 @@ impl Labels {
     }
     /// Train/val/test accuracy of a row-scoring model.
     pub fn model_accuracy(&self, model: &dyn NodeClassifier) -> Accuracy {
+        if let Some(scores) = tch::no_grad(|| model.all_logits(&mut Fwd::eval())) {
+            return self.accuracy(&scores);
+        }
         Accuracy {
             train: model_accuracy(model, &self.y, &self.train),
             val: model_accuracy(model, &self.y, &self.val),
