@@ -453,6 +453,17 @@ fn timed(work: &Work, count: usize, s: &Shapes) -> f64 {
     (0..3).map(|_| sample()).fold(f64::INFINITY, f64::min) * count as f64
 }
 
+/// CPU seconds of `count` runs of `work` in a row, after one warm-up run.
+fn passed(work: &Work, count: usize, s: &Shapes) -> f64 {
+    if count == 0 {
+        return 0.0;
+    }
+    work.run(s);
+    let t = thread_cpu_seconds();
+    (0..count).for_each(|_| work.run(s));
+    thread_cpu_seconds() - t
+}
+
 /// The part that holds every stack's `Work::Step`.
 const STEP: &str = "norm, loss, Adam";
 
@@ -548,9 +559,20 @@ fn row_norm(
     items.push(Item { what, count: epochs, work: Work::RowNorm { rows: s.n_val, parts, backward: false } });
 }
 
+/// How a floor is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timing {
+    /// Each item by the least of three short samples, scaled to its count ([`timed`]): the least
+    /// the kernels take, from the quickest moments of a shared machine.
+    Sampled,
+    /// Each item as often as the cell runs it, one after another after a warm-up: as long as the
+    /// kernels of a run, and as exposed to a slow spell of the machine as a run is.
+    Pass,
+}
+
 /// The floor of `recipe` on `s`; None for methods without a plan here (SAGE-EDP at a finite
 /// epsilon trains on a randomised graph of unknown size; DP-GNN; the others not in the table).
-pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
+pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
     let (h, f, c) = (recipe.hidden as i64, s.features, s.classes);
     let epochs = recipe.epochs();
     let dp = (recipe.method.is_node_level() && recipe.epsilon.is_some()).then(|| {
@@ -723,7 +745,10 @@ pub fn floor(recipe: &Recipe, s: &Shapes) -> Option<Floor> {
     }
     let mut parts: Vec<(&'static str, f64)> = Vec::new();
     for it in &items {
-        let t = timed(&it.work, it.count, s);
+        let t = match timing {
+            Timing::Sampled => timed(&it.work, it.count, s),
+            Timing::Pass => passed(&it.work, it.count, s),
+        };
         match parts.iter_mut().find(|(w, _)| *w == it.what) {
             Some((_, acc)) => *acc += t,
             None => parts.push((it.what, t)),
