@@ -2,7 +2,7 @@
 //! (../shared/anchors/reference_progap.md) for MLP, DP-MLP, GAP, ProGAP, GraphSAGE, SAGE-EDP and
 //! DP-GNN, one child process per (cell, seed) so that wall time and peak RSS are whole-process figures like the anchors', and
 //! prints accuracy, time and memory next to the reference with the ratios, and each cell's
-//! in-process CPU time against its compute floor ([`super::bench_floor`]).
+//! in-process CPU time against its compute floor ([`super::bench_floor`]), sampled and in one pass.
 use super::bench_floor::{children_cpu_seconds, floor as compute_floor, thread_cpu_seconds, Floor, Shapes, Timing};
 use crate::error::{Error, Result};
 use crate::methods::{Method, Recipe};
@@ -275,6 +275,7 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
     println!(
         "floor = the cell's kernels (dense layers fwd+bwd, sparse first layers, SpMMs, DP-SGD steps; and, as the part 'norm, loss, Adam', batch norm, dropout, the loss and Adam of full-batch steps) at its shapes and counts, timed alone in CPU s; \
          in-process = a run's CPU from the start of training to its result, measured in the run (the least over the seeds, as the floor takes the least of its samples); \
+         the one-pass floor runs the same kernels as often as the cell, in one pass as long as a run's kernels (the least over the seeds); \
          'before training' = the run's CPU until then (start-up + loading + preparation; here {:.2} s apart)",
         start_up + load + prepare
     );
