@@ -464,6 +464,34 @@ fn passed(work: &Work, count: usize, s: &Shapes) -> f64 {
     thread_cpu_seconds() - t
 }
 
+/// CPU seconds of the items of one training loop run in turn, as its epochs run them: each item's
+/// runs spread evenly over the loop's rounds (a DP-SGD step every round, the validation forward
+/// once an epoch), after one warm-up run of each. The loop is timed whole (a clock read per call
+/// would add its own cost) and its time shared out over `times` as the warm-up runs weigh.
+fn interleaved(items: &[Item], times: &mut [f64], s: &Shapes) {
+    let weights: Vec<f64> = items
+        .iter()
+        .map(|it| {
+            let start = thread_cpu_seconds();
+            it.work.run(s);
+            (thread_cpu_seconds() - start) * it.count as f64
+        })
+        .collect();
+    let rounds = items.iter().map(|it| it.count).max().unwrap_or(0);
+    let start = thread_cpu_seconds();
+    for r in 0..rounds {
+        // An item run c times runs in the rounds where floor(r c / rounds) steps up.
+        for it in items.iter().filter(|it| (r + 1) * it.count / rounds > r * it.count / rounds) {
+            it.work.run(s);
+        }
+    }
+    let total = thread_cpu_seconds() - start;
+    let weight: f64 = weights.iter().sum();
+    for (t, w) in times.iter_mut().zip(weights) {
+        *t = if weight > 0.0 { total * w / weight } else { 0.0 };
+    }
+}
+
 /// The part that holds every stack's `Work::Step`.
 const STEP: &str = "norm, loss, Adam";
 
@@ -568,6 +596,9 @@ pub enum Timing {
     /// Each item as often as the cell runs it, one after another after a warm-up: as long as the
     /// kernels of a run, and as exposed to a slow spell of the machine as a run is.
     Pass,
+    /// As [`Timing::Pass`], but each training loop's items in turn, in the order its epochs run
+    /// them, so that caches hold what they would hold in a run (see [`interleaved`]).
+    Interleaved,
 }
 
 /// The floor of `recipe` on `s`; None for methods without a plan here (SAGE-EDP at a finite
@@ -580,6 +611,9 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
         (b as i64, crate::privacy::dpsgd::steps_per_epoch(s.n_train as usize, b))
     });
     let mut items = Vec::new();
+    // Where each training loop's items begin (GAP's encoder, its classifier; ProGAP's stages):
+    // the interleaved timing runs each loop's items in turn, as its epochs do.
+    let mut loops = vec![0];
     let step = StepStyle::of(recipe);
     let mlp_widths = |first: i64, layers: usize, out: i64| {
         let mut w = vec![first];
@@ -598,6 +632,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
             enc.push(c);
             phase(&mut items, s, "encoder", epochs, dp, enc, dp.is_none(), PLAIN, &step);
             row_norm(&mut items, s, "encoder", epochs, dp, vec![h]);
+            loops.push(items.len());
             // PMA normalises X^(0) and each hop's noisy sum.
             let pma_norm = Work::RowNorm { rows: s.n, parts: vec![h], backward: false };
             items.push(Item { what: "embed + PMA", count: hops + 1, work: pma_norm });
@@ -615,6 +650,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
             items.push(Item { what: "embed + PMA", count: hops, work: Work::Spmm { width: h } });
             // Per-hop base MLPs, then the head on the concatenation: (hops + 1) bases of width h
             // are one stack of (hops + 1) h -> (hops + 1) h in cost; the head reads (hops + 1) h.
+            loops.push(items.len());
             for _ in 0..=hops {
                 phase(
                     &mut items,
@@ -645,6 +681,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
         Method::ProgapEdp | Method::ProgapInf | Method::ProgapNdp => {
             let depth = recipe.depth();
             for stage in 0..=depth {
+                loops.push(items.len());
                 if stage > 0 {
                     let first = if stage == 1 { f } else { h };
                     items.push(Item {
@@ -743,12 +780,21 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
         }
         _ => return None,
     }
+    let times: Vec<f64> = match timing {
+        Timing::Sampled => items.iter().map(|it| timed(&it.work, it.count, s)).collect(),
+        Timing::Pass => items.iter().map(|it| passed(&it.work, it.count, s)).collect(),
+        Timing::Interleaved => {
+            loops.push(items.len());
+            loops.dedup();
+            let mut times = vec![0.0; items.len()];
+            for w in loops.windows(2) {
+                interleaved(&items[w[0]..w[1]], &mut times[w[0]..w[1]], s);
+            }
+            times
+        }
+    };
     let mut parts: Vec<(&'static str, f64)> = Vec::new();
-    for it in &items {
-        let t = match timing {
-            Timing::Sampled => timed(&it.work, it.count, s),
-            Timing::Pass => passed(&it.work, it.count, s),
-        };
+    for (it, t) in items.iter().zip(times) {
         match parts.iter_mut().find(|(w, _)| *w == it.what) {
             Some((_, acc)) => *acc += t,
             None => parts.push((it.what, t)),

@@ -276,13 +276,14 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
         "floor = the cell's kernels (dense layers fwd+bwd, sparse first layers, SpMMs, DP-SGD steps; and, as the part 'norm, loss, Adam', batch norm, dropout, the loss and Adam of full-batch steps) at its shapes and counts, timed alone in CPU s; \
          in-process = a run's CPU from the start of training to its result, measured in the run (the least over the seeds, as the floor takes the least of its samples); \
          the one-pass floor runs the same kernels as often as the cell, in one pass as long as a run's kernels (the least over the seeds); \
+         the run-order floor runs them so too, but each training loop's kernels in turn, in the order of its epochs; \
          'before training' = the run's CPU until then (start-up + loading + preparation; here {:.2} s apart)",
         start_up + load + prepare
     );
     println!(
-        "| cell | ours acc % (mean ± sd) | ref acc % | ok (>= ref - 2 sd) | ours wall s | ours CPU s | ref wall s | ratio (wall) | ratio (CPU) | before training CPU s | floor CPU s | in-process / floor | floor, one pass, CPU s | in-process / one-pass floor | ours RSS MB | ref RSS MB | ratio | ours wall s, {cores} threads |"
+        "| cell | ours acc % (mean ± sd) | ref acc % | ok (>= ref - 2 sd) | ours wall s | ours CPU s | ref wall s | ratio (wall) | ratio (CPU) | before training CPU s | floor CPU s | in-process / floor | floor, one pass, CPU s | in-process / one-pass floor | floor, run order, CPU s | in-process / run-order floor | ours RSS MB | ref RSS MB | ratio | ours wall s, {cores} threads |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut breakdowns = Vec::new();
     let mut means = std::collections::HashMap::new();
     for cell in cells() {
@@ -294,7 +295,7 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
         // Both floors are measured after each seed's run, and the least of each is kept: spread
         // over the cell's runs, a slow spell of the shared machine cannot weigh on one side alone.
         let recipe = cell_recipe(&cell);
-        let (mut floor, mut pass): (Option<Floor>, Option<Floor>) = (None, None);
+        let (mut floor, mut pass, mut order): (Option<Floor>, Option<Floor>, Option<Floor>) = (None, None, None);
         let least = |kept: &mut Option<Floor>, f: Floor| {
             if kept.as_ref().is_none_or(|best| f.seconds < best.seconds) {
                 *kept = Some(f);
@@ -302,7 +303,8 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
         };
         for seed in 1..=a.seeds {
             ms.push(run_child(&a.dataset, extra, &cell, seed, a.threads, &a.data_dir)?);
-            for (timing, kept) in [(Timing::Sampled, &mut floor), (Timing::Pass, &mut pass)] {
+            let timings = [(Timing::Sampled, &mut floor), (Timing::Pass, &mut pass), (Timing::Interleaved, &mut order)];
+            for (timing, kept) in timings {
                 if let Some(f) = recipe.as_ref().and_then(|r| compute_floor(r, &shapes, timing)) {
                     least(kept, f);
                 }
@@ -328,12 +330,13 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
             None => ("-".to_string(), "-".to_string()),
         };
         let ((floor_s, over), (pass_s, over_pass)) = (against(&floor), against(&pass));
+        let (order_s, over_order) = against(&order);
         if let Some(f) = floor {
             let parts: Vec<String> = f.parts.iter().map(|(w, t)| format!("{w} {t:.2} s")).collect();
             breakdowns.push(format!("floor of {}: {}", cell.label, parts.join(", ")));
         }
         println!(
-            "| {} | {acc:.2} ± {sd:.2} | {:.2} ± {:.2} | {} | {wall:.2} | {cpu:.2} | {:.1} | {:.2}x | {:.2}x | {before:.2} | {floor_s} | {over} | {pass_s} | {over_pass} | {rss:.0} | {:.0} | {:.2}x | {all} |",
+            "| {} | {acc:.2} ± {sd:.2} | {:.2} ± {:.2} | {} | {wall:.2} | {cpu:.2} | {:.1} | {:.2}x | {:.2}x | {before:.2} | {floor_s} | {over} | {pass_s} | {over_pass} | {order_s} | {over_order} | {rss:.0} | {:.0} | {:.2}x | {all} |",
             cell.label,
             reference.acc,
             reference.sd,
