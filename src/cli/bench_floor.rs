@@ -16,7 +16,7 @@
 //! last). A DP-SGD step runs what `privacy::dpsgd` does with a batch: the Poisson draw and the
 //! gather of the batch's rows, group norm where the recipe has it, the summed loss, the backward
 //! to each layer's output, ghost norms (||a||^2 ||g||^2 per sample, no per-sample gradient), the
-//! clipped sums, the noise and Adam. Row normalisation (GAP's encoder output and concatenation,
+//! clipped sums, and once per step over all the model's parameters the noise and Adam. Row normalisation (GAP's encoder output and concatenation,
 //! PMA's and NAP's hops, ProGAP's concatenation, GraphSAGE's convolutions) runs on the fused
 //! kernels training uses, forward and backward. Left out (so the floor stays a lower bound):
 //! accuracy read-outs, dropout in DP-SGD stacks, and norms in validation forwards of DP-SGD
@@ -95,9 +95,11 @@ enum Work {
     /// from a pool of `pool` rows, the forward (group norm with `groups` groups after each
     /// activated layer, where the recipe has it), the summed loss where the stack ends in
     /// `classes`, the backward to every layer's output, the per-sample gradient norms from
-    /// ||a||^2 ||g||^2 (ghost norms: no per-sample gradient is formed), the clipped sums, the noise
-    /// and Adam over the stack's weights and biases. `sample`: draw the Poisson batch (once per
-    /// model; the head's stack does it).
+    /// ||a||^2 ||g||^2 (ghost norms: no per-sample gradient is formed) and the clipped sums.
+    /// `sample`: draw the Poisson batch (once per model; the head's stack does it). `update`: the
+    /// parameters whose noise this step draws and whose Adam update it runs, as one flat vector;
+    /// the sampling stack does it for every stack of its model ([`one_update_per_step`]), as a
+    /// DP step noises and updates the model's parameters at once.
     PerSample {
         batch: i64,
         pool: i64,
@@ -106,6 +108,7 @@ enum Work {
         groups: Option<usize>,
         classes: i64,
         sample: bool,
+        update: i64,
     },
     /// `A^T X` with X of this width.
     Spmm { width: i64 },
@@ -211,7 +214,7 @@ impl Work {
                     }
                 }
             }
-            Work::PerSample { batch, pool, widths, act_last, groups, classes, sample } => {
+            Work::PerSample { batch, pool, widths, act_last, groups, classes, sample, update } => {
                 let b = *batch;
                 if *sample {
                     let _ = Tensor::rand([*pool], FLOAT).lt(b as f64 / *pool as f64).nonzero();
@@ -295,11 +298,11 @@ impl Work {
                     let _ = (xhat * &cg).sum_dim_intlist([0i64].as_slice(), false, Kind::Float);
                     let _ = cg.sum_dim_intlist([0i64].as_slice(), false, Kind::Float);
                 }
-                // Noise on the clipped sums, and Adam, over every parameter as one flat vector.
-                let normed: i64 = norm_g.iter().map(|(x, _)| 2 * x.size()[1]).sum();
-                let params = stack_params(widths) + normed;
-                let _noisy = pooled(&[params]) + pooled(&[params]).randn_like();
-                adam_step(&[params]);
+                // Noise on the clipped sums, and Adam, over the model's parameters as one vector.
+                if *update > 0 {
+                    let _noisy = pooled(&[*update]) + pooled(&[*update]).randn_like();
+                    adam_step(&[*update]);
+                }
             }
             Work::Spmm { width } => {
                 let _ = sparse::mm(&s.adj, &pooled(&[s.n, *width]));
@@ -464,6 +467,32 @@ fn passed(work: &Work, count: usize, s: &Shapes) -> f64 {
     thread_cpu_seconds() - t
 }
 
+/// Does an item run `count` times over `rounds` rounds run in round `r`? In the rounds where
+/// floor(r count / rounds) steps up: `count` of them, evenly spread.
+fn runs_in_round(count: usize, rounds: usize, r: usize) -> bool {
+    (r + 1) * count / rounds > r * count / rounds
+}
+
+/// Within each training loop (`loops`: where each begins), gives the sampling DP-SGD stack the
+/// noise and Adam update of every DP-SGD stack's parameters, and the others none: a step of the
+/// model draws one noise vector and runs one Adam update over all its parameters, not one per
+/// stack (which cost ProGAP-NDP's floor more dispatches than its run made).
+fn one_update_per_step(items: &mut [Item], loops: &[usize]) {
+    for w in loops.windows(2) {
+        let stacks = &mut items[w[0]..w[1]];
+        let total: i64 =
+            stacks.iter().map(|it| if let Work::PerSample { update, .. } = &it.work { *update } else { 0 }).sum();
+        if !stacks.iter().any(|it| matches!(it.work, Work::PerSample { sample: true, .. })) {
+            continue;
+        }
+        for it in stacks.iter_mut() {
+            if let Work::PerSample { sample, update, .. } = &mut it.work {
+                *update = if *sample { total } else { 0 };
+            }
+        }
+    }
+}
+
 /// CPU seconds of the items of one training loop run in turn, as its epochs run them: each item's
 /// runs spread evenly over the loop's rounds (a DP-SGD step every round, the validation forward
 /// once an epoch), after one warm-up run of each. The loop is timed whole (a clock read per call
@@ -480,8 +509,7 @@ fn interleaved(items: &[Item], times: &mut [f64], s: &Shapes) {
     let rounds = items.iter().map(|it| it.count).max().unwrap_or(0);
     let start = thread_cpu_seconds();
     for r in 0..rounds {
-        // An item run c times runs in the rounds where floor(r c / rounds) steps up.
-        for it in items.iter().filter(|it| (r + 1) * it.count / rounds > r * it.count / rounds) {
+        for it in items.iter().filter(|it| runs_in_round(it.count, rounds, r)) {
             it.work.run(s);
         }
     }
@@ -554,7 +582,14 @@ fn phase(
             // The stack that ends in the classes is the model's last: its step draws the batch.
             let sample = *widths.last().unwrap() == classes;
             let pool = s.n_train;
-            let work = Work::PerSample { batch, pool, widths: widths.clone(), act_last, groups, classes, sample };
+            // The stack's own weights, biases and group-norm affines ([`one_update_per_step`]
+            // moves them to the sampling stack).
+            let layers = widths.len() - 1;
+            let normed: i64 =
+                (1..=layers).filter(|&i| groups.is_some() && (i < layers || act_last)).map(|i| 2 * widths[i]).sum();
+            let update = stack_params(&widths) + normed;
+            let work =
+                Work::PerSample { batch, pool, widths: widths.clone(), act_last, groups, classes, sample, update };
             items.push(Item { what, count: epochs * steps, work })
         }
     }
@@ -780,12 +815,13 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
         }
         _ => return None,
     }
+    loops.push(items.len());
+    loops.dedup();
+    one_update_per_step(&mut items, &loops);
     let times: Vec<f64> = match timing {
         Timing::Sampled => items.iter().map(|it| timed(&it.work, it.count, s)).collect(),
         Timing::Pass => items.iter().map(|it| passed(&it.work, it.count, s)).collect(),
         Timing::Interleaved => {
-            loops.push(items.len());
-            loops.dedup();
             let mut times = vec![0.0; items.len()];
             for w in loops.windows(2) {
                 interleaved(&items[w[0]..w[1]], &mut times[w[0]..w[1]], s);
@@ -801,4 +837,52 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
         }
     }
     Some(Floor { seconds: parts.iter().map(|(_, t)| t).sum(), parts })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The run-order floor runs every item exactly as often as the cell, spread over the rounds:
+    /// a validation forward once per epoch of DP-SGD steps, between them.
+    #[test]
+    fn interleaved_rounds_run_each_item_its_count_evenly() {
+        for (count, rounds) in [(10, 440), (440, 440), (1, 100), (100, 100), (7, 9), (0, 5)] {
+            let at: Vec<usize> = (0..rounds).filter(|&r| runs_in_round(count, rounds, r)).collect();
+            assert_eq!(at.len(), count, "{count} of {rounds}");
+            if count > 1 {
+                let gaps: Vec<usize> = at.windows(2).map(|w| w[1] - w[0]).collect();
+                let (lo, hi) = (gaps.iter().min().unwrap(), gaps.iter().max().unwrap());
+                assert!(hi - lo <= 1, "{count} of {rounds}: gaps {lo}..{hi}");
+            }
+        }
+    }
+
+    /// One noise draw and one Adam update per step and training loop, over every DP-SGD stack's
+    /// parameters, on the stack that draws the batch; loops keep their own.
+    #[test]
+    fn a_dp_step_noises_and_updates_its_loops_parameters_once() {
+        let stack = |sample: bool, update: i64| Item {
+            what: "t",
+            count: 1,
+            work: Work::PerSample {
+                batch: 1,
+                pool: 1,
+                widths: vec![1, 1],
+                act_last: false,
+                groups: None,
+                classes: 1,
+                sample,
+                update,
+            },
+        };
+        let spmm = Item { what: "t", count: 1, work: Work::Spmm { width: 1 } };
+        let mut items = vec![stack(false, 10), stack(false, 20), stack(true, 5), spmm, stack(false, 3), stack(true, 4)];
+        one_update_per_step(&mut items, &[0, 3, 6]);
+        let updates: Vec<i64> = items
+            .iter()
+            .filter_map(|it| if let Work::PerSample { update, .. } = it.work { Some(update) } else { None })
+            .collect();
+        assert_eq!(updates, [0, 0, 35, 0, 7]);
+    }
 }
