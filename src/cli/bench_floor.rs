@@ -16,9 +16,11 @@
 //! last). A DP-SGD step runs what `privacy::dpsgd` does with a batch: the Poisson draw and the
 //! gather of the batch's rows, group norm where the recipe has it, the summed loss, the backward
 //! to each layer's output, ghost norms (||a||^2 ||g||^2 per sample, no per-sample gradient), the
-//! clipped sums, and once per step over all the model's parameters the noise and Adam. Row normalisation (GAP's encoder output and concatenation,
-//! PMA's and NAP's hops, ProGAP's concatenation, GraphSAGE's convolutions) runs on the fused
-//! kernels training uses, forward and backward. Left out (so the floor stays a lower bound):
+//! clipped sums, and once per step, over all the model's parameters, the noise and Adam. Row
+//! normalisation (GAP's encoder output and concatenation, PMA's and NAP's hops, ProGAP's
+//! concatenation, GraphSAGE's convolutions) runs on the fused kernels training uses, forward and
+//! backward. Three timings ([`Timing`]): each kernel sequence sampled alone, in one pass, and in
+//! the order of the run's epochs. Left out (so the floor stays a lower bound):
 //! accuracy read-outs, dropout in DP-SGD stacks, and norms in validation forwards of DP-SGD
 //! stacks.
 use crate::data::Dataset;
