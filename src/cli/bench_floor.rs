@@ -61,6 +61,8 @@ pub struct Shapes {
     x_val: Tensor,
     /// A^T, CSR [n, n].
     adj: Tensor,
+    /// The graph, for the node-level methods' degree bound.
+    graph: crate::data::Graph,
 }
 
 impl Shapes {
@@ -82,6 +84,7 @@ impl Shapes {
             x_all: x.to_sparse_csr(None::<i64>),
             x_val: xv.to_sparse_csr(None::<i64>),
             adj: aggregation_operator(&data.graph),
+            graph: data.graph.clone(),
         })
     }
 }
@@ -114,6 +117,9 @@ enum Work {
     },
     /// `A^T X` with X of this width.
     Spmm { width: i64 },
+    /// Node-level DP's out-degree bound (thesis Prop. 7): each node keeps at most this many of
+    /// its out-edges, drawn at random (`data::bound_degree`, Rust, no libtorch).
+    DegreeBound { max_degree: usize },
     /// The rest of a full-batch step over `rows` rows (see the module doc): norms and dropout on
     /// layer outputs of the `normed` widths, the loss over `loss` = (rows, classes) logits, Adam
     /// over `params` weights and biases; validation (`backward` false) runs the norms on their
@@ -308,6 +314,10 @@ impl Work {
             }
             Work::Spmm { width } => {
                 let _ = sparse::mm(&s.adj, &pooled(&[s.n, *width]));
+            }
+            Work::DegreeBound { max_degree } => {
+                let bounded = crate::data::bound_degree(&s.graph, crate::data::DegreeBound::Out, *max_degree, 0);
+                bounded.expect("the recipe's max_degree was validated");
             }
             Work::Selu { rows, width, backward } => {
                 let y = pooled(&[*rows, *width]).selu();
@@ -651,6 +661,10 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
     // Where each training loop's items begin (GAP's encoder, its classifier; ProGAP's stages):
     // the interleaved timing runs each loop's items in turn, as its epochs do.
     let mut loops = vec![0];
+    if matches!(recipe.method, Method::GapNdp | Method::ProgapNdp) {
+        let work = Work::DegreeBound { max_degree: recipe.max_degree };
+        items.push(Item { what: "degree bound", count: 1, work });
+    }
     let step = StepStyle::of(recipe);
     let mlp_widths = |first: i64, layers: usize, out: i64| {
         let mut w = vec![first];
