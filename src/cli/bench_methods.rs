@@ -2,7 +2,8 @@
 //! (../shared/anchors/reference_progap.md) for MLP, DP-MLP, GAP, ProGAP, GraphSAGE, SAGE-EDP and
 //! DP-GNN, one child process per (cell, seed) so that wall time and peak RSS are whole-process figures like the anchors', and
 //! prints accuracy, time and memory next to the reference with the ratios, and each cell's
-//! in-process CPU time against its compute floor ([`super::bench_floor`]), sampled and in one pass.
+//! in-process CPU time against its compute floor ([`super::bench_floor`]): sampled, in one pass and
+//! in the run's order.
 use super::bench_floor::{children_cpu_seconds, floor as compute_floor, thread_cpu_seconds, Floor, Shapes, Timing};
 use crate::error::{Error, Result};
 use crate::methods::{Method, Recipe};
@@ -284,6 +285,7 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
         "| cell | ours acc % (mean ± sd) | ref acc % | ok (>= ref - 2 sd) | ours wall s | ours CPU s | ref wall s | ratio (wall) | ratio (CPU) | before training CPU s | floor CPU s | in-process / floor | floor, one pass, CPU s | in-process / one-pass floor | floor, run order, CPU s | in-process / run-order floor | ours RSS MB | ref RSS MB | ratio | ours wall s, {cores} threads |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    const TIMINGS: [Timing; 3] = [Timing::Sampled, Timing::Pass, Timing::Interleaved];
     let mut breakdowns = Vec::new();
     let mut means = std::collections::HashMap::new();
     for cell in cells() {
@@ -292,21 +294,16 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
         }
         let reference = if cornell { &cell.cornell5 } else { &cell.cora };
         let mut ms = Vec::new();
-        // Both floors are measured after each seed's run, and the least of each is kept: spread
+        // Every floor is measured after each seed's run, and the least of each is kept: spread
         // over the cell's runs, a slow spell of the shared machine cannot weigh on one side alone.
         let recipe = cell_recipe(&cell);
-        let (mut floor, mut pass, mut order): (Option<Floor>, Option<Floor>, Option<Floor>) = (None, None, None);
-        let least = |kept: &mut Option<Floor>, f: Floor| {
-            if kept.as_ref().is_none_or(|best| f.seconds < best.seconds) {
-                *kept = Some(f);
-            }
-        };
+        let mut floors: [Option<Floor>; 3] = Default::default();
         for seed in 1..=a.seeds {
             ms.push(run_child(&a.dataset, extra, &cell, seed, a.threads, &a.data_dir)?);
-            let timings = [(Timing::Sampled, &mut floor), (Timing::Pass, &mut pass), (Timing::Interleaved, &mut order)];
-            for (timing, kept) in timings {
-                if let Some(f) = recipe.as_ref().and_then(|r| compute_floor(r, &shapes, timing)) {
-                    least(kept, f);
+            for (timing, kept) in TIMINGS.into_iter().zip(floors.iter_mut()) {
+                let Some(f) = recipe.as_ref().and_then(|r| compute_floor(r, &shapes, timing)) else { continue };
+                if kept.as_ref().is_none_or(|best| f.seconds < best.seconds) {
+                    *kept = Some(f);
                 }
             }
         }
@@ -325,18 +322,21 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
         };
         let ok = acc >= reference.acc - 2.0 * reference.sd;
         means.insert(cell.label, acc);
-        let against = |f: &Option<Floor>| match f {
-            Some(f) => (format!("{:.2}", f.seconds), format!("{:.2}x", least_work / f.seconds)),
-            None => ("-".to_string(), "-".to_string()),
-        };
-        let ((floor_s, over), (pass_s, over_pass)) = (against(&floor), against(&pass));
-        let (order_s, over_order) = against(&order);
-        if let Some(f) = floor {
+        // Per floor: its seconds and the in-process time over it.
+        let against = floors
+            .iter()
+            .map(|f| match f {
+                Some(f) => format!("{:.2} | {:.2}x", f.seconds, least_work / f.seconds),
+                None => "- | -".to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" | ");
+        if let [Some(f), ..] = &floors {
             let parts: Vec<String> = f.parts.iter().map(|(w, t)| format!("{w} {t:.2} s")).collect();
             breakdowns.push(format!("floor of {}: {}", cell.label, parts.join(", ")));
         }
         println!(
-            "| {} | {acc:.2} ± {sd:.2} | {:.2} ± {:.2} | {} | {wall:.2} | {cpu:.2} | {:.1} | {:.2}x | {:.2}x | {before:.2} | {floor_s} | {over} | {pass_s} | {over_pass} | {order_s} | {over_order} | {rss:.0} | {:.0} | {:.2}x | {all} |",
+            "| {} | {acc:.2} ± {sd:.2} | {:.2} ± {:.2} | {} | {wall:.2} | {cpu:.2} | {:.1} | {:.2}x | {:.2}x | {before:.2} | {against} | {rss:.0} | {:.0} | {:.2}x | {all} |",
             cell.label,
             reference.acc,
             reference.sd,

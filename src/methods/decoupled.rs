@@ -10,7 +10,7 @@ use crate::models::aggregation::{aggregation_operator, nap, pma};
 use crate::models::gap::{GapClassifier, GapEncoder};
 use crate::models::mlp::MlpClassifier;
 use crate::models::progap::ProgapNet;
-use crate::models::{Fwd, MlpStyle, ParamStore, Rows};
+use crate::models::{Fwd, MlpStyle, NodeClassifier, ParamStore, Rows};
 use crate::privacy::accountant::{methods, Budget, PrivacyUnit};
 use crate::privacy::dpsgd::{steps_per_epoch, DpSgd};
 use crate::train::accounting::{self, Accounting, Expression, SgdSchedule};
@@ -160,7 +160,7 @@ impl TrainedModel for MlpModel {
         save_dir(dir, &self.ps, &meta, &[("x".into(), self.net.x.x.shallow_clone())])
     }
     fn posteriors(&self) -> Tensor {
-        let logits = tch::no_grad(|| crate::models::NodeClassifier::all_logits(&self.net, &mut Fwd::eval()));
+        let logits = tch::no_grad(|| self.net.all_logits(&mut Fwd::eval()));
         logits.expect("an MLP scores every node").softmax(-1, Kind::Float)
     }
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
