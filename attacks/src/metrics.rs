@@ -1,7 +1,6 @@
 //! Scoring an attack: ROC curve, AUC with ties, TPR at fixed FPR, balanced accuracy,
 //! Clopper-Pearson bounds (the epsilon lower bounds built on them live in `stats`).
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{Beta, ContinuousCDF};
 
 /// One ROC point: at some threshold t, the rates of positives and negatives scored >= t.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -104,22 +103,8 @@ pub fn median_threshold(pos: &[f64], neg: &[f64]) -> f64 {
     all[all.len() / 2]
 }
 
-/// One-sided Clopper-Pearson lower bound on a binomial proportion: with probability >= 1 - alpha
-/// the true p is at least this, after `k` successes in `n` trials. Beta(k, n-k+1) quantile alpha.
-pub fn clopper_pearson_lower(k: usize, n: usize, alpha: f64) -> f64 {
-    if n == 0 || k == 0 {
-        return 0.0;
-    }
-    Beta::new(k as f64, (n - k + 1) as f64).map(|b| b.inverse_cdf(alpha)).unwrap_or(0.0)
-}
-
-/// One-sided Clopper-Pearson upper bound: Beta(k+1, n-k) quantile 1 - alpha (1 when k = n).
-pub fn clopper_pearson_upper(k: usize, n: usize, alpha: f64) -> f64 {
-    if n == 0 || k >= n {
-        return 1.0;
-    }
-    Beta::new((k + 1) as f64, (n - k) as f64).map(|b| b.inverse_cdf(1.0 - alpha)).unwrap_or(1.0)
-}
+/// The Clopper-Pearson bounds live with the exact binomial tails they invert.
+pub use crate::binomial::{clopper_pearson_lower, clopper_pearson_upper};
 
 /// All the numbers every attack reports about its scores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@
 //! Observing v correct guesses therefore refutes every eps whose right-hand side is below beta
 //! = 1 - confidence; the lower bound is the largest such eps (the right-hand side grows with eps).
 
-use statrs::distribution::{Binomial, Discrete, DiscreteCDF};
+use crate::binomial::{ln_mass, ln_tail_at_least};
 
 /// The right-hand side of Theorem 3: the p-value of `correct` correct guesses out of `guesses`
 /// (m = `canaries`) under the null hypothesis that the mechanism is (eps, delta)-DP.
@@ -18,16 +18,45 @@ pub fn one_run_p_value(canaries: usize, guesses: usize, correct: usize, eps: f64
         return 1.0;
     }
     let q = 1.0 / (1.0 + (-eps).exp());
-    let bin = Binomial::new(q, guesses as u64).expect("q is a probability");
-    // P[Bin >= v] = P[Bin > v - 1].
-    let tail = bin.sf(correct as u64 - 1);
-    let mut alpha: f64 = 0.0;
-    let mut window = 0.0; // P[v - i <= Bin < v]
-    for i in 1..=correct {
-        window += bin.pmf((correct - i) as u64);
-        alpha = alpha.max(window / i as f64);
-    }
+    let tail = ln_tail_at_least(correct, guesses, q).exp();
+    let alpha = if delta > 0.0 { widest_window_mean(correct, guesses, q) } else { 0.0 };
     (tail + 2.0 * canaries as f64 * delta * alpha).min(1.0)
+}
+
+/// alpha(v) = max over 1 <= i <= v of P[v - i <= Bin(r, q) < v] / i: the best mean mass of a
+/// window of i counts just below v. Walks down from v - 1 with the ratio of successive masses,
+/// scaled to stay in range, and stops once the masses fall (past the mode, where by
+/// log-concavity they keep falling) below the best mean so far, which then cannot rise again.
+fn widest_window_mean(v: usize, r: usize, q: f64) -> f64 {
+    const RESCALE: f64 = 1e280;
+    let ln_first = ln_mass(v - 1, r, q);
+    if q <= 0.0 || q >= 1.0 || ln_first == f64::NEG_INFINITY {
+        // Degenerate: every mass but one is 0, and so is the window's mean at most 1.
+        return (1..=v).map(|i| ln_mass(v - i, r, q).exp() / i as f64).fold(0.0, f64::max);
+    }
+    let inverse_odds = (1.0 - q) / q;
+    // Masses relative to P[X = v - 1] times e^-offset.
+    let (mut term, mut window, mut best, mut offset) = (1.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for i in 1..=v {
+        window += term;
+        best = best.max(window / i as f64);
+        let j = v - i; // the count just added
+        if j == 0 {
+            break;
+        }
+        let ratio = j as f64 / (r - j + 1) as f64 * inverse_odds; // P[X = j-1] / P[X = j]
+        term *= ratio;
+        if ratio <= 1.0 && term <= window / i as f64 {
+            break;
+        }
+        if window > RESCALE {
+            term /= RESCALE;
+            window /= RESCALE;
+            best /= RESCALE;
+            offset += RESCALE.ln();
+        }
+    }
+    (ln_first + offset + best.ln()).exp()
 }
 
 /// The largest eps that `correct` of `guesses` refutes at significance `beta` (0 if none):
