@@ -136,7 +136,7 @@ fn solve(
     mut hi: f64,
     guess: f64,
 ) -> f64 {
-    let inside = |u: f64, lo: f64, hi: f64| u.is_finite() && u > lo && u < hi;
+    let inside = |u: f64, lo: f64, hi: f64| u.is_finite() && u >= lo && u <= hi;
     let mut u = if inside(guess, lo, hi) { guess } else { 0.5 * (lo + hi) };
     for _ in 0..MAX_STEPS {
         let (ln_p, slope) = eval(u);
@@ -151,12 +151,17 @@ fn solve(
             hi = u;
         }
         let newton = u - h / slope;
-        let next = if inside(newton, lo, hi) { newton } else { 0.5 * (lo + hi) };
-        let settled = (next - u).abs() <= 2.0 * f64::EPSILON * u.abs();
-        let closed = hi - lo <= 2.0 * f64::EPSILON * lo.abs().max(hi.abs());
-        u = next;
-        if settled || closed {
-            break;
+        if inside(newton, lo, hi) {
+            // Newton converges quadratically: once its step is within a few ulp, so is u.
+            if (newton - u).abs() <= 4.0 * f64::EPSILON * u.abs() {
+                return newton;
+            }
+            u = newton;
+        } else {
+            u = 0.5 * (lo + hi);
+            if hi - lo <= 4.0 * f64::EPSILON * lo.abs().max(hi.abs()) {
+                return u;
+            }
         }
     }
     u
