@@ -29,11 +29,13 @@ pub fn one_run_p_value(canaries: usize, guesses: usize, correct: usize, eps: f64
 /// log-concavity they keep falling) below the best mean so far, which then cannot rise again.
 fn widest_window_mean(v: usize, r: usize, q: f64) -> f64 {
     const RESCALE: f64 = 1e280;
-    let ln_first = ln_mass(v - 1, r, q);
-    if q <= 0.0 || q >= 1.0 || ln_first == f64::NEG_INFINITY {
-        // Degenerate: every mass but one is 0, and so is the window's mean at most 1.
-        return (1..=v).map(|i| ln_mass(v - i, r, q).exp() / i as f64).fold(0.0, f64::max);
+    if q >= 1.0 {
+        return 0.0; // all the mass at r >= v
     }
+    if q <= 0.0 {
+        return 1.0 / v as f64; // all the mass at 0, first inside the window of v counts
+    }
+    let ln_first = ln_mass(v - 1, r, q);
     let inverse_odds = (1.0 - q) / q;
     // Masses relative to P[X = v - 1] times e^-offset.
     let (mut term, mut window, mut best, mut offset) = (1.0f64, 0.0f64, 0.0f64, 0.0f64);
