@@ -357,6 +357,24 @@ mod tests {
         assert!(t > 0.0 && t < 6.0, "{t}");
     }
 
+    /// The planner at the scale of the refuted-theorem audit and beyond: its Clopper-Pearson
+    /// bounds of rare counts out of 10^7-10^9 trials (which never returned from statrs's Beta
+    /// inverse) return, and more trials afford a rarer, more extreme threshold.
+    #[test]
+    fn plan_scales_to_a_billion_trials() {
+        let c = discrete_candidates(&binomial_pmf(58, 0.55), &binomial_pmf(58, 0.5));
+        let at = |n: usize| plan(&c, BoundKind::ClopperPearson, n, 0.05, 0.0).unwrap();
+        let (small, mid, large) = (at(1_000_000), at(10_000_000), at(1_000_000_000));
+        eprintln!("thresholds: {small} at 1e6, {mid} at 1e7, {large} at 1e9 trials");
+        assert!(small <= mid && mid <= large && small < large, "{small} {mid} {large}");
+        let count = |r: f64, n: usize| (r * n as f64).round() as usize;
+        let best = c.iter().find(|x| x.threshold == large).unwrap();
+        let n = 1_000_000_000;
+        let eps = expected_bound(BoundKind::ClopperPearson, count(best.tpr, n), count(best.fpr, n), n, 0.05, 0.0);
+        let truth = (best.tpr / best.fpr).ln();
+        assert!(eps > 0.9 * truth && eps < truth, "{eps} vs ln(tpr/fpr) = {truth}");
+    }
+
     /// A mechanism that ignores its input: both sides Bin(10, 1/2).
     struct Blind;
     impl AuditPair for Blind {
