@@ -243,7 +243,7 @@ impl Report {
         let mut claim_of = |r: &CellRecord| -> ClaimCheck {
             let b = &r.result.budget;
             let units = datasets.iter().find(|d| d.label == r.key.dataset).map(|d| match b.privacy_unit {
-                PrivacyUnit::Edge => 2 * d.undirected_edges as u64,
+                PrivacyUnit::Edge => claim::private_units(b.privacy_unit, d.nodes as u64, d.undirected_edges as u64),
                 // Class/subclass-DP: U, the number of units the run sampled from.
                 PrivacyUnit::Class | PrivacyUnit::Subclass => {
                     b.noise.iter().find(|(k, _)| k == "units").map_or(d.nodes as u64, |(_, v)| *v as u64)
@@ -254,7 +254,16 @@ impl Report {
             if let Some((_, c)) = checked.iter().find(|(k, _)| *k == key) {
                 return c.clone();
             }
-            let c = check_claim(b, units);
+            let mut c = check_claim(b, units);
+            // A declared claim's own findings (e.g. batches drawn otherwise than its accounting
+            // assumes) come from the same checker as `attack --claim`; the shared rules give the
+            // same text, so each flag appears once.
+            let declared = r.result.recipe.get("claim").and_then(|c| c.get("flags")).and_then(|f| f.as_array());
+            for f in declared.into_iter().flatten().filter_map(|f| f.as_str()) {
+                if !c.flags.iter().any(|x| x == f) {
+                    c.flags.push(f.to_string());
+                }
+            }
             checked.push((key, c.clone()));
             c
         };
