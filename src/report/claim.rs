@@ -184,6 +184,12 @@ pub fn check_claim(b: &BudgetRecord, units: Option<u64>) -> ClaimCheck {
         Some(n) if b.delta == default_delta(n as usize) => {
             format!("1/10^digits(N) for N = {n} {word}: the largest power of ten below 1/N (the GAP/ProGAP rule, on the true count)")
         }
+        Some(n) if unit == PrivacyUnit::Edge && b.delta == default_delta(2 * n as usize) => format!(
+            "1/10^digits(2N) for the 2N = {} directed entries of the N = {n} undirected edges (the built-in \
+             methods' default): below 1/N = {:.3e}",
+            2 * n,
+            1.0 / n as f64
+        ),
         Some(n) => format!("set by the config; below 1/N = {:.3e} (N = {n} {word})", 1.0 / n as f64),
         None => "as recorded (the number of private units is unknown)".to_string(),
     };
@@ -230,6 +236,15 @@ mod tests {
         let c = check_claim(&rec, Some(5278));
         assert!(c.flags.is_empty(), "{:?}", c.flags);
         assert!(c.delta_reason.starts_with("1/10^digits(N) for N = 5278 undirected edges"), "{}", c.delta_reason);
+        // The built-in methods' default counts both directions (1e-5 for 10,556 entries): below
+        // 1/N for the undirected unit, and said so.
+        let built_in = check_claim(&gap_edge_record(1e-5), Some(5278));
+        assert!(built_in.flags.is_empty(), "{:?}", built_in.flags);
+        assert!(
+            built_in.delta_reason.starts_with("1/10^digits(2N) for the 2N = 10556 directed entries"),
+            "{}",
+            built_in.delta_reason
+        );
         let r = c.recomputed.unwrap().as_f64();
         assert!((r - rec.epsilon_claimed.as_f64()).abs() < 1e-9 && r <= 1.0 + 1e-6);
     }
