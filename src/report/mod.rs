@@ -189,7 +189,7 @@ pub struct AttackSummary {
     pub violations: usize,
     /// Over the seeds: violated if any seed is; else inconclusive if any is; else not refuted if
     /// any is; else no claim or not comparable (from the cells' verdicts; empty in reports
-    /// before it existed; a "holds" of older reports, which showed no power, counts as
+    /// before it existed; "holds" in older reports, which showed no power and read as
     /// inconclusive).
     #[serde(default)]
     pub verdict: String,
@@ -210,9 +210,10 @@ fn utility_metric_of(recipe: &serde_json::Value) -> UtilityMetric {
 
 /// The verdict of an attack over its seeds, from each seed's verdict.
 fn combined_verdict(verdicts: &[Option<&str>]) -> String {
-    let is = |x: Option<&str>, v: &str| x == Some(v) || (v == "inconclusive" && x == Some("holds"));
-    for v in ["violated", "inconclusive", "not refuted", "no claim", "not comparable"] {
-        if verdicts.iter().any(|x| is(*x, v)) {
+    // "holds" is the word of older reports; kept as recorded so that they still validate, and
+    // shown as inconclusive (it showed no power).
+    for v in ["violated", "inconclusive", "holds", "not refuted", "no claim", "not comparable"] {
+        if verdicts.iter().any(|x| *x == Some(v)) {
             return v.to_string();
         }
     }
