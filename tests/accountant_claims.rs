@@ -43,7 +43,7 @@ fn cell(delta: f64, seed: u64) -> CellRecord {
 
 fn report(delta: f64) -> Report {
     let config = AuditConfig::parse(CONFIG).unwrap();
-    // Cora: 2,708 nodes and 5,278 undirected edges, i.e. N = 10,556 directed edges (delta 1e-5).
+    // Cora: 2,708 nodes and 5,278 undirected edges, the edge-level private units (delta 1e-4).
     let cora = DatasetInfo {
         label: "cora".into(),
         name: "synthetic".into(),
@@ -76,7 +76,8 @@ fn gap_reference_edge_delta_is_flagged_in_every_output() {
         assert_eq!(claim["stated"].as_f64(), Some(1.0), "{claim}");
         assert!(claim["recomputed"].as_f64().unwrap() <= 1.0 + 1e-6, "{claim}");
         assert_eq!(claim["delta"].as_f64(), Some(0.1));
-        assert_eq!(claim["private_units"].as_u64(), Some(10_556));
+        // Cora's 5,278 undirected edges: the edge-level unit is one undirected edge.
+        assert_eq!(claim["private_units"].as_u64(), Some(5278));
         let flags = claim["flags"].as_array().unwrap();
         assert_eq!(flags.len(), 1, "{claim}");
         assert!(flags[0].as_str().unwrap().contains("not below 1/N"), "{claim}");
@@ -94,10 +95,10 @@ fn gap_reference_edge_delta_is_flagged_in_every_output() {
 
 #[test]
 fn a_claim_at_the_true_count_delta_is_reproduced_with_its_reason() {
-    let r = report(1e-5);
+    let r = report(1e-4);
     let claim = r.cells[0].claim.as_ref().unwrap();
     assert!(claim.flags.is_empty(), "{:?}", claim.flags);
-    assert!(claim.delta_reason.contains("N = 10556 edges"), "{}", claim.delta_reason);
+    assert!(claim.delta_reason.contains("1/10^digits(N) for N = 5278 undirected edges"), "{}", claim.delta_reason);
     assert!(markdown::render(&r).contains("0 of 1 flagged"));
     assert!(html::render(&r).contains("Every claim is reproduced"));
 }

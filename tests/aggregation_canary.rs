@@ -36,7 +36,9 @@ fn gap_edp_in_pipeline_canaries_come_within_half_of_the_claim_and_never_above() 
         assert_eq!(v["certificate"]["bound"], "gdp", "{v}");
         assert!(lb >= 0.5 * claim, "GAP-EDP eps {eps}: eps_lb {lb} < half the claim {claim}");
         assert!(lb <= claim, "GAP-EDP eps {eps}: eps_lb {lb} above a correct claim {claim}");
-        assert_eq!(verdict, "holds", "{v}");
+        // `attack` runs no positive control, so a bound below the claim is inconclusive; an audit
+        // runs the noise-off control and can say `not refuted` (tests/verdict_controls.rs).
+        assert_eq!(verdict, "inconclusive", "{v}");
     }
 }
 
@@ -45,7 +47,7 @@ fn progap_edp_in_pipeline_canaries_come_within_half_of_the_claim() {
     let v = audit("progap-edp", Some("4"), &["--depth", "2"]);
     let (claim, lb, verdict) = figures(&v);
     assert!(lb >= 0.5 * claim && lb <= claim, "ProGAP-EDP eps 4: eps_lb {lb}, claim {claim}");
-    assert_eq!(verdict, "holds");
+    assert_eq!(verdict, "inconclusive");
 }
 
 #[test]

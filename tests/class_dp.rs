@@ -182,7 +182,7 @@ fn unit_clipping_replay_holds_and_flags_per_record_clipping() {
     let mut r = Recipe::new(Method::ClassDpMlp, Some(8.0));
     r.epochs = Some(3);
     let rep = replay(&r, &ds, &opts).unwrap();
-    assert_eq!((rep.verdict.as_str(), rep.releases.len()), ("holds", 4), "{:?}", rep.releases);
+    assert_eq!((rep.verdict.as_str(), rep.releases.len()), ("not refuted", 4), "{:?}", rep.releases);
     let worst = rep.releases.iter().find(|x| x.worst_case).unwrap();
     // Clipping scales by S / (norm + 1e-6) (Opacus' guard): the clipped norm is S (1 - 1e-6 / norm).
     assert!((worst.ratio - 1.0).abs() < 1e-5 && worst.declared_sensitivity == 1.0, "{worst:?}");
@@ -190,7 +190,7 @@ fn unit_clipping_replay_holds_and_flags_per_record_clipping() {
 
     r.knobs.set("relation", "bounded");
     let rep = replay(&r, &ds, &opts).unwrap();
-    assert_eq!(rep.verdict, "holds", "{:?}", rep.releases);
+    assert_eq!(rep.verdict, "not refuted", "{:?}", rep.releases);
     let worst = rep.releases.iter().find(|x| x.worst_case).unwrap();
     assert!(worst.declared_sensitivity == 2.0 && worst.ratio > 0.5, "a replaced class moves by more than S: {worst:?}");
 
@@ -198,7 +198,7 @@ fn unit_clipping_replay_holds_and_flags_per_record_clipping() {
     s.epochs = Some(3);
     s.knobs.set("subclasses", 5);
     let rep = replay(&s, &ds, &opts).unwrap();
-    assert_eq!(rep.verdict, "holds", "{:?}", rep.releases);
+    assert_eq!(rep.verdict, "not refuted", "{:?}", rep.releases);
     assert!(rep.releases.iter().all(|x| x.name.contains("subclass")));
 
     r.knobs.remove("relation"); // back to the default, unbounded

@@ -55,7 +55,7 @@ fn every_mechanism_reaches_its_tightness_target_and_holds() {
         let (lb, claim) = (num(&v, "eps_lb"), num(&v, "claimed_epsilon"));
         assert!(lb <= claim, "{args:?}: eps_lb {lb} above the claim {claim}");
         assert!(num(&v, "tightness") >= *target, "{args:?}: tightness {} < {target}", v["tightness"]);
-        assert_eq!(v["verdict"], "holds", "{args:?}");
+        assert_eq!(v["verdict"], "not-refuted", "{args:?}");
         assert_eq!(v["certificate"]["certified_positives"], 1_000_000);
     }
 }
@@ -70,7 +70,7 @@ fn grr_fs_showcase_refutes_the_paper_claim() {
     assert!((sound - 1.0).abs() < 1e-12, "sound claim {sound}");
     assert!((paper - 0.2595).abs() < 5e-4, "paper claim {paper}");
     assert!(lb > paper && lb <= sound, "eps_lb {lb}");
-    assert_eq!(v["verdict"], "holds");
+    assert_eq!(v["verdict"], "not-refuted");
     assert_eq!(v["paper_verdict"], "violated");
     assert_eq!(v["bound"], "clopper-pearson");
     // Negative controls: multi-bit with m = 10 at total eps 1 (= m eps_x), RR, and PGC on the same
@@ -82,7 +82,7 @@ fn grr_fs_showcase_refutes_the_paper_claim() {
     ] {
         let v = audit_json(args);
         assert!(num(&v, "eps_lb") <= num(&v, "claimed_epsilon"), "{args:?}");
-        assert_eq!(v["verdict"], "holds", "{args:?}");
+        assert_eq!(v["verdict"], "not-refuted", "{args:?}");
         assert!(v.get("paper_epsilon").is_none());
     }
 }
@@ -182,7 +182,7 @@ fn audit_config_runs_mechanism_attacks_into_the_report() {
     let by = |label: &str| attacks.iter().find(|a| a["attack"] == label).unwrap();
     let gap = by("gap-edge-eps1");
     assert_eq!(gap["kind"], "mechanism");
-    assert_eq!(gap["verdict"], "holds");
+    assert_eq!(gap["verdict"], "not refuted");
     assert!(gap["eps_lb"].is_null(), "the bound is about the mechanism's claim, not the cell's");
     let d = &gap["details"];
     assert!(num(d, "tightness") >= 0.6 && num(d, "eps_lb") <= num(d, "claimed_epsilon"));

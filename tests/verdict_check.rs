@@ -74,7 +74,7 @@ fn check_fails_on_a_claim_at_the_reference_delta_unless_accepted() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("t.toml");
     std::fs::write(&t, "max_auc = 0.99\n").unwrap();
-    // The fixture graph has 5,000 undirected edges: N = 10,000 directed edges, 1/N = 1e-4.
+    // The fixture graph has 5,000 undirected edges, the edge-level private units: 1/N = 2e-4.
     let runner = |delta| RealClaims { inner: FakeRunner::default(), delta, mechanism_violation: false };
     let sound = report(&dir.path().join("sound"), &mut runner(1e-5));
     let (code, text) = check(&sound, &t, &[]);
@@ -85,7 +85,7 @@ fn check_fails_on_a_claim_at_the_reference_delta_unless_accepted() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("flagged claim(s)"), "{text}");
     assert!(text.contains("synthetic / gap-edp / ε=1: seed 7: claim flagged: delta = 0.1 is not below 1/N"), "{text}");
-    assert!(text.contains("N = 10000 edges"), "{text}");
+    assert!(text.contains("N = 5000 undirected edges"), "{text}");
     // Node level: N = 1,000 nodes, delta 0.1 is flagged as well.
     assert!(text.contains("synthetic / gap-ndp / ε=8: seed 8: claim flagged: delta = 0.1"), "{text}");
     // The explicit opt-out checks the attacks anyway and says what it accepted.

@@ -24,8 +24,9 @@ pub struct AttackResult {
     pub eps_lb_confidence: f64,
     /// The certificate behind eps_lb (bound, strategy, trials, threshold, assumption).
     pub certificate: Option<Certificate>,
-    /// violated / holds / inconclusive against the claim; not comparable where the game does not
-    /// match it; no claim for a non-private target.
+    /// violated / inconclusive against the claim (not refuted once a positive control shows the
+    /// attack's power, see [`AttackResult::judge_with_control`]); not comparable where the game
+    /// does not match it; no claim for a non-private target.
     pub verdict: Verdict,
     /// eps_lb / claimed epsilon, where both are positive and finite.
     pub tightness: Option<f64>,
@@ -55,6 +56,7 @@ impl AttackResult {
             None
         };
         let claimed = if claim.unit == ClaimUnit::None { None } else { claim.epsilon.or(Some(f64::INFINITY)) };
+        // Judged without a control here; the caller that runs one calls `judge_with_control`.
         let verdict = certificate.as_ref().map_or(Verdict::NotComparable, |c| c.verdict(claimed));
         let tightness = certificate.as_ref().and_then(|c| c.tightness(claimed));
         let eps_lb = certificate.as_ref().map(|c| c.eps_lb);
@@ -87,6 +89,25 @@ impl AttackResult {
             seed,
             scores,
         })
+    }
+
+    /// The claim this result is judged against (None: the target claims no privacy).
+    pub fn claimed(&self) -> Option<f64> {
+        if self.privacy_unit == ClaimUnit::None {
+            None
+        } else {
+            self.epsilon.or(Some(f64::INFINITY))
+        }
+    }
+
+    /// Re-judges the verdict with the eps_lb the same attack, at the same settings, reached on a
+    /// positive control (the target with its noise switched off): `not refuted` needs the control
+    /// above the claim, else a bound below the claim stays `inconclusive`.
+    pub fn judge_with_control(&mut self, control_eps_lb: Option<f64>) {
+        if let Some(c) = &self.certificate {
+            self.verdict = c.verdict_with_control(self.claimed(), control_eps_lb);
+            self.violation = self.verdict == Verdict::Violated;
+        }
     }
 }
 

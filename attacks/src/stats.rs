@@ -213,10 +213,12 @@ pub struct Certificate {
 pub enum Verdict {
     /// The bound exceeds the claim: the claim is refuted at the stated confidence.
     Violated,
-    /// The bound does not exceed the claim, and the test could have refuted it.
-    Holds,
-    /// The bound does not exceed the claim, but even a perfect attack could not have refuted it
-    /// with these trials: the audit says nothing about the claim.
+    /// The bound does not exceed the claim, and the same audit at the same settings refuted the
+    /// claim on a positive control (the target with its noise switched off): the audit had the
+    /// power to catch a violation and found none. An audit never shows that a claim holds.
+    NotRefuted,
+    /// The bound does not exceed the claim, and no positive control showed that this audit could
+    /// have exceeded it: the audit says nothing about the claim.
     Inconclusive,
     /// The game's unit does not match the claim's (or the game is practical).
     NotComparable,
@@ -228,7 +230,7 @@ impl Verdict {
     pub fn name(self) -> &'static str {
         match self {
             Verdict::Violated => "violated",
-            Verdict::Holds => "holds",
+            Verdict::NotRefuted => "not refuted",
             Verdict::Inconclusive => "inconclusive",
             Verdict::NotComparable => "not comparable",
             Verdict::NoClaim => "no claim",
@@ -243,15 +245,29 @@ impl fmt::Display for Verdict {
 }
 
 impl Certificate {
-    /// The verdict against a claimed epsilon (None: the target claims no privacy).
+    /// The verdict against a claimed epsilon (None: the target claims no privacy) before any
+    /// positive control: violated, or inconclusive (never `NotRefuted`, which needs a control).
     pub fn verdict(&self, claimed: Option<f64>) -> Verdict {
+        self.verdict_with_control(claimed, None)
+    }
+
+    /// The verdict given the eps_lb the same audit reached on a positive control (None: no
+    /// control ran): `NotRefuted` only when the control's bound exceeds the claim.
+    pub fn verdict_with_control(&self, claimed: Option<f64>, control_eps_lb: Option<f64>) -> Verdict {
         match claimed {
             None => Verdict::NoClaim,
             Some(c) if !c.is_finite() => Verdict::NoClaim,
             Some(c) if self.eps_lb > c => Verdict::Violated,
-            Some(c) if self.max_certifiable <= c => Verdict::Inconclusive,
-            Some(_) => Verdict::Holds,
+            Some(c) if control_eps_lb.is_some_and(|x| x > c) => Verdict::NotRefuted,
+            Some(_) => Verdict::Inconclusive,
         }
+    }
+
+    /// The eps_lb of this audit on the noise-free mechanism: its two outputs are deterministic and
+    /// distinct, so the best test separates every certified trial and reaches `max_certifiable`.
+    /// The positive control of a mechanism-level audit, whose statistic is the optimal one.
+    pub fn noise_free_control(&self) -> f64 {
+        self.max_certifiable
     }
     /// eps_lb / claim (None without a positive finite claim).
     pub fn tightness(&self, claimed: Option<f64>) -> Option<f64> {
@@ -677,7 +693,8 @@ mod tests {
             let spec = AuditSpec::new(BoundKind::Gdp, delta);
             let c = certify(&pos, &neg, &spec, "test").unwrap();
             assert!(c.eps_lb >= 0.6 * eps && c.eps_lb <= eps, "eps {eps}: eps_lb {}", c.eps_lb);
-            assert_eq!(c.verdict(Some(eps)), Verdict::Holds);
+            assert_eq!(c.verdict(Some(eps)), Verdict::Inconclusive, "no control: no power shown");
+            assert_eq!(c.verdict_with_control(Some(eps), Some(c.noise_free_control())), Verdict::NotRefuted);
             assert_eq!(c.verdict(Some(0.5 * eps)), Verdict::Violated);
         }
     }
@@ -703,8 +720,13 @@ mod tests {
         assert_eq!(c.verdict(None), Verdict::NoClaim);
         let blind = certify(&[0.0; 100], &[0.0; 100], &spec, "test").unwrap();
         assert_eq!(blind.eps_lb, 0.0);
-        assert_eq!(blind.verdict(Some(0.5)), Verdict::Holds);
-        assert_eq!(blind.verdict(Some(50.0)), Verdict::Inconclusive);
+        // A blind attack upholds nothing: without a control it is inconclusive; with a caught
+        // control it is not refuted; a control below the claim shows no power.
+        assert_eq!(blind.verdict(Some(0.5)), Verdict::Inconclusive);
+        assert_eq!(blind.verdict_with_control(Some(0.5), Some(blind.noise_free_control())), Verdict::NotRefuted);
+        assert_eq!(blind.verdict_with_control(Some(0.5), Some(0.5)), Verdict::Inconclusive);
+        assert_eq!(blind.verdict_with_control(Some(50.0), Some(blind.noise_free_control())), Verdict::Inconclusive);
+        assert_eq!(blind.verdict_with_control(None, Some(9.0)), Verdict::NoClaim);
     }
 
     #[test]

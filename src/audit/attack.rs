@@ -9,9 +9,10 @@ use crate::error::{Error, Result};
 use crate::methods::{Recipe, TrainedRun};
 use crate::privacy::mechanisms::audit::MIN_TRIALS;
 use crate::privacy::mechanisms::spec::MechanismSpec;
-use crate::report::record::{thin_roc, AttackRecord, TprAtFpr, ROC_POINTS};
+use crate::report::record::{thin_roc, AttackRecord, ControlRecord, TprAtFpr, ROC_POINTS};
 use crate::target::{attack_graph, claim_of, from_attack, node_split, CpuWhiteBox, ModelBlackBox, RecipeOracle};
 use gnnaudit_attacks as attacks;
+use gnnaudit_attacks::stats::Verdict;
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, NodeSplit,
     ShadowOracle, StatedKnowledge, Target,
@@ -124,6 +125,7 @@ pub fn run_attacks(
         oracle: Some(&oracle),
         claim: claim_of(&run.budget),
     };
+    let mut control = PositiveControl::of(recipe)?;
     let mut out = vec![];
     for (i, a) in cell.attacks.iter().enumerate() {
         let seed = cell.key.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
@@ -135,7 +137,21 @@ pub fn run_attacks(
         }
         if a.kind == crate::replay::KIND {
             progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
-            out.push(super::replay::record(a, recipe, ds, cell.key.seed)?);
+            let mut r = super::replay::record(a, recipe, ds, cell.key.seed)?;
+            if r.verdict.as_deref() == Some("not refuted") {
+                r.control = match &control {
+                    Some(c) => {
+                        let on_control = super::replay::record(a, &c.recipe, ds, cell.key.seed)?;
+                        let caught = on_control.verdict.as_deref() == Some("violated");
+                        Some(ControlRecord { method: c.recipe.method.name().into(), eps_lb: None, caught })
+                    }
+                    None => None,
+                };
+                if !r.control.as_ref().is_some_and(|c| c.caught) {
+                    r.verdict = Some(Verdict::Inconclusive.name().into());
+                }
+            }
+            out.push(r);
             progress.done(Stage::Attack);
             continue;
         }
@@ -148,11 +164,77 @@ pub fn run_attacks(
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
         // The one-feature game is compared with the per-feature claim (PGC: eps per feature).
         let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget)?, ..target };
-        let result = run_attack(&own, &knowledge, &params, seed).map_err(from_attack)?;
-        out.push(record(a, &result));
+        let mut result = run_attack(&own, &knowledge, &params, seed).map_err(from_attack)?;
+        let mut control_record = None;
+        if let (Verdict::Inconclusive, Some(c)) = (result.verdict, control.as_mut()) {
+            // The same attack, seed and settings on the control, judged against this claim.
+            progress.set_message(Stage::Attack, format!("{} on the control {}", a.label(), c.recipe.method.name()));
+            let on_control = c.attack(ds, cell.key.seed, own.claim, &knowledge, &params, seed, progress)?;
+            result.judge_with_control(on_control.eps_lb);
+            control_record = Some(ControlRecord {
+                method: c.recipe.method.name().into(),
+                eps_lb: on_control.eps_lb,
+                caught: result.verdict == Verdict::NotRefuted,
+            });
+        }
+        let mut r = record(a, &result);
+        r.control = control_record;
+        out.push(r);
         progress.done(Stage::Attack);
     }
     Ok(out)
+}
+
+/// The positive control of a cell's target (its method with the noise switched off, or its
+/// non-private variant; see `MethodSpec::control`), trained on the cell's dataset and seed the
+/// first time an attack needs it.
+struct PositiveControl {
+    recipe: Recipe,
+    run: Option<TrainedRun>,
+}
+
+impl PositiveControl {
+    fn of(target: &Recipe) -> Result<Option<Self>> {
+        if !target.is_private() {
+            return Ok(None);
+        }
+        Ok(crate::methods::registry::control_recipe(target)?.map(|recipe| PositiveControl { recipe, run: None }))
+    }
+
+    /// Runs one attack on the control, with the target's claim and the target's attack seed.
+    #[allow(clippy::too_many_arguments)]
+    fn attack(
+        &mut self,
+        ds: &Dataset,
+        train_seed: u64,
+        claim: attacks::Claim,
+        knowledge: &AdversaryKnowledge,
+        params: &AttackParams,
+        seed: u64,
+        progress: &Progress,
+    ) -> Result<AttackResult> {
+        if self.run.is_none() {
+            progress.add_work(Stage::Training, 1);
+            progress.set_message(Stage::Training, format!("control {}", self.recipe.method.name()));
+            self.run = Some(crate::methods::train_with(&self.recipe, ds, train_seed, &Default::default())?);
+            progress.done(Stage::Training);
+        }
+        let run = self.run.as_ref().expect("trained above");
+        let graph = attack_graph(ds)?;
+        let split = node_split(ds.split()?);
+        let black_box = ModelBlackBox::new(run.model.as_ref());
+        let oracle = CountingOracle { inner: RecipeOracle::new(&self.recipe, &run.budget, &ds.name), progress };
+        let white_box = CpuWhiteBox::of(run.model.white_box());
+        let target = Target {
+            graph: &graph,
+            split: &split,
+            black_box: &black_box,
+            white_box: CpuWhiteBox::as_dyn(&white_box),
+            oracle: Some(&oracle),
+            claim,
+        };
+        run_attack(&target, knowledge, params, seed).map_err(from_attack)
+    }
 }
 
 /// The report's view of an attack result.
@@ -183,6 +265,7 @@ pub fn record(a: &AttackSpec, r: &AttackResult) -> AttackRecord {
         eps_lb: r.eps_lb,
         verdict: Some(r.verdict.name().to_string()),
         violation: r.violation,
+        control: None,
         roc: thin_roc(&roc, ROC_POINTS),
         details: serde_json::Value::Object(details),
     }

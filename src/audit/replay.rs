@@ -58,6 +58,7 @@ pub fn record(spec: &AttackSpec, recipe: &Recipe, ds: &Dataset, seed: u64) -> Re
         eps_lb: None,
         violation: verdict == "violated",
         verdict: Some(verdict),
+        control: None,
         roc: vec![(0.0, 0.0), (1.0, 1.0)],
         details,
     })

@@ -611,6 +611,12 @@ pub fn run(a: AttackArgs) -> Result<()> {
         (Some(c), None) => println!("eps_lb {:.3} (non-private target: evidence of leakage)", c.eps_lb),
         _ => println!("eps_lb: not computed (the game does not match the claimed privacy unit)"),
     }
+    if verdict == Verdict::Inconclusive {
+        let control = recipe.method.spec().control.map_or("none in the registry".to_string(), |m| m.name().to_string());
+        println!(
+            "inconclusive: no positive control showed this attack's power (the method's control: {control};              `gnnaudit audit` runs it, or run this command with --method {control} to see whether it is caught);              more canaries or --repeats, --bound gdp for Gaussian mechanisms, or the canary-aggregation audit add power"
+        );
+    }
     if let Some(lb) = eps_lb_one_run {
         println!("eps_lb_one_run {lb:.3} (Steinke, Nasr & Jagielski 2023, all runs' canaries)");
     }

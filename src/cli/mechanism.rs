@@ -159,6 +159,10 @@ pub fn render(r: &MechanismAudit) -> String {
     );
     o +=
         &format!("tightness     {:.3} (eps_lb / claimed eps; max certifiable {:.3})\n", r.tightness, c.max_certifiable);
+    o += &format!(
+        "control       eps_lb {:.4} with the noise switched off (the same trials and test: the audit's power)\n",
+        r.control_eps_lb
+    );
     o += &format!("verdict       {}", r.verdict);
     if let Some(v) = r.paper_verdict {
         o += &format!("; against the paper claim: {v}");

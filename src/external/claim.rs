@@ -275,22 +275,11 @@ impl DeclaredClaim {
             let delta = need(self.delta, "delta", &name)?;
             let (e, b) = eps_of(&event, unit, delta)?;
             let at_default = eps_of(&event, unit, default)?.0;
-            if delta >= 1.0 / units.max(1) as f64 {
-                flags.push(format!(
-                    "delta = {delta} is not below 1/{units} (the dataset's {units} private units): at such a delta, \
-                     publishing a random unit's data outright satisfies the claim; was {default:e} meant? There the \
-                     declared mechanism gives epsilon {at_default:.3}"
-                ));
-            }
+            flags.extend(crate::report::claim::delta_flag(delta, units as u64, unit, Some(at_default)));
             (e, Some(b), Some(at_default))
         };
         if let Some(stated) = self.epsilon {
-            if stated + 1e-6 < recomputed * (1.0 - 1e-3) {
-                flags.push(format!(
-                    "the stated epsilon {stated} is below what the declared mechanism gives: {recomputed:.4}{}",
-                    self.delta.map(|d| format!(" at delta {d}")).unwrap_or_default()
-                ));
-            }
+            flags.extend(crate::report::claim::not_reproduced_flag(stated, recomputed, self.delta.unwrap_or(0.0)));
         }
         Ok(ClaimReport {
             mechanism: self.mechanism,

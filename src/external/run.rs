@@ -154,10 +154,8 @@ impl Deployment {
         let members = target.members().map(|p| load_members(p, n)).transpose()?;
         let claim_report = match claim {
             Some(c) => {
-                let units = match c.unit() {
-                    PrivacyUnit::Edge => g.edges.len(),
-                    _ => n,
-                };
+                // The attack graph holds each undirected edge once: the edge-level unit.
+                let units = crate::report::claim::private_units(c.unit(), n as u64, g.edges.len() as u64) as usize;
                 Some(c.check(units)?)
             }
             None => None,

@@ -497,6 +497,8 @@ pub const SAGE: MethodSpec = entry(
 );
 pub const SAGE_EDP: MethodSpec = MethodSpec {
     defaults: sage_edp_defaults,
+    // Without randomized response the perturbed graph is the real one.
+    control: Some(crate::methods::Method::Sage),
     ..entry(
         "sage-edp",
         "GraphSAGE on a graph perturbed by asymmetric randomized response (EdgeRand): edge-level DP",

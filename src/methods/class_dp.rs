@@ -363,6 +363,8 @@ fn class_defaults(r: &mut Recipe) {
 
 pub const CLASS_DP_MLP: MethodSpec = MethodSpec {
     batch_norm: false,
+    // The same MLP trained without clipping or noise.
+    control: Some(Method::Mlp),
     defaults: class_defaults,
     knobs: CLASS_KNOBS,
     own_knobs: Some(crate::methods::knobs::own_some::<ClassDpKnobs>(&["unit_rate", "relation", "allow_large_delta"])),

@@ -645,6 +645,7 @@ pub const MLP: MethodSpec = entry(
 );
 pub const DP_MLP: MethodSpec = MethodSpec {
     batch_norm: false,
+    control: Some(Method::Mlp),
     ..entry(
         "dp-mlp",
         "MLP trained with DP-Adam: node-level DP",
@@ -657,17 +658,22 @@ pub const DP_MLP: MethodSpec = MethodSpec {
 };
 pub const GAP_INF: MethodSpec =
     entry("gap-inf", "GAP without noise (eps = inf)", PrivacyUnit::None, false, GAP_KNOBS, train_gap, load_gap);
-pub const GAP_EDP: MethodSpec = entry(
-    "gap-edp",
-    "GAP with edge-level DP (PMA noise; thesis Prop. 6)",
-    PrivacyUnit::Edge,
-    true,
-    GAP_EDP_KNOBS,
-    train_gap,
-    load_gap,
-);
+pub const GAP_EDP: MethodSpec = MethodSpec {
+    // The same pipeline and claim with the aggregation noise switched off.
+    control: Some(Method::DemoGapEdpNoiseOff),
+    ..entry(
+        "gap-edp",
+        "GAP with edge-level DP (PMA noise; thesis Prop. 6)",
+        PrivacyUnit::Edge,
+        true,
+        GAP_EDP_KNOBS,
+        train_gap,
+        load_gap,
+    )
+};
 pub const GAP_NDP: MethodSpec = MethodSpec {
     batch_norm: false,
+    control: Some(Method::GapInf),
     ..entry(
         "gap-ndp",
         "GAP with node-level DP (degree bound, PMA at sensitivity sqrt(D), DP-Adam; Prop. 7)",
@@ -680,6 +686,7 @@ pub const GAP_NDP: MethodSpec = MethodSpec {
 };
 pub const DEMO_GAP_EDP_PLANTED_BUG: MethodSpec = MethodSpec {
     unsound: true,
+    control: Some(Method::DemoGapEdpNoiseOff),
     ..entry(
         "demo-gap-edp-planted-bug",
         "PLANTED BUG, a demo only: GAP-EDP whose PMA noise is calibrated to a sensitivity of 0.1 instead \
@@ -710,6 +717,7 @@ pub const PROGAP_INF: MethodSpec = MethodSpec {
 };
 pub const PROGAP_EDP: MethodSpec = MethodSpec {
     batch_norm: false,
+    control: Some(Method::ProgapInf),
     ..entry(
         "progap-edp",
         "ProGAP with edge-level DP (Theorem 4)",
@@ -722,6 +730,7 @@ pub const PROGAP_EDP: MethodSpec = MethodSpec {
 };
 pub const PROGAP_NDP: MethodSpec = MethodSpec {
     epochs: 5,
+    control: Some(Method::ProgapInf),
     ..entry(
         "progap-ndp",
         "ProGAP with node-level DP (Theorem 5)",

@@ -749,6 +749,8 @@ const fn entry(name: &'static str, about: &'static str, private: bool, knobs: &'
         defaults: dpar_defaults,
         check: check_knobs,
         load: Some(load_checkpoint),
+        // The positive control of a private variant: DPAR Vanilla, the same network without noise.
+        control: if private { Some(Method::DparInf) } else { None },
         ..MethodSpec::new(name, about, unit, train_recipe, dpar_budget)
     }
 }

@@ -47,6 +47,10 @@ pub struct MethodSpec {
     pub load: Option<Loader>,
     /// Deliberately broken (a demo or an unsound reference variant): never a default.
     pub unsound: bool,
+    /// The positive control of its audits: the method with its noise switched off (or its
+    /// non-private variant). An audit may call a claim `not refuted` only when the same attack
+    /// refutes that claim on this control; None leaves the method's rows `inconclusive`.
+    pub control: Option<Method>,
 }
 
 impl MethodSpec {
@@ -78,6 +82,7 @@ impl MethodSpec {
             budget,
             load: None,
             unsound: false,
+            control: None,
         }
     }
 }
@@ -219,6 +224,40 @@ impl std::fmt::Display for Method {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// The recipe of `r`'s positive control ([`MethodSpec::control`]; None without one): the
+/// control method with every knob of `r` the control reads (the architecture is the target's,
+/// resolved where the target's default differs), its epsilon and delta kept when the control
+/// calibrates to one (its claim is then the target's, with no noise behind it).
+pub fn control_recipe(r: &Recipe) -> Result<Option<Recipe>> {
+    let Some(control) = r.method.spec().control else { return Ok(None) };
+    let to_table = |r: &Recipe| {
+        toml::Table::try_from(r).map_err(|e| crate::Error::Other(format!("cannot tabulate a recipe: {e}")))
+    };
+    let target = to_table(r)?;
+    let mut table = to_table(&Recipe::new(control, None))?;
+    let read = knob_names(control);
+    for (k, v) in &target {
+        let keep = match k.as_str() {
+            "method" => false,
+            "epsilon" | "delta" => control.takes_epsilon(),
+            k => ALWAYS_READ.contains(&k) || read.iter().any(|x| x == k),
+        };
+        if keep {
+            table.insert(k.clone(), v.clone());
+        }
+    }
+    for (k, v) in [("hops", r.hops()), ("depth", r.depth())] {
+        if read.iter().any(|x| x == k) {
+            table.insert(k.into(), toml::Value::Integer(v as i64));
+        }
+    }
+    let mut out: Recipe = serde::Deserialize::deserialize(toml::Value::Table(table))
+        .map_err(|e| crate::Error::Other(format!("the control of {}: {e}", r.method.name())))?;
+    out.method = control;
+    out.validate()?;
+    Ok(Some(out))
 }
 
 /// The privacy unit as the docs name it.

@@ -29,6 +29,10 @@ pub struct Thresholds {
     /// Fail when an attack's eps_lb exceeds the claimed epsilon (default true).
     #[serde(default = "yes")]
     pub fail_on_violation: bool,
+    /// Fail on every attack whose game matches the claim but whose power is not shown: its
+    /// verdict is `inconclusive` (no positive control refuted the claim), not `not refuted`.
+    #[serde(default)]
+    pub require_power: bool,
     /// How seeds are combined: "mean" (default) or "worst" (every seed must pass).
     #[serde(default)]
     pub aggregate: Aggregate,
@@ -386,6 +390,22 @@ pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
                 value(a.tpr_at_0_1pct_fpr.mean, &|r| r.tpr_at_fpr.fpr_0_1pct),
                 "TPR at 0.1% FPR",
             );
+            if t.require_power && a.verdict == "inconclusive" {
+                findings.push(finding(
+                    Some(&a.attack),
+                    format!(
+                        "inconclusive: {} (require_power = true wants a positive control above the claim)",
+                        match &a.control {
+                            Some(c) => format!(
+                                "the same audit does not refute the claim on the control {} (ε_lb {})",
+                                c.method,
+                                c.eps_lb.map_or("-".into(), |x| format!("{x:.3}"))
+                            ),
+                            None => "no positive control ran".into(),
+                        }
+                    ),
+                ));
+            }
             if t.fail_on_violation {
                 for c in &cells {
                     for r in c.attacks.iter().filter(|x| x.attack == a.attack) {

@@ -187,10 +187,16 @@ pub struct AttackSummary {
     pub eps_lb_max: Option<f64>,
     /// Seeds whose eps_lb exceeds the claimed epsilon.
     pub violations: usize,
-    /// Over the seeds: violated if any seed is; else holds if any holds; else inconclusive, no
-    /// claim or not comparable (from the cells' verdicts; empty in reports before it existed).
+    /// Over the seeds: violated if any seed is; else inconclusive if any is; else not refuted if
+    /// any is; else no claim or not comparable (from the cells' verdicts; empty in reports
+    /// before it existed; "holds" in older reports, which showed no power and read as
+    /// inconclusive).
     #[serde(default)]
     pub verdict: String,
+    /// The attack on the positive control over the seeds: its smallest eps_lb, and caught only
+    /// when every seed's control refuted the claim (None: no control ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<record::ControlRecord>,
 }
 
 /// The utility a cell's recipe measures (accuracy unless its method predicts links).
@@ -204,12 +210,23 @@ fn utility_metric_of(recipe: &serde_json::Value) -> UtilityMetric {
 
 /// The verdict of an attack over its seeds, from each seed's verdict.
 fn combined_verdict(verdicts: &[Option<&str>]) -> String {
-    for v in ["violated", "holds", "inconclusive", "no claim", "not comparable"] {
+    // "holds" is the word of older reports; kept as recorded so that they still validate, and
+    // shown as inconclusive (it showed no power).
+    for v in ["violated", "inconclusive", "holds", "not refuted", "no claim", "not comparable"] {
         if verdicts.iter().any(|x| *x == Some(v)) {
             return v.to_string();
         }
     }
     String::new()
+}
+
+/// The positive control of an attack over its seeds: the smallest bound, caught only if every
+/// seed's control was (a seed without a control leaves its power unshown).
+fn combined_control(controls: &[Option<&record::ControlRecord>]) -> Option<record::ControlRecord> {
+    let first = controls.iter().flatten().next()?;
+    let eps_lb = controls.iter().flatten().filter_map(|c| c.eps_lb).min_by(f64::total_cmp);
+    let caught = controls.iter().all(|c| c.is_some_and(|c| c.caught));
+    Some(record::ControlRecord { method: first.method.clone(), eps_lb, caught })
 }
 
 impl Report {
@@ -227,7 +244,7 @@ impl Report {
         let mut claim_of = |r: &CellRecord| -> ClaimCheck {
             let b = &r.result.budget;
             let units = datasets.iter().find(|d| d.label == r.key.dataset).map(|d| match b.privacy_unit {
-                PrivacyUnit::Edge => 2 * d.undirected_edges as u64,
+                PrivacyUnit::Edge => claim::private_units(b.privacy_unit, d.nodes as u64, d.undirected_edges as u64),
                 // Class/subclass-DP: U, the number of units the run sampled from.
                 PrivacyUnit::Class | PrivacyUnit::Subclass => {
                     b.noise.iter().find(|(k, _)| k == "units").map_or(d.nodes as u64, |(_, v)| *v as u64)
@@ -238,7 +255,16 @@ impl Report {
             if let Some((_, c)) = checked.iter().find(|(k, _)| *k == key) {
                 return c.clone();
             }
-            let c = check_claim(b, units);
+            let mut c = check_claim(b, units);
+            // A declared claim's own findings (e.g. batches drawn otherwise than its accounting
+            // assumes) come from the same checker as `attack --claim`; the shared rules give the
+            // same text, so each flag appears once.
+            let declared = r.result.recipe.get("claim").and_then(|c| c.get("flags")).and_then(|f| f.as_array());
+            for f in declared.into_iter().flatten().filter_map(|f| f.as_str()) {
+                if !c.flags.iter().any(|x| x == f) {
+                    c.flags.push(f.to_string());
+                }
+            }
             checked.push((key, c.clone()));
             c
         };
@@ -344,6 +370,7 @@ pub fn summarize(cells: &[ReportCell]) -> Vec<SummaryRow> {
                     eps_lb_max: runs.iter().filter_map(|(_, a)| a.eps_lb).max_by(f64::total_cmp),
                     violations: runs.iter().filter(|(_, a)| a.violation).count(),
                     verdict: combined_verdict(&runs.iter().map(|(_, a)| a.verdict.as_deref()).collect::<Vec<_>>()),
+                    control: combined_control(&runs.iter().map(|(_, a)| a.control.as_ref()).collect::<Vec<_>>()),
                 });
             }
             SummaryRow {

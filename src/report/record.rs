@@ -261,9 +261,13 @@ pub struct AttackRecord {
     /// Empirical epsilon lower bound (details.certificate names its test, confidence and trials),
     /// only where the game matches the claimed privacy unit; None otherwise.
     pub eps_lb: Option<f64>,
-    /// violated / holds / inconclusive / not comparable / no claim (see attacks::stats).
+    /// violated / not refuted / inconclusive / not comparable / no claim (see attacks::stats).
     #[serde(default)]
     pub verdict: Option<String>,
+    /// The same attack, at the same settings, on the target's positive control; `not refuted`
+    /// needs it to have refuted the target's claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlRecord>,
     /// eps_lb exceeds the claimed epsilon in a matching game: the claim is broken.
     pub violation: bool,
     /// ROC curve as (fpr, tpr) points, thinned to at most `ROC_POINTS` on a log FPR grid.
@@ -271,6 +275,19 @@ pub struct AttackRecord {
     /// Attack-specific figures (per-distance AUCs, number of samples, notes).
     #[serde(default)]
     pub details: serde_json::Value,
+}
+
+/// What an attack reached on the positive control of its target (the target's method with its
+/// noise switched off, or its non-private variant), judged against the target's claim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ControlRecord {
+    /// The control's method (or external target).
+    pub method: String,
+    /// The control's bound (None for the sensitivity replay, which certifies no epsilon).
+    pub eps_lb: Option<f64>,
+    /// The control's result refutes the target's claim: the attack has shown its power.
+    pub caught: bool,
 }
 
 /// Upper bound on stored ROC points per attack and cell.

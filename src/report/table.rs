@@ -34,11 +34,13 @@ const fn col(markdown: &'static str, html: &'static str, align: Align) -> Column
     Column { markdown, html, align, kind: Kind::Text }
 }
 
-/// Whether an attack's empirical lower bound contradicts the claimed epsilon.
+/// Whether an attack's empirical lower bound contradicts the claimed epsilon, and whether the
+/// attack showed the power to (its positive control refuted the claim).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     Violation,
-    Holds,
+    NotRefuted,
+    Inconclusive,
     NotComparable,
 }
 
@@ -47,7 +49,8 @@ impl Verdict {
     pub fn class(self) -> &'static str {
         match self {
             Verdict::Violation => "violation",
-            Verdict::Holds => "holds",
+            Verdict::NotRefuted => "not-refuted",
+            Verdict::Inconclusive => "inconclusive",
             Verdict::NotComparable => "na",
         }
     }
@@ -91,13 +94,42 @@ pub fn pct(s: Stat) -> String {
 }
 
 fn verdict_of(a: &AttackSummary) -> (Verdict, String) {
-    match (a.eps_lb_max, a.violations, a.verdict.as_str()) {
-        (_, v, _) if v > 0 => (Verdict::Violation, format!("VIOLATION ({v} of {} seeds)", a.auc.n)),
-        (_, _, "no claim") => (Verdict::NotComparable, "no claim (non-private): ε_lb measures leakage".to_string()),
-        (_, _, "inconclusive") => (Verdict::NotComparable, "inconclusive (too few trials)".to_string()),
-        (Some(_), _, _) => (Verdict::Holds, "holds".to_string()),
-        (None, _, _) => (Verdict::NotComparable, "not comparable".to_string()),
+    let control = a.control.as_ref().map(|c| match c.eps_lb {
+        Some(x) => format!("{}, ε_lb {}", c.method, fmt_num(x, 2)),
+        None => c.method.clone(),
+    });
+    match (a.violations, a.verdict.as_str()) {
+        (v, _) if v > 0 => (Verdict::Violation, format!("VIOLATION ({v} of {} seeds)", a.auc.n)),
+        (_, "no claim") => (Verdict::NotComparable, "no claim (non-private): ε_lb measures leakage".to_string()),
+        (_, "not refuted") => (
+            Verdict::NotRefuted,
+            format!("not refuted (power shown: the same audit refutes the claim on {})", control.unwrap_or_default()),
+        ),
+        (_, "inconclusive" | "holds") => {
+            let why = control.map_or("no positive control ran".to_string(), |c| {
+                format!("the same audit does not refute the claim on the control {c}")
+            });
+            (Verdict::Inconclusive, format!("inconclusive ({why}); for power: {}", power_hint(a)))
+        }
+        _ => (Verdict::NotComparable, "not comparable".to_string()),
     }
+}
+
+/// What would give an inconclusive attack the power to refute the claim.
+fn power_hint(a: &AttackSummary) -> &'static str {
+    match a.kind.as_str() {
+        crate::replay::KIND => "the replay checks sensitivities, not the noise; add a canary audit",
+        "canary-aggregation" => "more canaries, or the gdp bound",
+        k if k.starts_with("canary") => {
+            "more canaries or runs, the gdp bound for Gaussian mechanisms, or the in-pipeline canary-aggregation audit"
+        }
+        _ => "a canary audit (more canaries or runs, the gdp bound for Gaussian mechanisms, or canary-aggregation)",
+    }
+}
+
+/// The positive control's bound as a cell ("-" without a control or a bound).
+fn control_eps_lb(a: &AttackSummary) -> String {
+    a.control.as_ref().and_then(|c| c.eps_lb).map_or("-".into(), |x| fmt_num(x, 2))
 }
 
 /// A model that reads no edges (MLP) is accounted at the edge unit with ε = 0: exactly true for
@@ -182,6 +214,7 @@ pub fn attacks(r: &Report, verdicts: bool) -> Table {
     ];
     if verdicts {
         columns.push(col("ε_lb", "ε<sub>lb</sub>", R));
+        columns.push(col("control ε_lb", "control ε<sub>lb</sub>", R));
         columns.push(col("claimed ε", "claimed ε", R));
         columns.push(Column { kind: Kind::Verdict, ..col("verdict", "verdict", L) });
     }
@@ -201,7 +234,7 @@ pub fn attacks(r: &Report, verdicts: bool) -> Table {
             let mut verdict = None;
             if verdicts {
                 let (v, text) = verdict_of(a);
-                cells.extend([eps_lb(a), claimed_cell(s), text]);
+                cells.extend([eps_lb(a), control_eps_lb(a), claimed_cell(s), text]);
                 verdict = Some(v);
             }
             t.rows.push(Row { cells, verdict });
@@ -219,6 +252,7 @@ pub fn claims(r: &Report) -> Table {
         col("attack", "attack", L),
         col("claimed ε", "claimed ε", R),
         col("ε_lb", "ε<sub>lb</sub>", R),
+        col("control ε_lb", "control ε<sub>lb</sub>", R),
         Column { kind: Kind::Verdict, ..col("verdict", "verdict", L) },
     ]);
     for s in &r.summary {
@@ -231,6 +265,7 @@ pub fn claims(r: &Report) -> Table {
                 a.attack.clone(),
                 claimed_cell(s),
                 eps_lb(a),
+                control_eps_lb(a),
                 text,
             ];
             t.rows.push(Row { cells, verdict: Some(v) });

@@ -37,6 +37,11 @@ pub fn record(label: String, r: &MechanismAudit) -> AttackRecord {
         eps_lb: None,
         verdict: Some(r.verdict.name().to_string()),
         violation: r.verdict == gnnaudit_attacks::stats::Verdict::Violated,
+        control: Some(crate::report::record::ControlRecord {
+            method: format!("{} with its noise switched off", r.mechanism),
+            eps_lb: Some(r.control_eps_lb),
+            caught: r.control_eps_lb > r.claimed_epsilon,
+        }),
         roc: s.map_or(vec![], |s| s.roc.iter().map(|p| (p.fpr, p.tpr)).collect()),
         details,
     }

@@ -124,8 +124,9 @@ impl CellRunner for FakeRunner {
                 },
                 balanced_accuracy: 0.5 + (auc - 0.5) * 0.8,
                 eps_lb,
-                verdict: eps_lb.map(|lb| if lb > claimed { "violated" } else { "holds" }.to_string()),
+                verdict: eps_lb.map(|lb| if lb > claimed { "violated" } else { "inconclusive" }.to_string()),
                 violation: eps_lb.is_some_and(|lb| lb > claimed),
+                control: None,
                 roc,
                 details: serde_json::json!({ "samples": 1000 }),
             });

@@ -97,7 +97,13 @@ pub struct MechanismAudit {
     pub pilot_trials: usize,
     /// eps_lb / claimed_epsilon.
     pub tightness: f64,
+    /// `not refuted` only when the positive control (`control_eps_lb`) exceeds the claim.
     pub verdict: Verdict,
+    /// The bound the same audit (trials, threshold strategy, bound, confidence) reaches on the
+    /// mechanism with its noise switched off: its two outputs are then fixed and distinct, so
+    /// every trial is told apart and the bound is the largest these trials can certify.
+    #[serde(default)]
+    pub control_eps_lb: f64,
     /// The verdict against `paper_epsilon`, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paper_verdict: Option<Verdict>,
@@ -188,7 +194,8 @@ pub fn run(
     // The statement's confidence is the family's (each test ran at level_confidence).
     certificate.confidence = confidence;
     let threshold = certificate.threshold.unwrap_or(analytic);
-    let verdict = certificate.verdict(Some(claim.epsilon));
+    let control_eps_lb = certificate.noise_free_control();
+    let verdict = certificate.verdict_with_control(Some(claim.epsilon), Some(control_eps_lb));
     let summary = with_summary.then(|| ScoreSummary::new(&pos, &neg, Some(threshold)));
     Ok(MechanismAudit {
         mechanism: pair.name().to_string(),
@@ -203,7 +210,8 @@ pub fn run(
         pilot_trials,
         tightness: certificate.tightness(Some(claim.epsilon)).unwrap_or(0.0),
         verdict,
-        paper_verdict: claim.paper_epsilon.map(|p| certificate.verdict(Some(p))),
+        control_eps_lb,
+        paper_verdict: claim.paper_epsilon.map(|p| certificate.verdict_with_control(Some(p), Some(control_eps_lb))),
         statistic: pair.statistic(),
         certificate,
         seconds: clock.elapsed().as_secs_f64(),

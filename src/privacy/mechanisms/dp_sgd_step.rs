@@ -181,18 +181,18 @@ mod tests {
     /// A full-batch step (exactly Gaussian): >= 0.6 of the claim at eps 1 and 4, never above.
     /// With Poisson rate 0.01 the Clopper-Pearson bound holds the claim.
     #[test]
-    fn mechanism_audit_is_tight_and_holds() {
+    fn mechanism_audit_is_tight_and_not_refuted() {
         for eps in [1.0, 4.0] {
             let r = run(&pair(1.0, eps), 1_000_000, 6, 0.95, false).unwrap();
             assert!(r.tightness >= 0.6 && r.eps_lb <= r.claimed_epsilon, "eps {eps}: eps_lb {}", r.eps_lb);
-            assert_eq!(r.verdict, Verdict::Holds);
+            assert_eq!(r.verdict, Verdict::NotRefuted);
         }
         let p = pair(0.01, 1.0);
         assert_eq!(p.bound(), BoundKind::ClopperPearson);
         let r = run(&p, 1_000_000, 7, 0.95, false).unwrap();
         assert!((r.claimed_epsilon - 1.0).abs() < 0.01, "claim {}", r.claimed_epsilon);
         assert!(r.eps_lb > 0.3 && r.eps_lb <= r.claimed_epsilon, "q 0.01: eps_lb {}", r.eps_lb);
-        assert_eq!(r.verdict, Verdict::Holds);
+        assert_eq!(r.verdict, Verdict::NotRefuted);
     }
 
     /// The engine's clip factor bounds the canary's contribution by C.

@@ -180,7 +180,7 @@ mod tests {
     /// The accountant's claim of the calibrated aggregation is the target, and the audit reaches
     /// >= 0.6 of it at (1, 1e-5) and (4, 1e-5), edge and node level, never above it.
     #[test]
-    fn mechanism_audit_is_tight_and_holds() {
+    fn mechanism_audit_is_tight_and_not_refuted() {
         for (level, hops) in [(Level::Edge, 1), (Level::Edge, 3), (Level::Node { degree: 10 }, 2)] {
             for eps in [1.0, 4.0] {
                 let r = audit(level, hops, eps, 1.0);
@@ -190,7 +190,7 @@ mod tests {
                     "{level:?} K {hops} eps {eps}: {}",
                     r.eps_lb
                 );
-                assert_eq!(r.verdict, Verdict::Holds);
+                assert_eq!(r.verdict, Verdict::NotRefuted);
             }
         }
     }

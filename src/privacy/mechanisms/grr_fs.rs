@@ -267,7 +267,7 @@ mod tests {
         let paper = r.paper_epsilon.unwrap();
         assert!((paper - 0.2595).abs() < 5e-4);
         assert!(r.eps_lb > paper && r.eps_lb <= 1.0, "eps_lb {}", r.eps_lb);
-        assert_eq!(r.verdict, Verdict::Holds);
+        assert_eq!(r.verdict, Verdict::NotRefuted);
         assert_eq!(r.paper_verdict, Some(Verdict::Violated));
     }
 }

@@ -142,14 +142,14 @@ mod tests {
     /// Negative control of the GRR-FS showcase: the record-level claim d eps holds; with d = 1
     /// the audit is tight (>= 0.9 at eps 1).
     #[test]
-    fn mechanism_audit_holds_the_record_level_claim() {
+    fn mechanism_audit_does_not_refute_the_record_level_claim() {
         let r = run(&PgcPair::new(1.0, 1).unwrap(), 1_000_000, 11, 0.95, false).unwrap();
         assert!(r.tightness >= 0.9 && r.eps_lb <= 1.0, "d 1: {}", r.eps_lb);
-        assert_eq!(r.verdict, Verdict::Holds);
+        assert_eq!(r.verdict, Verdict::NotRefuted);
         let r = run(&PgcPair::new(0.1, 58).unwrap(), 1_000_000, 12, 0.95, false).unwrap();
         assert!((r.claimed_epsilon - 5.8).abs() < 1e-9);
         assert!(r.eps_lb > 0.5 && r.eps_lb <= r.claimed_epsilon, "d 58: {}", r.eps_lb);
-        assert_eq!(r.verdict, Verdict::Holds);
+        assert_eq!(r.verdict, Verdict::NotRefuted);
         assert!(PgcPair::new(0.0, 3).is_err() && PgcPair::new(1.0, 0).is_err());
     }
 }
