@@ -305,7 +305,7 @@ impl Deployment {
         };
         let white_box: Option<&dyn WhiteBox> = self.script.as_ref().map(|s| s as &dyn WhiteBox);
         let target = Target { graph: g, split: &split, black_box: bb, white_box, oracle, claim: self.claim };
-        let result = run_attack(&target, knowledge, params, seed).map_err(|e| {
+        let mut result = run_attack(&target, knowledge, params, seed).map_err(|e| {
             let kept = self
                 .script_oracle
                 .as_ref()
@@ -313,7 +313,6 @@ impl Deployment {
                 .or_else(|| self.runner.as_ref().and_then(|r| r.failure.borrow_mut().take()));
             target_error(e, kept)
         })?;
-        let mut result = result;
         if let Some(w) = self.edge_warning(kind) {
             // Marked through the existing verdict: no eps_lb can speak for edges the model ignores.
             result.verdict = Verdict::Inconclusive;
