@@ -6,6 +6,7 @@
 #   LIBTORCH              an existing libtorch (C++ distribution or a torch package dir); skips PyPI
 #   GNNAUDIT_TORCH_DIR    where the PyPI install lives (default ~/.cache/gnnaudit/torch-2.13.0)
 TORCH_VERSION=2.13.0
+PYG_VERSION=2.8.1
 
 if [ -n "${LIBTORCH:-}" ]; then
   if [ ! -d "$LIBTORCH/lib" ]; then
@@ -22,6 +23,16 @@ else
     "$GNNAUDIT_TORCH_DIR/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_VERSION" \
       || { echo "error: pip could not install torch==$TORCH_VERSION" >&2; return 2 2>/dev/null || exit 2; }
     touch "$GNNAUDIT_TORCH_DIR/.installed"
+  fi
+  # PyTorch Geometric (pure Python; it pulls NumPy), for the tests that audit a PyG model exported
+  # as its users export it. libtorch's build does not need it, so a failed install only warns.
+  if [ ! -f "$GNNAUDIT_TORCH_DIR/.pyg-installed" ]; then
+    echo "gnnaudit: installing torch_geometric $PYG_VERSION from PyPI into $GNNAUDIT_TORCH_DIR (once)" >&2
+    if "$GNNAUDIT_TORCH_DIR/bin/pip" install --quiet --disable-pip-version-check "torch_geometric==$PYG_VERSION"; then
+      touch "$GNNAUDIT_TORCH_DIR/.pyg-installed"
+    else
+      echo "warning: pip could not install torch_geometric==$PYG_VERSION; the PyG export tests will fail" >&2
+    fi
   fi
   # torch-sys asks this interpreter where torch's headers and libraries are.
   export LIBTORCH_USE_PYTORCH=1

@@ -30,6 +30,7 @@ fn cell(delta: f64, seed: u64) -> CellRecord {
     CellRecord {
         key: CellKey { dataset: "cora".into(), method: "gap-edp".into(), epsilon: Epsilon::Finite(1.0), seed },
         fingerprint: format!("f{seed}"),
+        inputs: Default::default(),
         result: CellMeasurement {
             privacy_unit: PrivacyUnit::Edge,
             utility: Accuracy { train: 0.8, val: 0.7, test: 0.7 },

@@ -2,8 +2,9 @@
 //! plan of every cell of a config. The record a cell leaves is `report::record::CellRecord`.
 use super::config::{AttackSpec, AuditConfig, DatasetSpec, DeltaPolicy, MethodSpec};
 use crate::fsutil::hex;
-use crate::report::record::CellKey;
+use crate::report::record::{CellKey, InputDigest};
 use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
 
 /// Everything needed to compute one cell, resolved from the config.
 #[derive(Debug, Clone)]
@@ -14,7 +15,10 @@ pub struct CellSpec<'a> {
     pub delta: DeltaPolicy,
     /// The attacks that apply to this cell's method, in config order.
     pub attacks: Vec<&'a AttackSpec>,
-    /// Hash of every input of the cell; a stored record with another fingerprint is stale.
+    /// The files and texts outside the config that the result depends on, by content.
+    pub inputs: BTreeMap<String, InputDigest>,
+    /// Hash of every input of the cell (the config's tables and `inputs`); a stored record with
+    /// another fingerprint is stale.
     pub fingerprint: String,
     /// Seeds of the same (dataset, method, epsilon): the report's maximum of eps_lb over them is
     /// a valid bound only if each seed's bound is certified at alpha / runs (Bonferroni).
@@ -25,17 +29,21 @@ pub struct CellSpec<'a> {
 pub fn plan(config: &AuditConfig) -> Vec<CellSpec<'_>> {
     let seeds = config.seed_list();
     let mut cells = vec![];
+    // Each file is read once per plan, however many cells depend on it.
+    let mut digests: HashMap<std::path::PathBuf, InputDigest> = HashMap::new();
     for d in &config.datasets {
         for m in &config.methods {
+            let inputs = inputs_of(d, m, &mut digests);
             let attacks: Vec<&AttackSpec> =
                 config.attacks.iter().filter(|a| a.applies_to(&d.label(), &m.label())).collect();
             let delta = config.delta_for(m);
             for eps in config.epsilon_grid(m) {
                 for &seed in &seeds {
                     let key = CellKey { dataset: d.label(), method: m.label(), epsilon: eps, seed };
-                    let fingerprint = fingerprint(&key, d, m, delta, &attacks);
+                    let fingerprint = fingerprint(&key, d, m, delta, &attacks, &inputs);
                     cells.push(CellSpec {
                         key,
+                        inputs: inputs.clone(),
                         dataset: d,
                         method: m,
                         delta,
@@ -50,9 +58,50 @@ pub fn plan(config: &AuditConfig) -> Vec<CellSpec<'_>> {
     cells
 }
 
-fn fingerprint(key: &CellKey, d: &DatasetSpec, m: &MethodSpec, delta: DeltaPolicy, attacks: &[&AttackSpec]) -> String {
+/// What a cell reads besides the config: the dataset's file, and for an external target its
+/// files (export, init module, posteriors, members, the scripts a command names), its command
+/// template and its declared claim. The dataset is found as the loaders find it without
+/// `--data-dir` (a path, `GNNAUDIT_DATA`, `./datasets`); one found only through `--data-dir` is
+/// keyed by its name alone.
+fn inputs_of(
+    d: &DatasetSpec,
+    m: &MethodSpec,
+    digests: &mut HashMap<std::path::PathBuf, InputDigest>,
+) -> BTreeMap<String, InputDigest> {
+    let mut file =
+        |p: &std::path::Path| digests.entry(p.to_path_buf()).or_insert_with(|| InputDigest::of_file(p)).clone();
+    let mut inputs = BTreeMap::new();
+    if let Ok(super::execute::DatasetSource::File(p)) = super::execute::resolve_dataset(&d.name, None) {
+        inputs.insert("dataset".to_string(), file(&p));
+    }
+    if m.method == super::config::EXTERNAL_METHOD {
+        // An unparsable table is refused by validation before any work; it has no files.
+        if let Ok((target, claim)) = super::external::from_method(m) {
+            for (role, p) in target.input_files() {
+                inputs.insert(role, file(&p));
+            }
+            if let crate::external::TargetSpec::Command { command, .. } = &target {
+                inputs.insert("command".to_string(), InputDigest::of_text(command));
+            }
+            if let Some(c) = claim {
+                inputs
+                    .insert("claim".to_string(), InputDigest::of_text(&serde_json::to_string(&c).unwrap_or_default()));
+            }
+        }
+    }
+    inputs
+}
+
+fn fingerprint(
+    key: &CellKey,
+    d: &DatasetSpec,
+    m: &MethodSpec,
+    delta: DeltaPolicy,
+    attacks: &[&AttackSpec],
+    files: &BTreeMap<String, InputDigest>,
+) -> String {
     let inputs = serde_json::json!({
-        "key": key, "dataset": d, "method": m, "delta": delta, "attacks": attacks,
+        "key": key, "dataset": d, "method": m, "delta": delta, "attacks": attacks, "inputs": files,
         "version": env!("CARGO_PKG_VERSION"),
     });
     hex(&Sha256::digest(inputs.to_string().as_bytes()))

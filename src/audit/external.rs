@@ -68,6 +68,20 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
     let clock = Instant::now();
     let (target, claim) = from_method(cell.method)?;
     let d = Deployment::open(&target, claim.as_ref(), raw.clone())?;
+    if let (Some(m), Some(path)) = (&d.members, target.members()) {
+        progress.println(&format!(
+            "{}: {} members read from {} ({} other nodes)",
+            cell.key,
+            m.len(),
+            path.display(),
+            d.graph.num_nodes - m.len()
+        ));
+    }
+    if let Some(w) =
+        cell.attacks.iter().filter_map(|a| gnnaudit_attacks::AttackKind::parse(&a.kind)).find_map(|k| d.edge_warning(k))
+    {
+        progress.println(&format!("warning: {w}"));
+    }
     progress.done(Stage::Training);
     let load_seconds = clock.elapsed().as_secs_f64();
     let clock = Instant::now();
@@ -101,6 +115,8 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
             "claim": d.claim_report,
             "members": d.members.as_ref().map(Vec::len),
             "command_runs": d.command_runs(),
+            "command_runs_reused": d.command_runs_reused(),
+            "edge_probe": d.edge_probe(),
             "utility_measured": measured,
         }),
         attacks: records,

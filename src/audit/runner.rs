@@ -107,7 +107,12 @@ pub fn compute_cell(
             return Err(e);
         }
     };
-    let rec = CellRecord { key: cell.key.clone(), fingerprint: cell.fingerprint.clone(), result };
+    let rec = CellRecord {
+        key: cell.key.clone(),
+        fingerprint: cell.fingerprint.clone(),
+        inputs: cell.inputs.clone(),
+        result,
+    };
     store.save(cell, &rec)?;
     store.release(&cell.key);
     progress.println(&format!("done: {} (test acc {:.3})", cell.key, rec.result.utility.test));

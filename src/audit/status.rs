@@ -17,6 +17,9 @@ pub enum CellState {
     Failed(Failure),
     /// Claimed by a process that is gone: it was killed before it could record a failure.
     Interrupted(Claim),
+    /// Stored, but computed from other inputs: the ones that changed (empty when the config's
+    /// tables or the tool's version changed). The next `audit` recomputes it.
+    Stale(Vec<String>),
     Missing,
 }
 
@@ -51,6 +54,8 @@ pub fn status(dir: &Path) -> Result<Status> {
                 }
             } else if let Some(f) = store.failure_of(&c.key) {
                 CellState::Failed(f)
+            } else if let Some(changed) = store.stale(&c) {
+                CellState::Stale(changed)
             } else {
                 CellState::Missing
             };
@@ -69,8 +74,9 @@ pub fn render(s: &Status) -> String {
     let running = s.count(|c| matches!(c, CellState::Running(_)));
     let failed = s.count(|c| matches!(c, CellState::Failed(_) | CellState::Interrupted(_)));
     let missing = s.count(|c| matches!(c, CellState::Missing));
+    let stale = s.count(|c| matches!(c, CellState::Stale(_)));
     let _ = writeln!(o, "audit '{}' in {}: {n} cells", s.name, s.dir.display());
-    let _ = writeln!(o, "  done {done}, running {running}, failed {failed}, missing {missing}");
+    let _ = writeln!(o, "  done {done}, running {running}, failed {failed}, stale {stale}, missing {missing}");
     for (key, state) in &s.cells {
         match state {
             CellState::Done => {}
@@ -97,6 +103,16 @@ pub fn render(s: &Status) -> String {
                 }
                 for l in f.log_tail.iter().rev().take(10).rev() {
                     let _ = writeln!(o, "           | {l}");
+                }
+            }
+            CellState::Stale(changed) if changed.is_empty() => {
+                let _ =
+                    writeln!(o, "stale    {key}  (the config or the tool's version changed; `audit` recomputes it)");
+            }
+            CellState::Stale(changed) => {
+                let _ = writeln!(o, "stale    {key}  (changed since it was computed; `audit` recomputes it):");
+                for c in changed {
+                    let _ = writeln!(o, "           {c}");
                 }
             }
             CellState::Missing => {

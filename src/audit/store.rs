@@ -140,8 +140,17 @@ impl CellStore {
         let text = std::fs::read_to_string(self.path(cell)).ok()?;
         match serde_json::from_str::<CellRecord>(&text) {
             Ok(r) if r.fingerprint == cell.fingerprint && r.key == cell.key => Some(r),
-            Ok(_) => {
-                tracing::info!("cell {} changed since it was stored; recomputing", cell.key);
+            Ok(r) => {
+                let changed = crate::report::record::changed_inputs(&r.inputs, &cell.inputs);
+                if changed.is_empty() {
+                    tracing::info!("cell {} changed since it was stored; recomputing", cell.key);
+                } else {
+                    tracing::warn!(
+                        "cell {}: {} changed since it was stored; recomputing",
+                        cell.key,
+                        changed.join(", ")
+                    );
+                }
                 None
             }
             Err(e) => {
@@ -149,6 +158,16 @@ impl CellStore {
                 None
             }
         }
+    }
+
+    /// Why a stored record of the cell no longer counts: the inputs whose content changed, or
+    /// an empty list when the config's tables (or the tool's version) changed. None when no
+    /// record is stored or the stored one is current.
+    pub fn stale(&self, cell: &CellSpec) -> Option<Vec<String>> {
+        let text = std::fs::read_to_string(self.path(cell)).ok()?;
+        let r = serde_json::from_str::<CellRecord>(&text).ok()?;
+        (r.key == cell.key && r.fingerprint != cell.fingerprint)
+            .then(|| crate::report::record::changed_inputs(&r.inputs, &cell.inputs))
     }
 
     pub fn save(&self, cell: &CellSpec, record: &CellRecord) -> Result<()> {

@@ -28,6 +28,9 @@ pub fn run(args: CheckArgs) -> Result<()> {
     for i in &outcome.unused_overrides {
         eprintln!("warning: {}: overrides[{i}] matches nothing in this report", args.thresholds.display());
     }
+    for n in &outcome.notes {
+        println!("note: {n}");
+    }
     let mut claims = flagged_claims(&report);
     if args.accept_flagged_claims {
         for f in &claims {

@@ -39,6 +39,16 @@ pub fn check_template(template: &str) -> Result<()> {
     Ok(())
 }
 
+/// The content key of the files a template names, in template order.
+fn scripts_key(template: &str) -> Result<String> {
+    let mut h = Sha256::new();
+    for p in super::spec::script_files(template) {
+        h.update(p.display().to_string().as_bytes());
+        h.update(crate::data::file_sha256(&p)?.as_bytes());
+    }
+    Ok(crate::fsutil::hex(&h.finalize()))
+}
+
 /// POSIX single-quoting: the path is one word whatever it contains.
 fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
@@ -66,6 +76,11 @@ pub struct CommandRunner {
     pub failure: RefCell<Option<Error>>,
     /// Number of runs executed (not reused).
     pub executed: RefCell<usize>,
+    /// Number of finished runs found in the work folder and reused.
+    pub reused: RefCell<usize>,
+    /// sha256 of the files the template names (`spec::script_files`), read once: a run is
+    /// reused only if the pipeline's scripts are byte for byte the ones it ran with.
+    scripts_key: String,
 }
 
 /// One run's released outputs.
@@ -98,6 +113,8 @@ impl CommandRunner {
             _temp: temp,
             failure: RefCell::new(None),
             executed: RefCell::new(0),
+            reused: RefCell::new(0),
+            scripts_key: scripts_key(template)?,
         })
     }
 
@@ -108,6 +125,7 @@ impl CommandRunner {
         let mut h = Sha256::new();
         h.update(self.template.as_bytes());
         h.update(seed.to_le_bytes());
+        h.update(self.scripts_key.as_bytes());
         h.update(std::fs::read(&staging).map_err(|e| Error::bad_file(&staging, e))?);
         let key = crate::fsutil::hex(&h.finalize()[..8]);
         let dir = self.work_dir.join(format!("run-{key}"));
@@ -121,6 +139,15 @@ impl CommandRunner {
             self.execute(&graph, &out, &log, seed)?;
         } else {
             let _ = std::fs::remove_file(&staging);
+            let mut reused = self.reused.borrow_mut();
+            if *reused == 0 {
+                tracing::warn!(
+                    "reusing finished runs in {} (same template, scripts and graph; e.g. {})",
+                    self.work_dir.display(),
+                    dir.display()
+                );
+            }
+            *reused += 1;
         }
         let released = self.read_outputs(&out, &log, g)?;
         std::fs::write(dir.join("done"), b"").map_err(|e| Error::bad_file(&dir, e))?;
@@ -274,6 +301,22 @@ mod tests {
         assert!(out.dir.join("graph.npz").is_file());
         r.run(&g, &s, 1).unwrap();
         assert_eq!(*r.executed.borrow(), 1, "a finished run is reused");
+        // A changed script the template names is a new pipeline: its runs are not reused.
+        let script = dir.path().join("release.sh");
+        std::fs::write(&script, "printf 'node,a,b\\n0,0.5,0.5\\n1,1,0\\n2,0.2,0.8\\n' > \"$1\"/posteriors.csv\n")
+            .unwrap();
+        let t = format!("sh {} {{out}} # {{graph}}", script.display());
+        let r = CommandRunner::new(&t, 30.0, Some(dir.path())).unwrap();
+        r.run(&g, &s, 1).unwrap();
+        r.run(&g, &s, 1).unwrap();
+        assert_eq!((*r.executed.borrow(), *r.reused.borrow()), (1, 1));
+        std::fs::write(&script, "printf 'node,a,b\\n0,0.1,0.9\\n1,1,0\\n2,0.2,0.8\\n' > \"$1\"/posteriors.csv\n")
+            .unwrap();
+        let r = CommandRunner::new(&t, 30.0, Some(dir.path())).unwrap();
+        let out = r.run(&g, &s, 1).unwrap();
+        assert_eq!(*r.executed.borrow(), 1, "the changed script runs again");
+        let p0 = Vec::<f64>::try_from(out.released.posteriors.get(0).to_kind(tch::Kind::Double)).unwrap();
+        assert!((p0[1] - 0.9).abs() < 1e-6, "the new script's output: {p0:?}");
         let wrong = "printf 'node,a,b\\n0,0.5,0.5\\n1,1,0\\n' > {out}/posteriors.csv # {graph}";
         let r = CommandRunner::new(wrong, 30.0, None).unwrap();
         let m = r.run(&g, &s, 1).err().expect("fails").to_string();

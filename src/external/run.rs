@@ -49,6 +49,8 @@ pub struct ExternalOutcome {
     /// Accuracy of the released posteriors on members and on the other nodes (first run).
     pub accuracy: Option<(f64, f64)>,
     pub command_runs: Option<usize>,
+    /// A TorchScript module's answer to: does its output depend on `edge_index`?
+    pub edge_probe: Option<super::torchscript::EdgeProbe>,
 }
 
 /// A black box for attacks that never query the target (canary audits train their own models).
@@ -67,6 +69,19 @@ impl BlackBox for NotQueried {
 fn queries_target(kind: AttackKind) -> bool {
     let access = kind.default_config().requires();
     access.black_box || access.white_box
+}
+
+/// Whether the attack is about the graph's edges: its evidence comes from how the model's
+/// output changes with `edge_index`.
+pub fn is_edge_level(kind: AttackKind) -> bool {
+    matches!(
+        kind,
+        AttackKind::LinkStealing
+            | AttackKind::CanaryEdge
+            | AttackKind::CanaryAggregation
+            | AttackKind::GraphReconstruction
+            | AttackKind::DegreeInference
+    ) || kind.game() == attacks::GameUnit::EdgeCanary
 }
 
 fn is_membership(kind: AttackKind) -> bool {
@@ -191,9 +206,29 @@ impl Deployment {
         Ok(d)
     }
 
+    /// The TorchScript module's edge probe (None for other kinds).
+    pub fn edge_probe(&self) -> Option<&super::torchscript::EdgeProbe> {
+        self.script.as_ref().map(|s| &s.edge_probe)
+    }
+
+    /// The warning an edge-level attack carries when the module ignores `edge_index`.
+    pub fn edge_warning(&self, kind: AttackKind) -> Option<String> {
+        let s = self.script.as_ref()?;
+        if is_edge_level(kind) {
+            s.edge_probe.warning(&s.path)
+        } else {
+            None
+        }
+    }
+
     /// Number of command runs executed so far (None for other kinds).
     pub fn command_runs(&self) -> Option<usize> {
         self.runner.as_ref().map(|r| *r.executed.borrow())
+    }
+
+    /// Number of finished command runs reused from the work folder (None for other kinds).
+    pub fn command_runs_reused(&self) -> Option<usize> {
+        self.runner.as_ref().map(|r| *r.reused.borrow())
     }
 
     /// Runs one attack with `seed`; returns the result and the split it used.
@@ -268,7 +303,7 @@ impl Deployment {
         };
         let white_box: Option<&dyn WhiteBox> = self.script.as_ref().map(|s| s as &dyn WhiteBox);
         let target = Target { graph: g, split: &split, black_box: bb, white_box, oracle, claim: self.claim };
-        let result = run_attack(&target, knowledge, params, seed).map_err(|e| {
+        let mut result = run_attack(&target, knowledge, params, seed).map_err(|e| {
             let kept = self
                 .script_oracle
                 .as_ref()
@@ -276,6 +311,15 @@ impl Deployment {
                 .or_else(|| self.runner.as_ref().and_then(|r| r.failure.borrow_mut().take()));
             target_error(e, kept)
         })?;
+        if let Some(w) = self.edge_warning(kind) {
+            // Marked through the existing verdict: no eps_lb can speak for edges the model ignores.
+            result.verdict = Verdict::Inconclusive;
+            result.violation = false;
+            result.note = Some(match result.note.take() {
+                Some(n) => format!("{w} {n}"),
+                None => w,
+            });
+        }
         Ok((result, split))
     }
 
@@ -330,11 +374,20 @@ pub fn run(x: &ExternalAttack) -> Result<ExternalOutcome> {
         None => None,
     };
     let claimed = if claim.unit == ClaimUnit::None { None } else { claim.epsilon };
-    let verdict = certificate.as_ref().map_or(Verdict::NotComparable, |c| c.verdict(claimed));
-    let verdict_vs_recomputed = match (&certificate, &d.claim_report) {
-        (Some(c), Some(r)) => Some(c.verdict(Some(r.recomputed_epsilon))),
+    let edge_warning = d.edge_warning(x.attack);
+    let verdict = match (&certificate, &edge_warning) {
+        (_, Some(_)) => Verdict::Inconclusive,
+        (Some(c), None) => c.verdict(claimed),
+        (None, None) => Verdict::NotComparable,
+    };
+    let verdict_vs_recomputed = match (&certificate, &d.claim_report, &edge_warning) {
+        (Some(_), Some(_), Some(_)) => Some(Verdict::Inconclusive),
+        (Some(c), Some(r), None) => Some(c.verdict(Some(r.recomputed_epsilon))),
         _ => None,
     };
+    if let Some(w) = &edge_warning {
+        tracing::warn!("{w}");
+    }
     Ok(ExternalOutcome {
         results,
         certificate,
@@ -345,6 +398,7 @@ pub fn run(x: &ExternalAttack) -> Result<ExternalOutcome> {
         members: d.members.as_ref().map(Vec::len),
         accuracy: first_accuracy,
         command_runs: d.command_runs(),
+        edge_probe: d.edge_probe().cloned(),
     })
 }
 
@@ -381,6 +435,7 @@ pub fn to_json(x: &ExternalAttack, o: &ExternalOutcome, seconds: f64) -> serde_j
         "violation": o.verdict == Verdict::Violated,
         "utility": o.accuracy.map(|(m, r)| json!({"members": m, "non_members": r})),
         "command_runs": o.command_runs,
+        "edge_probe": o.edge_probe,
         "note": first.note,
         "repeats": x.repeats,
         "seconds": seconds,
@@ -409,6 +464,9 @@ pub fn print(x: &ExternalAttack, o: &ExternalOutcome, seconds: f64) {
         100.0 * mean(o.results.iter().map(|r| r.summary.tpr_at_fpr.at_0_01)),
         100.0 * mean(o.results.iter().map(|r| r.summary.balanced_accuracy))
     );
+    if let (Some(m), Some(path)) = (o.members, x.target.members()) {
+        println!("members: {m} node ids read from {}", path.display());
+    }
     if let Some((m, r)) = o.accuracy {
         println!("released posteriors: accuracy {:.2}% on members, {:.2}% on the other nodes", 100.0 * m, 100.0 * r);
     }

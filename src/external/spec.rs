@@ -126,6 +126,25 @@ impl TargetSpec {
             TargetSpec::Command { command, .. } => format!("command:{command}"),
         }
     }
+    /// The files the target reads, by role (`model`, `init`, `posteriors`, `members`, and
+    /// `script <word>` for each word of a command template that names an existing file): a
+    /// result is only as fresh as these files' bytes.
+    pub fn input_files(&self) -> Vec<(String, PathBuf)> {
+        let mut files = vec![];
+        match self {
+            TargetSpec::Posteriors { posteriors, .. } => files.push(("posteriors".to_string(), posteriors.clone())),
+            TargetSpec::Torchscript { model, init, .. } => {
+                files.push(("model".into(), model.clone()));
+                files.extend(init.iter().map(|i| ("init".to_string(), i.clone())));
+            }
+            TargetSpec::Command { command, .. } => {
+                files.extend(script_files(command).into_iter().map(|p| (format!("script {}", p.display()), p)));
+            }
+        }
+        files.extend(self.members().map(|m| ("members".to_string(), m.clone())));
+        files
+    }
+
     /// Checks every value that can be checked before any work; errors name `target.<field>`.
     pub fn validate(&self) -> Result<()> {
         let file = |field: &str, p: &PathBuf| -> Result<()> {
@@ -159,6 +178,26 @@ impl TargetSpec {
     }
 }
 
+/// The words of a command template that name existing files (the interpreter, the training
+/// script, a config it reads), relative to the working directory as the command runs there. A
+/// `--flag=value` word counts by its value; quotes around a word are dropped; placeholders are
+/// skipped. A run of the command is only as fresh as these files.
+pub fn script_files(template: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = vec![];
+    for word in template.split_whitespace() {
+        let word = word.trim_matches(|c| c == '\'' || c == '"' || c == ';' || c == '(' || c == ')');
+        let value = word.split_once('=').map_or(word, |(_, v)| v);
+        if value.is_empty() || value.contains('{') {
+            continue;
+        }
+        let p = PathBuf::from(value);
+        if p.is_file() && !files.contains(&p) {
+            files.push(p);
+        }
+    }
+    files
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,5 +217,24 @@ mod tests {
         }
         let e = toml::from_str::<TargetSpec>("kind = \"command\"\ncommand = \"x\"\ntimout = 3").unwrap_err();
         assert!(e.to_string().contains("timout"), "{e}");
+    }
+
+    #[test]
+    fn command_inputs_are_the_template_words_that_name_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("train.py");
+        let conf = dir.path().join("c.yaml");
+        std::fs::write(&script, "print(1)").unwrap();
+        std::fs::write(&conf, "a: 1").unwrap();
+        let t = format!(
+            "python3 '{}' --graph {{graph}} --out {{out}} --config={} --missing {}/nope.py",
+            script.display(),
+            conf.display(),
+            dir.path().display()
+        );
+        assert_eq!(script_files(&t), vec![script.clone(), conf.clone()]);
+        let target = TargetSpec::Command { command: t, members: None, timeout: 1.0, work_dir: None };
+        let roles: Vec<String> = target.input_files().into_iter().map(|(r, _)| r).collect();
+        assert_eq!(roles, vec![format!("script {}", script.display()), format!("script {}", conf.display())]);
     }
 }

@@ -4,6 +4,12 @@
 //! without self loops. The black box is its posteriors on the dataset's graph; the white box its
 //! parameters and autograd through the module; the shadow oracle trains fresh copies through
 //! `TrainableCModule` with the declared recipe.
+//!
+//! Export a PyTorch Geometric model with `torch.jit.trace(model.eval(), (x, edge_index))`:
+//! `torch.jit.script` of GCNConv or GATConv saves a file that libtorch cannot load back. A trace
+//! records the mode it ran in, so dropout traced in eval mode is gone for good: shadow copies
+//! then train without dropout (declare a recipe that matches, or export an untrained `init`).
+//! On load the module is probed with and without the graph's edges ([`EdgeProbe`]).
 use super::posteriors::{check_posteriors, Released};
 use super::spec::{Optimizer, OutputKind, ShadowRecipe};
 use crate::error::{Error, Result};
@@ -14,25 +20,140 @@ use std::path::{Path, PathBuf};
 use tch::nn::{self, OptimizerConfig};
 use tch::{CModule, Device, Kind, TchError, Tensor, TrainableCModule};
 
-/// libtorch's message without its C++ stack frames: the lines before "Exception raised from" /
-/// "frame #", at most 8 of them.
+/// libtorch's whole message without its C++ stack frames (the `Exception raised from` and
+/// `frame #` lines): TorchScript's own traceback and the reason are all kept.
 pub fn torch_message(e: &TchError) -> String {
     let text = match e {
         TchError::Torch(s) => s.clone(),
         other => other.to_string(),
     };
-    let lines: Vec<&str> = text
-        .lines()
-        .take_while(|l| !l.starts_with("Exception raised from") && !l.contains("frame #"))
+    text.lines()
         .map(str::trim_end)
-        .filter(|l| !l.trim().is_empty())
-        .collect();
-    let mut s = lines.iter().rev().take(8).rev().copied().collect::<Vec<_>>().join("\n  ");
-    if s.len() > 800 {
-        s.truncate(800);
-        s.push_str(" ...");
+        .filter(|l| {
+            let t = l.trim_start();
+            !t.is_empty() && !t.starts_with("Exception raised from") && !t.starts_with("frame #")
+        })
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}
+
+/// How to export a model gnnaudit can load, for error messages.
+pub const HOW_TO_EXPORT: &str =
+    "export it with torch.jit.trace(model.eval(), (data.x, data.edge_index)).save(\"model.pt\") \
+     (torch.jit.script of PyTorch Geometric layers such as GCNConv or GATConv saves a file that libtorch cannot load \
+     back)";
+
+/// What a file that is not a TorchScript archive is, from its bytes: the other formats
+/// `torch.save` and `torch.export` write. None when it looks like TorchScript (or is unknown:
+/// libtorch then says why it cannot load it).
+pub fn other_torch_format(bytes: &[u8]) -> Option<String> {
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    if bytes.starts_with(b"PK\x03\x04") {
+        // TorchScript archives hold the module's code and constants beside data.pkl.
+        if has(b"constants.pkl") || has(b"/code/") {
+            return None;
+        }
+        if has(b"archive_format") || has(b"serialized_exported_program") || has(b"exported_program") {
+            return Some(format!(
+                "this is a torch.export archive (.pt2), which libtorch's TorchScript loader does not read; {HOW_TO_EXPORT}"
+            ));
+        }
+        if has(b"data.pkl") {
+            // A state_dict pickles an OrderedDict of tensors; a whole model pickles its class.
+            let (what, load) = if has(b"OrderedDict") && !has(b"torch.nn.modules") && !has(b"torch_geometric.nn") {
+                (
+                    "a state_dict saved with torch.save (weights only, no code to run)",
+                    "model.load_state_dict(torch.load(path))",
+                )
+            } else {
+                (
+                    "a torch.save(model) pickle (a Python object: only Python with the model's classes can load it)",
+                    "model = torch.load(path, weights_only=False)",
+                )
+            };
+            return Some(format!("this is {what}; in Python, {load}, then {HOW_TO_EXPORT}"));
+        }
     }
-    s
+    if bytes.len() > 2 && bytes[0] == 0x80 && (2..=5).contains(&bytes[1]) {
+        return Some(format!(
+            "this is a Python pickle (torch.save with the legacy format); load it into the model in Python, then \
+             {HOW_TO_EXPORT}"
+        ));
+    }
+    None
+}
+
+/// Loads a TorchScript file, or says what the file is instead and how to export it.
+fn load_module<M>(path: &Path, load: impl FnOnce() -> std::result::Result<M, TchError>) -> Result<M> {
+    if let Some(what) = std::fs::read(path).ok().and_then(|b| other_torch_format(&b)) {
+        return Err(Error::bad_file(path, what));
+    }
+    load().map_err(|e| {
+        Error::bad_file(
+            path,
+            format!("not a loadable TorchScript module; {HOW_TO_EXPORT}. libtorch says:\n  {}", torch_message(&e)),
+        )
+    })
+}
+
+/// Whether the module's output depends on `edge_index`: its posteriors on the graph against
+/// those with no edge at all. A graph-free model (an MLP) or a layer that cached the training
+/// adjacency (`GCNConv(cached=True)`, traced) answers the same: edge-level attacks on it measure
+/// nothing about the edges the deployment trained on.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EdgeProbe {
+    pub edges: usize,
+    /// Largest absolute difference of a posterior between the two inputs.
+    pub max_abs_difference: f64,
+    pub depends_on_edges: bool,
+    /// Why the probe could not run (the module refused an empty edge_index); it is then assumed
+    /// to depend on the edges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Posteriors closer than this are the same (float32 arithmetic of two forward passes).
+const SAME_POSTERIOR: f64 = 1e-5;
+
+impl EdgeProbe {
+    fn run(module: &CModule, x: &Tensor, ei: &Tensor, with_edges: &Tensor, output: OutputKind) -> EdgeProbe {
+        let edges = ei.size()[1] as usize;
+        let empty = Tensor::zeros([2, 0], (Kind::Int64, Device::Cpu));
+        match tch::no_grad(|| module.forward_ts(&[x, &empty])) {
+            Ok(out) if out.size() == with_edges.size() => {
+                let diff = (to_posteriors(&out, output) - with_edges).abs().max().double_value(&[]);
+                let diff = if diff.is_nan() { f64::INFINITY } else { diff };
+                EdgeProbe { edges, max_abs_difference: diff, depends_on_edges: diff > SAME_POSTERIOR, error: None }
+            }
+            Ok(out) => EdgeProbe {
+                edges,
+                max_abs_difference: f64::INFINITY,
+                depends_on_edges: true,
+                error: Some(format!("without edges the output has shape {:?}", out.size())),
+            },
+            Err(e) => EdgeProbe {
+                edges,
+                max_abs_difference: f64::INFINITY,
+                depends_on_edges: true,
+                error: Some(torch_message(&e)),
+            },
+        }
+    }
+
+    /// The warning edge-level rows carry when the output ignores the edges.
+    pub fn warning(&self, path: &Path) -> Option<String> {
+        (!self.depends_on_edges).then(|| {
+            format!(
+                "{}: the model's posteriors are the same with the graph's {} edges and with none (max difference \
+                 {:.1e}): either it uses no graph (an MLP), or a layer cached the training adjacency \
+                 (GCNConv(cached=True) traced: re-export without cached=True). Edge-level attacks on it say nothing \
+                 about the training edges, so their rows are inconclusive.",
+                path.display(),
+                self.edges / 2,
+                self.max_abs_difference
+            )
+        })
+    }
 }
 
 /// `edge_index` [2, 2|E|] (int64) of an undirected graph: both directions of every edge.
@@ -120,20 +241,23 @@ pub struct ScriptTarget {
     classes: usize,
     /// Posteriors of every node, computed once (the black box answers from them).
     pub released: Released,
+    /// Whether its output depends on `edge_index`.
+    pub edge_probe: EdgeProbe,
 }
 
 impl ScriptTarget {
     /// Loads the module and runs it once on `g`: a module that cannot be loaded, has another
     /// signature, answers with another shape or with NaN is reported here, naming the file.
     pub fn load(path: &Path, output: OutputKind, g: &AttackGraph) -> Result<Self> {
-        let mut module = CModule::load(path)
-            .map_err(|e| Error::bad_file(path, format!("not a loadable TorchScript module: {}", torch_message(&e))))?;
+        let mut module = load_module(path, || CModule::load(path))?;
         module.f_set_eval().map_err(|e| Error::bad_file(path, torch_message(&e)))?;
         let x = g.features.to_kind(Kind::Float);
         let ei = edge_index(g);
         let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), path, &x, &ei))?;
         let post = check_output(path, &out, g, output)?;
+        let edge_probe = EdgeProbe::run(&module, &x, &ei, &post, output);
         Ok(ScriptTarget {
+            edge_probe,
             path: path.to_path_buf(),
             module,
             output,
@@ -241,9 +365,7 @@ impl ScriptOracle {
         tch::manual_seed(seed as i64);
         let vs = nn::VarStore::new(Device::Cpu);
         let source = self.init.as_deref().unwrap_or(&self.model);
-        let mut module = TrainableCModule::load(source, vs.root()).map_err(|e| {
-            Error::bad_file(source, format!("not a loadable TorchScript module: {}", torch_message(&e)))
-        })?;
+        let mut module = load_module(source, || TrainableCModule::load(source, vs.root()))?;
         crate::ensure!(
             !vs.trainable_variables().is_empty(),
             Error::bad_file(source, "the module has no trainable parameter (exported with requires_grad=False?)")

@@ -210,6 +210,9 @@ pub struct CheckOutcome {
     pub attacks_checked: usize,
     /// Overrides (by index) that matched nothing in this report: likely typos.
     pub unused_overrides: Vec<usize>,
+    /// Limits that could not be checked, and why (e.g. a utility floor on a row whose utility
+    /// was never measured).
+    pub notes: Vec<String>,
 }
 
 impl CheckOutcome {
@@ -322,6 +325,7 @@ pub fn flagged_claims(report: &Report) -> Vec<Finding> {
 /// Checks every (dataset, method, epsilon) row and every attack of a report.
 pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
     let mut findings = vec![];
+    let mut notes = vec![];
     let (mut rows, mut attacks) = (0, 0);
     let mut used = vec![false; t.overrides.len()];
     let agg_desc = |s: &Stat| match t.aggregate {
@@ -347,10 +351,16 @@ pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
             problem,
         };
         let limits = t.limits_for(d, m, e, None);
-        if let Some(floor) = limits.min_test_accuracy {
+        let measured: Vec<_> = cells.iter().filter(|c| c.utility_measured()).collect();
+        if let (Some(floor), true) = (limits.min_test_accuracy, measured.is_empty()) {
+            notes.push(format!(
+                "{d} / {m} / eps={e}: min_test_accuracy {floor:.3} not checked: the target's utility was not measured \
+                 (its attacks never queried it; add an attack that does, e.g. mia-metric)"
+            ));
+        } else if let Some(floor) = limits.min_test_accuracy {
             let acc = match t.aggregate {
-                Aggregate::Mean => row.test_accuracy.mean,
-                Aggregate::Worst => cells.iter().map(|c| c.utility.test).fold(f64::INFINITY, f64::min),
+                Aggregate::Mean => measured.iter().map(|c| c.utility.test).sum::<f64>() / measured.len() as f64,
+                Aggregate::Worst => measured.iter().map(|c| c.utility.test).fold(f64::INFINITY, f64::min),
             };
             if !(acc >= floor) {
                 findings.push(finding(
@@ -423,7 +433,7 @@ pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
         }
     }
     let unused_overrides = used.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| i).collect();
-    CheckOutcome { findings, rows_checked: rows, attacks_checked: attacks, unused_overrides }
+    CheckOutcome { findings, rows_checked: rows, attacks_checked: attacks, unused_overrides, notes }
 }
 
 #[cfg(test)]

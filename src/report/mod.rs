@@ -81,6 +81,11 @@ pub struct ReportCell {
     pub epsilon: Epsilon,
     pub seed: u64,
     pub fingerprint: String,
+    /// The files and texts outside the config the cell's result depends on (TorchScript export,
+    /// init module, posteriors, members, command template and the scripts it names, declared
+    /// claim, dataset file), each with the sha256 it had when the cell was computed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub inputs: std::collections::BTreeMap<String, record::InputDigest>,
     #[schemars(with = "schema::PrivacyUnitSchema")]
     pub privacy_unit: PrivacyUnit,
     #[schemars(with = "schema::AccuracySchema")]
@@ -103,6 +108,11 @@ pub struct ReportCell {
 impl ReportCell {
     pub fn key(&self) -> CellKey {
         CellKey { dataset: self.dataset.clone(), method: self.method.clone(), epsilon: self.epsilon, seed: self.seed }
+    }
+    /// Whether `utility` was measured: an external target audited only by canaries is never
+    /// queried, so its utility is unknown (stored as 0 with `utility_measured: false`).
+    pub fn utility_measured(&self) -> bool {
+        self.recipe.get("utility_measured").and_then(|v| v.as_bool()) != Some(false)
     }
 }
 
@@ -277,6 +287,7 @@ impl Report {
                 epsilon: r.key.epsilon,
                 seed: r.key.seed,
                 fingerprint: r.fingerprint.clone(),
+                inputs: r.inputs.clone(),
                 privacy_unit: r.result.privacy_unit,
                 utility: r.result.utility,
                 utility_metric: utility_metric_of(&r.result.recipe),

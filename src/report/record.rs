@@ -10,6 +10,7 @@ use crate::train::Accuracy;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Target or claimed epsilon. `Infinite` is the non-private setting (thesis tables' "eps = inf").
@@ -174,7 +175,57 @@ pub struct CellSeconds {
 pub struct CellRecord {
     pub key: CellKey,
     pub fingerprint: String,
+    /// The files (and texts) outside the config that the result depends on, by content; part of
+    /// the fingerprint, kept so that `audit status` can say which one changed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, InputDigest>,
     pub result: CellMeasurement,
+}
+
+/// One input of a cell by content: a file (its path as the config gave it) or a text of the
+/// config (no path), with the sha256 of its bytes. `sha256` is None when the file could not be
+/// read at planning time (the run then refuses it, naming the file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InputDigest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub sha256: Option<String>,
+}
+
+impl InputDigest {
+    /// The digest of a file's bytes.
+    pub fn of_file(path: &std::path::Path) -> InputDigest {
+        InputDigest { path: Some(path.display().to_string()), sha256: crate::data::file_sha256(path).ok() }
+    }
+    /// The digest of a text of the config (a command template, a declared claim).
+    pub fn of_text(text: &str) -> InputDigest {
+        use sha2::{Digest, Sha256};
+        InputDigest { path: None, sha256: Some(crate::fsutil::hex(&Sha256::digest(text.as_bytes()))) }
+    }
+}
+
+/// The roles whose digests differ between two input sets, each with what changed (a role
+/// present in only one of them counts as changed).
+pub fn changed_inputs(stored: &BTreeMap<String, InputDigest>, now: &BTreeMap<String, InputDigest>) -> Vec<String> {
+    let short =
+        |d: &InputDigest| d.sha256.as_deref().map_or("unreadable".to_string(), |h| h[..12.min(h.len())].to_string());
+    let mut out = vec![];
+    for (role, d) in now {
+        let what = d.path.as_deref().map_or(role.clone(), |p| format!("{role} {p}"));
+        match stored.get(role) {
+            Some(s) if s == d => {}
+            Some(s) => out.push(format!("{what} (sha256 {} -> {})", short(s), short(d))),
+            None => out.push(format!("{what} (not an input before)")),
+        }
+    }
+    for (role, s) in stored {
+        if !now.contains_key(role) {
+            let what = s.path.as_deref().map_or(role.clone(), |p| format!("{role} {p}"));
+            out.push(format!("{what} (no longer an input)"));
+        }
+    }
+    out
 }
 
 /// The budget a target claims, in a JSON-safe form (infinite epsilons as "inf").

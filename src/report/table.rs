@@ -184,13 +184,16 @@ pub fn utility(r: &Report) -> Table {
         col("δ", "δ", R),
     ]);
     for s in &r.summary {
+        // Unmeasured utility is unknown, not 0.
+        let measured = r.cells_of(s).any(|c| c.utility_measured());
+        let shown = |v| if measured { utility_cell(s, v) } else { "-".into() };
         t.push(vec![
             s.dataset.clone(),
             s.method.clone(),
             unit_cell(s),
             fmt_eps(s.epsilon),
-            utility_cell(s, s.test_accuracy),
-            utility_cell(s, s.train_accuracy),
+            shown(s.test_accuracy),
+            shown(s.train_accuracy),
             claimed_cell(s),
             fmt_eps(s.epsilon_rdp),
             s.epsilon_pld.map_or("-".into(), fmt_eps),
