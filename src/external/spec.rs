@@ -149,10 +149,7 @@ impl TargetSpec {
             }
             TargetSpec::Command { command, timeout, .. } => {
                 super::command::check_template(command)?;
-                crate::ensure!(
-                    timeout.is_finite() && *timeout > 0.0,
-                    Error::invalid("target.timeout", format!("{timeout} is not a positive number of seconds"))
-                );
+                super::command::timeout_duration("target.timeout", *timeout)?;
                 Ok(())
             }
         }
