@@ -12,7 +12,50 @@ use crate::report::tightness;
 use std::collections::BTreeSet;
 use std::path::Path;
 
+/// The size of an audit's grid, counted without planning it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GridSize {
+    pub datasets: usize,
+    /// (method, epsilon) pairs over all methods.
+    pub method_epsilons: usize,
+    pub seeds: usize,
+}
+
+impl GridSize {
+    pub fn cells(&self) -> u128 {
+        self.datasets as u128 * self.method_epsilons as u128 * self.seeds as u128
+    }
+
+    /// Refuses a grid of more than `max` cells, naming the product and the flag that raises it.
+    pub fn check(&self, max: u64) -> Result<()> {
+        crate::ensure!(
+            self.cells() <= max as u128,
+            Error::invalid(
+                "--max-cells",
+                format!(
+                    "the config's grid is {} dataset(s) x {} (method, epsilon) pair(s) x {} seed(s) = {} cells, more \
+                     than {max}; trim datasets, methods, epsilons or repeats, or raise --max-cells",
+                    self.datasets,
+                    self.method_epsilons,
+                    self.seeds,
+                    self.cells()
+                )
+            )
+        );
+        Ok(())
+    }
+}
+
 impl AuditConfig {
+    /// The grid's size (datasets x (method, epsilon) pairs x seeds).
+    pub fn grid_size(&self) -> GridSize {
+        GridSize {
+            datasets: self.datasets.len(),
+            method_epsilons: self.methods.iter().map(|m| self.epsilon_grid(m).len()).sum(),
+            seeds: self.seeds.as_ref().map_or(self.repeats as usize, Vec::len),
+        }
+    }
+
     /// Reads and validates a config file; every error names the file and the field.
     /// Relative dataset paths are relative to the config's folder (as a manifest's are), so that
     /// an audit does not depend on the directory it is started from. Then everything a real run
@@ -34,6 +77,16 @@ impl AuditConfig {
         let bad = |field: String, msg: String| Err(Error::invalid(field, msg));
         if !is_file_safe(&self.name) {
             return bad("name".into(), format!("'{}' must be non-empty letters, digits, '-', '_' or '.'", self.name));
+        }
+        if self.seeds.is_none() && self.repeats as usize > crate::cli::train::MAX_REPEATS {
+            return bad(
+                "repeats".into(),
+                format!(
+                    "{} seeds per cell is more than the {} an audit runs (each seed trains a model)",
+                    self.repeats,
+                    crate::cli::train::MAX_REPEATS
+                ),
+            );
         }
         let seeds = self.seed_list();
         if self.seeds.is_some() && (self.repeats != 1 || self.seed != 0) {

@@ -31,7 +31,18 @@ pub fn gaussian_epsilon(s: f64, delta: f64) -> Result<f64> {
     let mut hi = 1.0;
     while gaussian_delta(s, hi) > delta {
         hi *= 2.0;
-        ensure!(hi < 1e8, Error::Other("analytic Gaussian epsilon does not converge".into()));
+        ensure!(
+            hi < 1e8,
+            Error::invalid(
+                "sigma",
+                format!(
+                    "analytic Gaussian epsilon does not converge: a noise multiplier of {} at delta {} gives an \
+                     epsilon above 1e8 (far too little noise: lower epsilon, hops or steps, or add noise)",
+                    crate::error::num(s),
+                    crate::error::num(delta)
+                )
+            )
+        );
     }
     let mut lo = 0.0;
     while hi - lo > 1e-13 * hi {
