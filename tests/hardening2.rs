@@ -197,7 +197,7 @@ fn absurd_sizes_are_refused_naming_the_flag() {
     mech(&["--mechanism", "pgc", "--features", "100000000000"], &["invalid --features", "random draws"]);
     refused(
         &["mechanism", "audit", "--mechanism", "gaussian", "--epsilon", "1e300"],
-        &["does not converge", "invalid sigma"],
+        &["does not converge", "invalid --epsilon"],
     );
     refused(
         &["train", "--dataset", "synthetic:nodes=200", "--method", "mlp", "--repeats", "1000000000000"],
@@ -324,4 +324,59 @@ fn workers_and_their_pipelines_die_with_a_killed_audit() {
     parent.wait().unwrap();
     eventually("the worker dies with its parent", || !alive(worker));
     eventually("the worker's pipeline is killed", || !alive(pipeline));
+}
+
+// ----------------------------------------------------------------- report diff, render
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("reports/example/report.json")
+}
+
+fn write_report(r: &gnnaudit::report::Report) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("report.json"), r.to_json()).unwrap();
+    dir
+}
+
+#[test]
+fn report_diff_counts_dropped_rows_and_refuses_reports_with_nothing_in_common() {
+    use gnnaudit::report::{summarize, Report};
+    let ex = example();
+    let old = ex.to_str().unwrap();
+    let full = Report::load(&ex).unwrap();
+    // The new audit dropped one method (its cells and rows): a trimmed grid.
+    let mut trimmed = full.clone();
+    let dropped = trimmed.cells.last().unwrap().method.clone();
+    trimmed.cells.retain(|c| c.method != dropped);
+    trimmed.summary = summarize(&trimmed.cells);
+    let dir = write_report(&trimmed);
+    let new = dir.path().to_str().unwrap();
+    let (code, out, err) = run(&["report", "diff", old, new]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.lines().any(|l| l.starts_with('!') && l.contains(&dropped) && l.contains("row dropped")), "{out}");
+    let (code, out, err) = run(&["report", "diff", old, new, "--allow-dropped"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("row dropped") && out.contains("0 regression(s)"), "{out}");
+    // No row in common: nothing was compared, which is not a pass.
+    let mut other = full.clone();
+    for c in &mut other.cells {
+        c.dataset = format!("{}-other", c.dataset);
+    }
+    other.summary = summarize(&other.cells);
+    let dir = write_report(&other);
+    let err = refused(&["report", "diff", old, dir.path().to_str().unwrap(), "--allow-dropped"], &["shares no"]);
+    assert!(err.contains(dir.path().to_str().unwrap()), "{err}");
+}
+
+#[test]
+fn render_refuses_a_tampered_report_and_writes_nothing() {
+    use gnnaudit::report::Report;
+    let mut r = Report::load(&example()).unwrap();
+    r.cells[0].utility.test = 7.5;
+    let dir = write_report(&r);
+    let path = dir.path().join("report.json");
+    let (code, _, err) = run(&["check", path.to_str().unwrap()]);
+    assert_eq!(code, 2, "check refuses it: {err}");
+    refused(&["render", path.to_str().unwrap()], &["report.json", "outside [0, 1]"]);
+    assert!(!dir.path().join("report.md").exists() && !dir.path().join("report.html").exists());
 }

@@ -295,6 +295,8 @@ pub struct RenderArgs {
 pub fn render(args: RenderArgs) -> Result<()> {
     let path = if args.report.is_dir() { args.report.join("report.json") } else { args.report.clone() };
     let report = Report::load(&path)?;
+    // What `check` and `report diff` refuse is not rendered either: nothing is written.
+    crate::report::check::validate_report(&report, &path)?;
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).map_or(PathBuf::from("."), |p| p.to_path_buf());
     report::write_all(&report, &dir)?;
     println!("wrote {} and {}", dir.join("report.md").display(), dir.join("report.html").display());
