@@ -380,3 +380,88 @@ fn render_refuses_a_tampered_report_and_writes_nothing() {
     refused(&["render", path.to_str().unwrap()], &["report.json", "outside [0, 1]"]);
     assert!(!dir.path().join("report.md").exists() && !dir.path().join("report.html").exists());
 }
+
+// ------------------------------------------------------------------------- messages
+
+#[test]
+fn malformed_outputs_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = cora_posteriors_csv(dir.path());
+    // A short row: the message says so instead of reporting NaN.
+    let text = std::fs::read_to_string(&fixed).unwrap().replace("\n5,0.1,0.1,0.1,0.1,0.1,0.1,0.4\n", "\n5,0.1,0.1\n");
+    let short = dir.path().join("short.csv");
+    std::fs::write(&short, text).unwrap();
+    let err = refused(
+        &["attack", "--dataset", "cora", "--posteriors", short.to_str().unwrap(), "--attack", "link-stealing"],
+        &["short.csv", "row 5 has no value", "short or empty row"],
+    );
+    assert!(!err.contains("NaN"), "{err}");
+    // Two releases in the output folder: ambiguous, refused.
+    let both = format!(
+        "sh -c 'cp \"$0\" \"$2/posteriors.csv\"; printf x > \"$2/posteriors.npy\"' {} {{graph}} {{out}}",
+        fixed.display()
+    );
+    refused(
+        &["attack", "--dataset", "cora", "--command", &both, "--attack", "link-stealing"],
+        &["posteriors.npy and posteriors.csv", "ambiguous"],
+    );
+}
+
+#[test]
+fn noise_scales_are_quoted_as_given() {
+    for (s, why) in [("1e-300", "underflow"), ("1e300", "overflow")] {
+        refused(&["mechanism", "audit", "--mechanism", "gaussian", "--sigma", s], &["invalid --sigma", s, why]);
+        refused(
+            &["account", "epsilon", "--method", "gap-edp", "--sigma", s, "--delta", "1e-5"],
+            &["invalid --sigma", s, why],
+        );
+    }
+}
+
+#[test]
+fn labels_get_the_right_reason_and_any_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.toml");
+    let dry = |label: &str| {
+        std::fs::write(&p, grid("seed = 0", &format!("epochs = 2\nlabel = \"{label}\""))).unwrap();
+        run(&["audit", p.to_str().unwrap(), "--dry-run"])
+    };
+    let (code, _, err) = dry("..");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("methods[0].label") && err.contains("names a folder"), "{err}");
+    let (code, _, err) = dry("a/b");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("'/'") && err.contains("letters (any script)"), "{err}");
+    let (code, out, err) = dry("mlp-naïve-模型");
+    assert_eq!(code, 0, "Unicode letters are letters: {out}{err}");
+    assert!(out.contains("mlp-naïve-模型"), "{out}");
+}
+
+#[test]
+fn a_label_past_the_class_names_is_refused_naming_the_file() {
+    // cora.npz with node 0 labelled 100: cora names 7 classes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cora-100.npz");
+    let mut src = zip::ZipArchive::new(std::fs::File::open(data_dir().join("cora.npz")).unwrap()).unwrap();
+    let mut dst = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let mut labels: Option<ndarray::Array1<i64>> = None;
+    for i in 0..src.len() {
+        let f = src.by_index(i).unwrap();
+        if f.name() == "labels.npy" {
+            labels = Some(ndarray_npy::ReadNpyExt::read_npy(f).unwrap());
+        } else {
+            dst.raw_copy_file(f).unwrap();
+        }
+    }
+    let mut labels = labels.expect("cora has labels");
+    labels[0] = 100;
+    let mut bytes = vec![];
+    labels.write_npy(&mut bytes).unwrap();
+    dst.start_file("labels.npy", zip::write::SimpleFileOptions::default()).unwrap();
+    std::io::Write::write_all(&mut dst, &bytes).unwrap();
+    dst.finish().unwrap();
+    refused(
+        &["datasets", "describe", path.to_str().unwrap()],
+        &["cora-100.npz", "label 100 of node 0", "names 7 classes"],
+    );
+}

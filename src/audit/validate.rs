@@ -75,8 +75,8 @@ impl AuditConfig {
     /// Checks every value before any work; errors name the field (`methods[2].method`, ...).
     pub fn validate(&self, data_dir: Option<&Path>) -> Result<()> {
         let bad = |field: String, msg: String| Err(Error::invalid(field, msg));
-        if !is_file_safe(&self.name) {
-            return bad("name".into(), format!("'{}' must be non-empty letters, digits, '-', '_' or '.'", self.name));
+        if let Some(why) = file_name_problem(&self.name) {
+            return bad("name".into(), why);
         }
         if self.seeds.is_none() && self.repeats as usize > crate::cli::train::MAX_REPEATS {
             return bad(
@@ -131,8 +131,8 @@ impl AuditConfig {
         let mut labels = BTreeSet::new();
         for (i, d) in self.datasets.iter().enumerate() {
             let f = |k: &str| format!("datasets[{i}].{k}");
-            if !is_file_safe(&d.label()) {
-                return bad(f("label"), format!("'{}' must be letters, digits, '-', '_' or '.'", d.label()));
+            if let Some(why) = file_name_problem(&d.label()) {
+                return bad(f("label"), why);
             }
             if !labels.insert(d.label()) {
                 return bad(f("label"), format!("dataset '{}' appears twice; give one a different label", d.label()));
@@ -167,8 +167,8 @@ impl AuditConfig {
                 let names = recipe::method_names().join(", ");
                 return bad(f("method"), format!("unknown method '{}' (known: {names})", m.method));
             }
-            if !is_file_safe(&m.label()) {
-                return bad(f("label"), format!("'{}' must be letters, digits, '-', '_' or '.'", m.label()));
+            if let Some(why) = file_name_problem(&m.label()) {
+                return bad(f("label"), why);
             }
             if !labels.insert(m.label()) {
                 return bad(f("label"), format!("method '{}' appears twice; give one a different label", m.label()));
@@ -193,8 +193,8 @@ impl AuditConfig {
             if !known.contains(&a.kind.as_str()) {
                 return bad(f("kind"), format!("unknown attack '{}' (known: {})", a.kind, known.join(", ")));
             }
-            if !is_file_safe(&a.label()) {
-                return bad(f("label"), format!("'{}' must be letters, digits, '-', '_' or '.'", a.label()));
+            if let Some(why) = file_name_problem(&a.label()) {
+                return bad(f("label"), why);
             }
             if !labels.insert(a.label()) {
                 return bad(f("label"), format!("attack '{}' appears twice; give one a different label", a.label()));
@@ -294,9 +294,19 @@ fn validate_delta(field: &str, d: DeltaPolicy) -> Result<()> {
     }
 }
 
-/// Names that become file names: no separators, no surprises.
-pub(super) fn is_file_safe(s: &str) -> bool {
-    !s.is_empty() && s != "." && s != ".." && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+/// Why `s` cannot name a report's file or folder (names and labels do), or None. Letters and
+/// digits of any script are fine; separators, spaces, quotes and the folder names `.` and `..`
+/// are not.
+pub(super) fn file_name_problem(s: &str) -> Option<String> {
+    if s.is_empty() {
+        return Some("is empty; give a name of letters, digits, '-', '_' or '.'".into());
+    }
+    if s == "." || s == ".." {
+        return Some(format!("'{s}' names a folder (the current or the parent one), not a file; give another name"));
+    }
+    s.chars().find(|&c| !(c.is_alphanumeric() || "-_.".contains(c))).map(|c| {
+        format!("'{s}' holds {c:?}, which a file name must not; use letters (any script), digits, '-', '_' or '.'")
+    })
 }
 
 /// Checks an attack's knowledge and parameter tables against the attacks crate's own structs;

@@ -131,7 +131,9 @@ pub fn run(args: MechanismArgs) -> Result<()> {
             // The accountant names the noise it could not evaluate; the user gave a flag.
             let flag = if a.sigma.is_some() { "--sigma" } else { "--epsilon" };
             let named = |e: Error| match e {
-                Error::InvalidParam { message, .. } if message.starts_with("analytic Gaussian") => {
+                Error::InvalidParam { message, .. }
+                    if message.starts_with(crate::privacy::accountant::analytic::NON_CONVERGENCE) =>
+                {
                     Error::invalid(flag, message)
                 }
                 e => e,

@@ -296,7 +296,23 @@ impl CommandRunner {
 
     fn read_outputs(&self, out: &Path, log: &Path, g: &AttackGraph) -> Result<Released> {
         let candidates = ["posteriors.npy", "posteriors.parquet", "posteriors.csv"].map(|f| out.join(f));
-        let path = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
+        let present: Vec<&PathBuf> = candidates.iter().filter(|p| p.is_file()).collect();
+        crate::ensure!(
+            present.len() <= 1,
+            Error::bad_file(
+                out,
+                format!(
+                    "the command wrote {}: which one is the release is ambiguous; write exactly one",
+                    present
+                        .iter()
+                        .filter_map(|p| p.file_name())
+                        .map(|n| n.to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                )
+            )
+        );
+        let path = present.first().copied().ok_or_else(|| {
             Error::bad_file(
                 out,
                 format!(

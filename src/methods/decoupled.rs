@@ -64,7 +64,11 @@ fn calibrate(r: &Recipe, data: &Dataset, acct: &Accounting, expr: Expression) ->
 pub fn accountant_failure(r: &Recipe, delta: f64, e: crate::Error) -> crate::Error {
     let m = match e {
         crate::Error::Other(m) => m,
-        crate::Error::InvalidParam { message, .. } if message.starts_with("analytic Gaussian") => message,
+        crate::Error::InvalidParam { message, .. }
+            if message.starts_with(crate::privacy::accountant::analytic::NON_CONVERGENCE) =>
+        {
+            message
+        }
         e => return e,
     };
     crate::Error::invalid(

@@ -144,7 +144,10 @@ impl MechanismSpec {
         let noise = |eps_to_noise: &dyn Fn(f64) -> Result<f64>| -> Result<f64> {
             match (self.epsilon, self.sigma) {
                 (Some(_), Some(_)) => Err(Error::invalid("--sigma", "give either --epsilon or --sigma, not both")),
-                (None, Some(s)) => Ok(s),
+                (None, Some(s)) => {
+                    crate::privacy::accountant::analytic::check_noise("--sigma", s)?;
+                    Ok(s)
+                }
                 (Some(e), None) => eps_to_noise(e),
                 (None, None) => Err(Error::invalid("--epsilon", "give a target --epsilon (or the noise, --sigma)")),
             }
