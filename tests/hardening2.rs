@@ -465,3 +465,59 @@ fn a_label_past_the_class_names_is_refused_naming_the_file() {
         &["cora-100.npz", "label 100 of node 0", "names 7 classes"],
     );
 }
+
+/// The interpreter of the venv scripts/libtorch-env.sh installs (with PyTorch), else python3.
+fn python() -> PathBuf {
+    let home = std::env::var("HOME").unwrap_or_default();
+    [
+        std::env::var_os("VIRTUAL_ENV").map(|v| PathBuf::from(v).join("bin/python")),
+        Some(PathBuf::from(home).join(".cache/gnnaudit/torch-2.13.0/bin/python")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.is_file())
+    .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+#[test]
+fn a_torchscript_init_of_the_wrong_width_is_refused_before_libtorch_aborts() {
+    let dir = tempfile::tempdir().unwrap();
+    // A linear model on cora's 1433 features: the target with 7 classes, the init with 1.
+    let script = "import sys, torch\n\
+        class M(torch.nn.Module):\n\
+        \x20   def __init__(self, c):\n\
+        \x20       super().__init__()\n\
+        \x20       self.lin = torch.nn.Linear(1433, c)\n\
+        \x20   def forward(self, x, edge_index):\n\
+        \x20       return self.lin(x)\n\
+        torch.jit.script(M(7)).save(sys.argv[1] + '/model.pt')\n\
+        torch.jit.script(M(1)).save(sys.argv[1] + '/one.pt')\n";
+    // From a file: TorchScript compiles the class from its source.
+    let make = dir.path().join("make.py");
+    std::fs::write(&make, script).unwrap();
+    let out = Command::new(python()).arg(&make).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (model, one) = (dir.path().join("model.pt"), dir.path().join("one.pt"));
+    let members = dir.path().join("members.txt");
+    std::fs::write(&members, (0..500).map(|i| format!("{i}\n")).collect::<String>()).unwrap();
+    refused(
+        &[
+            "attack",
+            "--dataset",
+            "cora",
+            "--torchscript",
+            model.to_str().unwrap(),
+            "--init",
+            one.to_str().unwrap(),
+            "--members",
+            members.to_str().unwrap(),
+            "--attack",
+            "lira",
+            "--shadows",
+            "2",
+            "--epochs",
+            "2",
+        ],
+        &["one.pt", "forward returned shape [2708, 1], expected [2708, 7]"],
+    );
+}
