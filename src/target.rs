@@ -15,6 +15,8 @@ use tch::{Device, Kind, Tensor};
 pub fn from_attack(e: attacks::Error) -> Error {
     match e {
         attacks::Error::Invalid { field, message } => Error::invalid(field, message),
+        // The attack cannot run against this kind of target: a wrong choice of input (exit 2).
+        attacks::Error::Unsupported(m) => Error::invalid("attack", format!("unsupported: {m}")),
         other => Error::Other(other.to_string()),
     }
 }

@@ -68,17 +68,18 @@ fn failing_slow_and_malformed_runs_are_refused_with_their_log() {
         args.extend(extra);
         gnnaudit(&args)
     };
-    let out = attack("echo loading {graph}; echo 'CUDA out of memory' >&2; exit 1 # {out}", &[]);
+    let out = attack("sh -c 'echo loading \"$1\"; echo \"CUDA out of memory\" >&2; exit 1' sh {graph} {out}", &[]);
     assert_bad_input(&out, "command", "| CUDA out of memory");
-    let out = attack("echo epoch 1; sleep 30 # {graph} {out}", &["--timeout", "1"]);
+    let out = attack("sh -c 'echo epoch 1; sleep 30' sh {graph} {out}", &["--timeout", "1"]);
     assert_bad_input(&out, "timed out", "| epoch 1");
     // An output of the wrong shape: 7 classes but 6 columns.
     let dir = tempfile::tempdir().unwrap();
     let wrong = dir.path().join("wrong.npy");
     ndarray::Array2::<f32>::from_elem((2708, 6), 1.0 / 6.0).write_npy(std::fs::File::create(&wrong).unwrap()).unwrap();
-    let out = attack(&format!("cp '{}' {{out}}/posteriors.npy # {{graph}}", wrong.display()), &[]);
+    let copy = format!("sh -c 'cp \"$0\" \"$GNNAUDIT_OUT/posteriors.npy\"' '{}' {{graph}} {{out}}", wrong.display());
+    let out = attack(&copy, &[]);
     assert_bad_input(&out, "posteriors.npy", "the dataset has 2708 nodes and 7 classes");
-    let out = attack("true # {graph} {out}", &[]);
+    let out = attack("true {graph} {out}", &[]);
     assert_bad_input(&out, "out", "wrote no posteriors.npy");
     let out = attack("python train.py --graph {graph}", &[]);
     assert_bad_input(&out, "command", "no {out} placeholder");

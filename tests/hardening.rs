@@ -117,7 +117,7 @@ fn seed_overflow_is_refused_naming_the_flags() {
     let max = u64::MAX.to_string();
     refused(
         &["train", "--dataset", "synthetic:nodes=200", "--method", "mlp", "--seed", &max, "--repeats", "2"],
-        &["invalid seed", "--repeats 2"],
+        &["invalid --seed", "--repeats 2"],
     );
     // One run at the largest seed is fine.
     let (code, _, err) =

@@ -1,5 +1,6 @@
-//! Ctrl-C (SIGINT) and SIGTERM during an audit: say what was kept and how to resume, remove this
-//! process's claims on unfinished cells, stop its `--jobs` workers, and exit 130 / 143.
+//! Ctrl-C (SIGINT) and SIGTERM during an audit or an attack: say what was kept and how to resume,
+//! remove this process's claims on unfinished cells, stop its `--jobs` workers, kill the process
+//! groups of running training commands, remove their temporary folders, and exit 130 / 143.
 //!
 //! The signals are blocked in the thread that calls `install` (before any other thread exists,
 //! so every later thread, libtorch's included, inherits the mask) and a dedicated thread waits
@@ -15,11 +16,22 @@ struct State {
     claims: Vec<PathBuf>,
     /// `--jobs` worker processes to stop.
     children: Vec<u32>,
+    /// Process groups of running training commands, killed whole.
+    groups: Vec<u32>,
+    /// Temporary folders to remove (the process ends without running destructors).
+    temp_dirs: Vec<PathBuf>,
     /// The report folder, once resolved.
     folder: Option<PathBuf>,
 }
 
-static STATE: Mutex<State> = Mutex::new(State { message: None, claims: vec![], children: vec![], folder: None });
+static STATE: Mutex<State> = Mutex::new(State {
+    message: None,
+    claims: vec![],
+    children: vec![],
+    groups: vec![],
+    temp_dirs: vec![],
+    folder: None,
+});
 
 fn state() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
@@ -53,8 +65,15 @@ fn on_signal(sig: libc::c_int) -> ! {
         // SAFETY: sends a signal to a child this process started.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
     }
+    for &group in &st.groups {
+        // SAFETY: kills a process group this process created (a training command's).
+        unsafe { libc::kill(-(group as libc::pid_t), libc::SIGKILL) };
+    }
     for c in &st.claims {
         let _ = std::fs::remove_file(c);
+    }
+    for d in &st.temp_dirs {
+        let _ = std::fs::remove_dir_all(d);
     }
     let message = st.message.clone();
     // The message reads the state (the folder) itself.
@@ -96,4 +115,39 @@ pub fn add_child(pid: u32) {
 
 pub fn remove_child(pid: u32) {
     state().children.retain(|&c| c != pid);
+}
+
+pub fn add_process_group(group: u32) {
+    state().groups.push(group);
+}
+
+pub fn remove_process_group(group: u32) {
+    state().groups.retain(|&g| g != group);
+}
+
+/// Removes `dir` if the process is interrupted (a temporary folder whose owner will not get to
+/// drop it).
+pub fn remove_on_interrupt(dir: &Path) {
+    state().temp_dirs.push(dir.to_path_buf());
+}
+
+pub fn forget_temp_dir(dir: &Path) {
+    state().temp_dirs.retain(|d| d != dir);
+}
+
+/// Makes the calling process receive SIGTERM when its parent dies (the audit's `--jobs`
+/// workers: a parent killed with SIGKILL cannot stop them itself). Called in the child between
+/// fork and exec with the parent's pid taken before the fork; async-signal-safe.
+pub fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
+    // SAFETY: prctl and getppid with integer arguments only.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // The parent died before the request took effect: nobody will signal us.
+        if libc::getppid() != parent {
+            libc::_exit(128 + libc::SIGTERM);
+        }
+    }
+    Ok(())
 }

@@ -174,6 +174,11 @@ fn run_workers(
         }
         cmd.args(["--device", &crate::device::current_spec().to_string()]);
         cmd.env(LOG_ENV, &log).stdin(Stdio::null()).stdout(file.try_clone()?).stderr(file);
+        // A parent killed with SIGKILL cannot stop its workers: they stop themselves, so that a
+        // resume started meanwhile does not race them for cells.
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure only makes async-signal-safe calls (prctl, getppid, _exit).
+        unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || interrupt::die_with_parent(parent)) };
         let child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {

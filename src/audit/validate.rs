@@ -12,7 +12,50 @@ use crate::report::tightness;
 use std::collections::BTreeSet;
 use std::path::Path;
 
+/// The size of an audit's grid, counted without planning it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GridSize {
+    pub datasets: usize,
+    /// (method, epsilon) pairs over all methods.
+    pub method_epsilons: usize,
+    pub seeds: usize,
+}
+
+impl GridSize {
+    pub fn cells(&self) -> u128 {
+        self.datasets as u128 * self.method_epsilons as u128 * self.seeds as u128
+    }
+
+    /// Refuses a grid of more than `max` cells, naming the product and the flag that raises it.
+    pub fn check(&self, max: u64) -> Result<()> {
+        crate::ensure!(
+            self.cells() <= max as u128,
+            Error::invalid(
+                "--max-cells",
+                format!(
+                    "the config's grid is {} dataset(s) x {} (method, epsilon) pair(s) x {} seed(s) = {} cells, more \
+                     than {max}; trim datasets, methods, epsilons or repeats, or raise --max-cells",
+                    self.datasets,
+                    self.method_epsilons,
+                    self.seeds,
+                    self.cells()
+                )
+            )
+        );
+        Ok(())
+    }
+}
+
 impl AuditConfig {
+    /// The grid's size (datasets x (method, epsilon) pairs x seeds).
+    pub fn grid_size(&self) -> GridSize {
+        GridSize {
+            datasets: self.datasets.len(),
+            method_epsilons: self.methods.iter().map(|m| self.epsilon_grid(m).len()).sum(),
+            seeds: self.seeds.as_ref().map_or(self.repeats as usize, Vec::len),
+        }
+    }
+
     /// Reads and validates a config file; every error names the file and the field.
     /// Relative dataset paths are relative to the config's folder (as a manifest's are), so that
     /// an audit does not depend on the directory it is started from. Then everything a real run
@@ -32,8 +75,18 @@ impl AuditConfig {
     /// Checks every value before any work; errors name the field (`methods[2].method`, ...).
     pub fn validate(&self, data_dir: Option<&Path>) -> Result<()> {
         let bad = |field: String, msg: String| Err(Error::invalid(field, msg));
-        if !is_file_safe(&self.name) {
-            return bad("name".into(), format!("'{}' must be non-empty letters, digits, '-', '_' or '.'", self.name));
+        if let Some(why) = file_name_problem(&self.name) {
+            return bad("name".into(), why);
+        }
+        if self.seeds.is_none() && self.repeats as usize > crate::cli::train::MAX_REPEATS {
+            return bad(
+                "repeats".into(),
+                format!(
+                    "{} seeds per cell is more than the {} an audit runs (each seed trains a model)",
+                    self.repeats,
+                    crate::cli::train::MAX_REPEATS
+                ),
+            );
         }
         let seeds = self.seed_list();
         if self.seeds.is_some() && (self.repeats != 1 || self.seed != 0) {
@@ -78,8 +131,8 @@ impl AuditConfig {
         let mut labels = BTreeSet::new();
         for (i, d) in self.datasets.iter().enumerate() {
             let f = |k: &str| format!("datasets[{i}].{k}");
-            if !is_file_safe(&d.label()) {
-                return bad(f("label"), format!("'{}' must be letters, digits, '-', '_' or '.'", d.label()));
+            if let Some(why) = file_name_problem(&d.label()) {
+                return bad(f("label"), why);
             }
             if !labels.insert(d.label()) {
                 return bad(f("label"), format!("dataset '{}' appears twice; give one a different label", d.label()));
@@ -114,8 +167,8 @@ impl AuditConfig {
                 let names = recipe::method_names().join(", ");
                 return bad(f("method"), format!("unknown method '{}' (known: {names})", m.method));
             }
-            if !is_file_safe(&m.label()) {
-                return bad(f("label"), format!("'{}' must be letters, digits, '-', '_' or '.'", m.label()));
+            if let Some(why) = file_name_problem(&m.label()) {
+                return bad(f("label"), why);
             }
             if !labels.insert(m.label()) {
                 return bad(f("label"), format!("method '{}' appears twice; give one a different label", m.label()));
@@ -140,8 +193,8 @@ impl AuditConfig {
             if !known.contains(&a.kind.as_str()) {
                 return bad(f("kind"), format!("unknown attack '{}' (known: {})", a.kind, known.join(", ")));
             }
-            if !is_file_safe(&a.label()) {
-                return bad(f("label"), format!("'{}' must be letters, digits, '-', '_' or '.'", a.label()));
+            if let Some(why) = file_name_problem(&a.label()) {
+                return bad(f("label"), why);
             }
             if !labels.insert(a.label()) {
                 return bad(f("label"), format!("attack '{}' appears twice; give one a different label", a.label()));
@@ -241,9 +294,19 @@ fn validate_delta(field: &str, d: DeltaPolicy) -> Result<()> {
     }
 }
 
-/// Names that become file names: no separators, no surprises.
-pub(super) fn is_file_safe(s: &str) -> bool {
-    !s.is_empty() && s != "." && s != ".." && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+/// Why `s` cannot name a report's file or folder (names and labels do), or None. Letters and
+/// digits of any script are fine; separators, spaces, quotes and the folder names `.` and `..`
+/// are not.
+pub(super) fn file_name_problem(s: &str) -> Option<String> {
+    if s.is_empty() {
+        return Some("is empty; give a name of letters, digits, '-', '_' or '.'".into());
+    }
+    if s == "." || s == ".." {
+        return Some(format!("'{s}' names a folder (the current or the parent one), not a file; give another name"));
+    }
+    s.chars().find(|&c| !(c.is_alphanumeric() || "-_.".contains(c))).map(|c| {
+        format!("'{s}' holds {c:?}, which a file name must not; use letters (any script), digits, '-', '_' or '.'")
+    })
 }
 
 /// Checks an attack's knowledge and parameter tables against the attacks crate's own structs;

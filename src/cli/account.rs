@@ -348,7 +348,7 @@ pub fn run(args: AccountArgs) -> Result<()> {
             let delta = a.m.validate()?;
             let sigma = if a.m.method.has_noise() {
                 let s = a.sigma.ok_or_else(|| Error::invalid("--sigma", "required for this method"))?;
-                ensure!(s.is_finite() && s > 0.0, Error::invalid("--sigma", format!("must be > 0, got {s}")));
+                crate::privacy::accountant::analytic::check_noise("--sigma", s)?;
                 s
             } else {
                 1.0
@@ -357,15 +357,15 @@ pub fn run(args: AccountArgs) -> Result<()> {
             let noise = if a.m.method.has_noise() { vec![("sigma".to_string(), sigma)] } else { vec![] };
             // The accountant's numerical range ends somewhere (the analytic Gaussian's epsilon does
             // not converge for a tiny sigma): bad input naming the flag, exit 2.
-            let b = budget(&event, a.m.method.unit(), None, delta, noise).map_err(|e| match e {
-                Error::Other(m) => Error::invalid(
+            let b = budget(&event, a.m.method.unit(), None, delta, noise).map_err(|e| match numerical(e) {
+                Ok(m) => Error::invalid(
                     "--sigma",
                     format!(
                         "{m} at --sigma {}: use a larger --sigma or fewer --hops/--steps",
                         crate::error::num(sigma)
                     ),
                 ),
-                e => e,
+                Err(e) => e,
             })?;
             print_budget(&a.m.method.name(), &b, a.m.json)
         }
@@ -386,12 +386,12 @@ pub fn run(args: AccountArgs) -> Result<()> {
             let sigma = calibrate(a.epsilon, delta, |s| a.m.event(s).expect("validated"))?;
             let event = a.m.event(sigma)?;
             let b = budget(&event, a.m.method.unit(), Some(a.epsilon), delta, vec![("sigma".into(), sigma)]).map_err(
-                |e| match e {
-                    Error::Other(m) => Error::invalid(
+                |e| match numerical(e) {
+                    Ok(m) => Error::invalid(
                         "--epsilon",
                         format!("{m} at --epsilon {}: use a smaller --epsilon", crate::error::num(a.epsilon)),
                     ),
-                    e => e,
+                    Err(e) => e,
                 },
             )?;
             print_budget(&a.m.method.name(), &b, a.m.json)
@@ -430,4 +430,19 @@ fn print_budget(name: &str, b: &Budget, json: bool) -> Result<()> {
         println!("  {:<50} eps = {:>10.6}   {}", c.name, c.epsilon, c.mechanism);
     }
     Ok(())
+}
+
+/// The message of an accountant's numerical failure (an internal error, or the analytic
+/// Gaussian's refusal of too little noise), to be restated with the user's flag; other errors
+/// pass through.
+fn numerical(e: Error) -> std::result::Result<String, Error> {
+    match e {
+        Error::Other(m) => Ok(m),
+        Error::InvalidParam { message, .. }
+            if message.starts_with(crate::privacy::accountant::analytic::NON_CONVERGENCE) =>
+        {
+            Ok(message)
+        }
+        e => Err(e),
+    }
 }

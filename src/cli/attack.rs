@@ -130,7 +130,8 @@ pub struct ExternalArgs {
     #[arg(long, conflicts_with_all = ["command", "posteriors", "method", "target"])]
     pub torchscript: Option<PathBuf>,
     /// The training pipeline as a command template with {graph} and {out} (and optionally {seed}),
-    /// e.g. 'python train.py --graph {graph} --out {out}'.
+    /// e.g. 'python train.py --graph {graph} --out {out}': split into words, run without a shell,
+    /// each path one argument (placeholders unquoted).
     #[arg(long, conflicts_with_all = ["posteriors", "method", "target"])]
     pub command: Option<String>,
     /// Released posteriors: .npy [N, C] (row = node id), or CSV/Parquet with a node column.
@@ -340,7 +341,7 @@ fn params_of(a: &AttackArgs) -> Result<AttackParams> {
     p.strategy = a.threshold_strategy;
     p.confidence = Some(a.confidence);
     p.check().map_err(from_attack)?;
-    crate::ensure!(a.repeats >= 1, Error::invalid("repeats", "must be at least 1"));
+    crate::cli::train::seeds(a.seed, a.repeats)?;
     Ok(p)
 }
 
@@ -368,6 +369,13 @@ pub fn run(a: AttackArgs) -> Result<()> {
     if a.describe {
         print!("{}", describe(a.attack));
         return Ok(());
+    }
+    // Before any other thread exists: Ctrl-C then kills a running training command's whole
+    // process group and removes its temporary folder before exiting 130.
+    crate::audit::interrupt::install();
+    crate::audit::interrupt::set_message(|| "the attack was stopped; nothing was reported".into());
+    if a.external.command.is_some() {
+        crate::external::command::timeout_duration("--timeout", a.external.timeout)?;
     }
     // Before any tensor exists (a saved target loads onto it); a missing CUDA device: exit 2.
     crate::device::select(a.device)?;

@@ -35,6 +35,10 @@ pub struct AuditArgs {
     /// Validate the config, print the planned cells (of --shard's slice) and stop.
     #[arg(long)]
     pub dry_run: bool,
+    /// Largest grid (datasets x (method, epsilon) pairs x seeds) accepted: a bigger one is
+    /// almost always a typo (`repeats = 1000000000`).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_cells: u64,
     /// Cells computed at once, by as many worker processes [default: the number of cores].
     /// The report does not depend on it.
     #[arg(long, value_name = "N")]
@@ -122,6 +126,8 @@ pub fn run(args: AuditArgs) -> Result<()> {
     let worker =
         args.worker.as_deref().map(Shard::parse).transpose().map_err(|_| Error::invalid("--worker", "expected I/N"))?;
     let mut config = AuditConfig::load(&config_path, args.data_dir.as_deref())?;
+    // Before the cells are planned (one record each).
+    config.grid_size().check(args.max_cells)?;
     if let Some(d) = args.device {
         config.device = d;
     }
@@ -132,6 +138,9 @@ pub fn run(args: AuditArgs) -> Result<()> {
         match shard {
             Some(s) => println!("config {} is valid: shard {s} has {} cells", config_path.display(), cells.len()),
             None => println!("config {} is valid: {} cells", config_path.display(), cells.len()),
+        }
+        if let Some(crate::external::TargetSpec::Command { command, .. }) = &config.target {
+            println!("  target command (runs with your rights; audit only configs you trust): {command}");
         }
         for c in &cells {
             let attacks: Vec<String> = c.attacks.iter().map(|a| a.label()).collect();
@@ -286,6 +295,8 @@ pub struct RenderArgs {
 pub fn render(args: RenderArgs) -> Result<()> {
     let path = if args.report.is_dir() { args.report.join("report.json") } else { args.report.clone() };
     let report = Report::load(&path)?;
+    // What `check` and `report diff` refuse is not rendered either: nothing is written.
+    crate::report::check::validate_report(&report, &path)?;
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).map_or(PathBuf::from("."), |p| p.to_path_buf());
     report::write_all(&report, &dir)?;
     println!("wrote {} and {}", dir.join("report.md").display(), dir.join("report.html").display());

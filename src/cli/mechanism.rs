@@ -1,7 +1,7 @@
 //! `gnnaudit mechanism audit`: run one privacy mechanism on its worst-case neighbouring pair many
 //! times and certify a lower bound on its epsilon (issue #13, part 1). The claim comes from the
 //! accountant's event of the calibrated mechanism; the bound from `attacks::stats`.
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::privacy::mechanisms::audit::{self, MechanismAudit, DEFAULT_CONFIDENCE, DEFAULT_TRIALS};
 use crate::privacy::mechanisms::spec::MechanismSpec;
 use clap::{Args, Subcommand, ValueEnum};
@@ -128,8 +128,18 @@ pub fn run(args: MechanismArgs) -> Result<()> {
     match args.command {
         MechanismCommand::Audit(a) => {
             let spec = a.spec()?;
-            let pair = spec.build()?;
-            let result = audit::run(pair.as_ref(), spec.trials(), a.seed, spec.confidence(), false)?;
+            // The accountant names the noise it could not evaluate; the user gave a flag.
+            let flag = if a.sigma.is_some() { "--sigma" } else { "--epsilon" };
+            let named = |e: Error| match e {
+                Error::InvalidParam { message, .. }
+                    if message.starts_with(crate::privacy::accountant::analytic::NON_CONVERGENCE) =>
+                {
+                    Error::invalid(flag, message)
+                }
+                e => e,
+            };
+            let pair = spec.build().map_err(named)?;
+            let result = audit::run(pair.as_ref(), spec.trials(), a.seed, spec.confidence(), false).map_err(named)?;
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&result)?);
             } else {

@@ -37,6 +37,10 @@ pub struct DiffArgs {
     /// Largest allowed rise of an attack's largest ε_lb over seeds.
     #[arg(long, default_value_t = 0.1)]
     pub max_eps_lb_increase: f64,
+    /// Rows and attacks of OLD missing from NEW are not regressions (by default they are: a
+    /// trimmed grid must not pass a leakage gate).
+    #[arg(long)]
+    pub allow_dropped: bool,
 }
 
 pub fn run(args: ReportArgs) -> Result<()> {
@@ -57,11 +61,25 @@ fn load(path: &Path) -> Result<Report> {
 }
 
 fn run_diff(a: DiffArgs) -> Result<()> {
-    let tol =
-        Tolerances { auc: a.max_auc_increase, tpr_at_1pct_fpr: a.max_tpr_increase, eps_lb: a.max_eps_lb_increase };
+    let tol = Tolerances {
+        auc: a.max_auc_increase,
+        tpr_at_1pct_fpr: a.max_tpr_increase,
+        eps_lb: a.max_eps_lb_increase,
+        allow_dropped: a.allow_dropped,
+    };
     tol.validate()?;
     let (old, new) = (load(&a.old)?, load(&a.new)?);
     let d = diff(&old, &new, &tol);
+    crate::ensure!(
+        d.rows_compared > 0,
+        Error::bad_file(
+            &a.new,
+            format!(
+                "shares no (dataset, method, ε) row with {}: nothing to compare (are they audits of the same config?)",
+                a.old.display()
+            )
+        )
+    );
     print!("{d}");
     let regressions = d.regressions();
     println!(

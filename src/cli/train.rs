@@ -241,12 +241,23 @@ pub fn bootstrap_ci(xs: &[f64]) -> (f64, [f64; 2]) {
     (mean, [means[25], means[974]])
 }
 
+/// Most runs (seeds) one `train` or `attack` makes, and most seeds of an audit cell: each run
+/// trains a model, so more is a typo (and 10^12 seeds alone would not fit in memory).
+pub const MAX_REPEATS: usize = 100_000;
+
 /// The seeds `seed, seed + 1, ..` of `repeats` runs; refused when they would pass 2^64 - 1.
 pub fn seeds(seed: u64, repeats: usize) -> Result<Vec<u64>> {
-    crate::ensure!(repeats >= 1, Error::invalid("repeats", "must be at least 1"));
+    crate::ensure!(repeats >= 1, Error::invalid("--repeats", "must be at least 1"));
+    crate::ensure!(
+        repeats <= MAX_REPEATS,
+        Error::invalid(
+            "--repeats",
+            format!("{repeats} runs is more than the {MAX_REPEATS} one command makes; use fewer --repeats")
+        )
+    );
     seed.checked_add(repeats as u64 - 1).ok_or_else(|| {
         Error::invalid(
-            "seed",
+            "--seed",
             format!("--seed {seed} with --repeats {repeats} runs past the largest seed {}", u64::MAX),
         )
     })?;

@@ -155,15 +155,17 @@ impl Split {
 /// 10^9 once made a 10^9-entry class table and an 8 GB allocation).
 pub fn class_count(labels: &[usize], class_names: usize, source: &std::path::Path, column: &str) -> Result<usize> {
     let n = labels.len();
-    let bound = n.max(class_names);
+    // Class names, when given, list every class: a label past them is a class nobody named.
+    let bound = if class_names > 0 { class_names } else { n };
     if let Some((i, &y)) = labels.iter().enumerate().find(|(_, &y)| y >= bound) {
+        let why = if class_names > 0 {
+            format!("the file names {class_names} classes, so class ids must be below {class_names}")
+        } else {
+            format!("with {n} nodes class ids must be below {n}")
+        };
         return Err(Error::bad_file(
             source,
-            format!(
-                "{column}: label {y} of node {i} is not a class id: with {n} nodes{} class ids must be below \
-                 {bound}; number the classes 0..C-1",
-                if class_names > 0 { format!(" and {class_names} class names") } else { String::new() }
-            ),
+            format!("{column}: label {y} of node {i} is not a class id: {why}; number the classes 0..C-1"),
         ));
     }
     Ok(labels.iter().copied().max().map_or(0, |m| m + 1).max(class_names))

@@ -4,9 +4,9 @@
 //! target graph itself).
 //!
 //! Per run, gnnaudit writes the graph and its split in the documented `.npz` layout
-//! ([`super::graph_npz`]) to `{graph}`, creates the folder `{out}`, runs the command through
-//! `sh -c` (placeholders are shell-quoted; `{seed}` is optional) with a timeout, its stdout and
-//! stderr captured to `log.txt`, and reads back `{out}/posteriors.npy` (or `.parquet` / `.csv`:
+//! ([`super::graph_npz`]) to `{graph}`, creates the folder `{out}`, runs the command (split into
+//! words as a shell would, run without one; each placeholder fills part of one word; `{seed}` is
+//! optional) with a timeout, its stdout and stderr captured to `log.txt`, and reads back `{out}/posteriors.npy` (or `.parquet` / `.csv`:
 //! a `node` column plus one column per class) and, where present, `{out}/embeddings.npy`.
 //!
 //! Runs are content-addressed: the folder of a run is named after the sha256 of the template and
@@ -27,16 +27,39 @@ use tch::Tensor;
 /// Lines of a failed run's log shown in its error.
 const LOG_TAIL: usize = 20;
 
-/// A template must name where the graph goes in and where the outputs come out.
-pub fn check_template(template: &str) -> Result<()> {
+/// Longest `timeout` accepted: 30 days (a longer one is a typo, and 1e300 s is no `Duration`).
+pub const MAX_TIMEOUT_SECONDS: f64 = 30.0 * 24.0 * 3600.0;
+
+/// The placeholders a run fills, each in one pass over each word of the template.
+const PLACEHOLDERS: [&str; 3] = ["{graph}", "{out}", "{seed}"];
+
+/// The template's argv, split as a POSIX shell splits words but run without a shell: each path is
+/// one argument whatever it contains, so no path (a `--work-dir` holding `;` or `$(...)`) can
+/// become code. Refuses a template without `{graph}` or `{out}`, with unbalanced quotes, or with
+/// a placeholder inside quotes (once the template is split there is no shell to remove them, and
+/// a placeholder quoted for `sh -c '...'` would be spliced into shell code).
+pub fn check_template(template: &str) -> Result<Vec<String>> {
     crate::ensure!(!template.trim().is_empty(), Error::invalid("command", "the command template is empty"));
+    if let Some(p) = quoted_placeholder(template) {
+        return Err(Error::invalid(
+            "command",
+            format!(
+                "the template '{template}' quotes the placeholder {p}: gnnaudit runs the command without a shell and \
+                 passes each path as one argument, so write {p} unquoted (for shell features use \
+                 `sh -c 'script \"$1\" \"$2\"' sh {{graph}} {{out}}`, or the variables GNNAUDIT_GRAPH, GNNAUDIT_OUT \
+                 and GNNAUDIT_SEED)"
+            ),
+        ));
+    }
+    let argv = shell_words::split(template)
+        .map_err(|e| Error::invalid("command", format!("cannot split the template '{template}' into words: {e}")))?;
     for p in ["{graph}", "{out}"] {
         crate::ensure!(
-            template.contains(p),
+            argv.iter().any(|w| w.contains(p)),
             Error::invalid("command", format!("the template '{template}' has no {p} placeholder"))
         );
     }
-    Ok(())
+    Ok(argv)
 }
 
 /// The content key of the files a template names, in template order.
@@ -49,9 +72,69 @@ fn scripts_key(template: &str) -> Result<String> {
     Ok(crate::fsutil::hex(&h.finalize()))
 }
 
-/// POSIX single-quoting: the path is one word whatever it contains.
-fn quote(p: &Path) -> String {
-    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+/// The first placeholder that stands inside single or double quotes (or after a backslash).
+fn quoted_placeholder(template: &str) -> Option<&'static str> {
+    #[derive(PartialEq)]
+    enum Quote {
+        None,
+        Single,
+        Double,
+    }
+    let mut state = Quote::None;
+    let mut escaped = false;
+    for (i, c) in template.char_indices() {
+        if state != Quote::None || escaped {
+            if let Some(p) = PLACEHOLDERS.iter().find(|p| template[i..].starts_with(**p)) {
+                return Some(p);
+            }
+        }
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (&state, c) {
+            (Quote::Single, '\'') | (Quote::Double, '"') => state = Quote::None,
+            (Quote::None, '\'') => state = Quote::Single,
+            (Quote::None, '"') => state = Quote::Double,
+            (Quote::None | Quote::Double, '\\') => escaped = true,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// One word of the template with every placeholder replaced in a single left-to-right pass, so
+/// that placeholder text inside a substituted path stays literal.
+fn fill(word: &str, values: &[(&str, &std::ffi::OsStr)]) -> std::ffi::OsString {
+    let mut out = std::ffi::OsString::new();
+    let mut rest = word;
+    'scan: while let Some(c) = rest.chars().next() {
+        for (p, v) in values {
+            if let Some(after) = rest.strip_prefix(p) {
+                out.push(v);
+                rest = after;
+                continue 'scan;
+            }
+        }
+        out.push(&rest[..c.len_utf8()]);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// `timeout` as a `Duration`, refused (naming `field`) unless in (0, 30 days].
+pub fn timeout_duration(field: &str, seconds: f64) -> Result<Duration> {
+    crate::ensure!(
+        seconds.is_finite() && seconds > 0.0 && seconds <= MAX_TIMEOUT_SECONDS,
+        Error::invalid(
+            field,
+            format!(
+                "{} is not a number of seconds in (0, {MAX_TIMEOUT_SECONDS}] (30 days)",
+                crate::error::num(seconds)
+            )
+        )
+    );
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// The last `n` lines of a log file.
@@ -69,6 +152,7 @@ pub fn log_tail(path: &Path, n: usize) -> String {
 /// Runs the template on graphs; owns the work folder (a temporary one unless given).
 pub struct CommandRunner {
     pub template: String,
+    argv: Vec<String>,
     pub timeout: Duration,
     pub work_dir: PathBuf,
     _temp: Option<tempfile::TempDir>,
@@ -89,13 +173,18 @@ pub struct RunOutput {
     pub dir: PathBuf,
 }
 
+impl Drop for CommandRunner {
+    fn drop(&mut self) {
+        if let Some(t) = &self._temp {
+            crate::audit::interrupt::forget_temp_dir(t.path());
+        }
+    }
+}
+
 impl CommandRunner {
     pub fn new(template: &str, timeout_seconds: f64, work_dir: Option<&Path>) -> Result<Self> {
-        check_template(template)?;
-        crate::ensure!(
-            timeout_seconds.is_finite() && timeout_seconds > 0.0,
-            Error::invalid("timeout", format!("{timeout_seconds} is not a positive number of seconds"))
-        );
+        let argv = check_template(template)?;
+        let timeout = timeout_duration("timeout", timeout_seconds)?;
         let (work_dir, temp) = match work_dir {
             Some(d) => {
                 std::fs::create_dir_all(d).map_err(|e| Error::bad_file(d, e))?;
@@ -103,12 +192,15 @@ impl CommandRunner {
             }
             None => {
                 let t = tempfile::Builder::new().prefix("gnnaudit-command-").tempdir()?;
+                // Ctrl-C ends the process without destructors: the handler removes it instead.
+                crate::audit::interrupt::remove_on_interrupt(t.path());
                 (t.path().to_path_buf(), Some(t))
             }
         };
         Ok(CommandRunner {
             template: template.to_string(),
-            timeout: Duration::from_secs_f64(timeout_seconds),
+            argv,
+            timeout,
             work_dir,
             _temp: temp,
             failure: RefCell::new(None),
@@ -154,51 +246,74 @@ impl CommandRunner {
         Ok(RunOutput { released, dir })
     }
 
+    /// The argv of one run: the template's words with the paths and seed filled in.
+    fn argv(&self, graph: &Path, out: &Path, seed: u64) -> Vec<std::ffi::OsString> {
+        let seed = seed.to_string();
+        let values: [(&str, &std::ffi::OsStr); 3] =
+            [("{graph}", graph.as_os_str()), ("{out}", out.as_os_str()), ("{seed}", seed.as_ref())];
+        self.argv.iter().map(|w| fill(w, &values)).collect()
+    }
+
+    /// "its log PATH" where the log outlives the error, "its log" where the temporary work
+    /// folder (and the log with it) is removed when the error ends the run.
+    fn log_name(&self, log: &Path) -> String {
+        if self._temp.is_some() {
+            "its log (removed with the temporary work folder; keep it with --work-dir or target.work_dir)".into()
+        } else {
+            format!("its log {}", log.display())
+        }
+    }
+
     fn execute(&self, graph: &Path, out: &Path, log: &Path, seed: u64) -> Result<()> {
-        let cmd = self
-            .template
-            .replace("{graph}", &quote(graph))
-            .replace("{out}", &quote(out))
-            .replace("{seed}", &seed.to_string());
+        let argv = self.argv(graph, out, seed);
+        let shown = shell_words::join(argv.iter().map(|a| a.to_string_lossy()));
         let log_file = std::fs::File::create(log).map_err(|e| Error::bad_file(log, e))?;
         let err_file = log_file.try_clone().map_err(|e| Error::bad_file(log, e))?;
-        let mut command = Command::new("sh");
-        command.arg("-c").arg(&cmd).stdin(Stdio::null()).stdout(log_file).stderr(err_file);
-        // Its own process group, so that a timeout stops the whole pipeline, not only `sh`.
+        let mut command = Command::new(&argv[0]);
+        command.args(&argv[1..]).stdin(Stdio::null()).stdout(log_file).stderr(err_file);
+        command.env("GNNAUDIT_GRAPH", graph).env("GNNAUDIT_OUT", out).env("GNNAUDIT_SEED", seed.to_string());
+        // Its own process group, so that a timeout or Ctrl-C stops the whole pipeline.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let start = Instant::now();
-        let mut child =
-            command.spawn().map_err(|e| Error::invalid("command", format!("cannot start `sh -c {cmd}`: {e}")))?;
+        let mut child = command.spawn().map_err(|e| {
+            Error::invalid("command", format!("cannot start `{}` (from `{shown}`): {e}", argv[0].to_string_lossy()))
+        })?;
+        let group = child.id();
+        crate::audit::interrupt::add_process_group(group);
         *self.executed.borrow_mut() += 1;
-        tracing::info!(command = %cmd, "command target run");
+        tracing::info!(command = %shown, "command target run");
         let status = loop {
-            if let Some(s) = child.try_wait()? {
-                break s;
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) => {}
+                Err(e) => {
+                    kill_group(group, &mut child);
+                    return Err(e.into());
+                }
             }
             if start.elapsed() > self.timeout {
-                let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_group(group, &mut child);
                 return Err(Error::invalid(
                     "command",
                     format!(
-                        "`{cmd}` timed out after {:.0} s (timeout); last lines of its log {}:\n{}",
-                        self.timeout.as_secs_f64(),
-                        log.display(),
+                        "`{shown}` timed out after {} s (timeout); last lines of {}:\n{}",
+                        crate::error::num(self.timeout.as_secs_f64()),
+                        self.log_name(log),
                         log_tail(log, LOG_TAIL)
                     ),
                 ));
             }
             std::thread::sleep(Duration::from_millis(50));
         };
+        crate::audit::interrupt::remove_process_group(group);
         crate::ensure!(
             status.success(),
             Error::invalid(
                 "command",
                 format!(
-                    "`{cmd}` failed ({status}) after {:.1} s; last lines of its log {}:\n{}",
+                    "`{shown}` failed ({status}) after {:.1} s; last lines of {}:\n{}",
                     start.elapsed().as_secs_f64(),
-                    log.display(),
+                    self.log_name(log),
                     log_tail(log, LOG_TAIL)
                 )
             )
@@ -208,13 +323,29 @@ impl CommandRunner {
 
     fn read_outputs(&self, out: &Path, log: &Path, g: &AttackGraph) -> Result<Released> {
         let candidates = ["posteriors.npy", "posteriors.parquet", "posteriors.csv"].map(|f| out.join(f));
-        let path = candidates.iter().find(|p| p.is_file()).ok_or_else(|| {
+        let present: Vec<&PathBuf> = candidates.iter().filter(|p| p.is_file()).collect();
+        crate::ensure!(
+            present.len() <= 1,
+            Error::bad_file(
+                out,
+                format!(
+                    "the command wrote {}: which one is the release is ambiguous; write exactly one",
+                    present
+                        .iter()
+                        .filter_map(|p| p.file_name())
+                        .map(|n| n.to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                )
+            )
+        );
+        let path = present.first().copied().ok_or_else(|| {
             Error::bad_file(
                 out,
                 format!(
                     "the command wrote no posteriors.npy, posteriors.parquet or posteriors.csv here; last lines of \
-                     its log {}:\n{}",
-                    log.display(),
+                     {}:\n{}",
+                    self.log_name(log),
                     log_tail(log, LOG_TAIL)
                 ),
             )
@@ -236,6 +367,15 @@ impl CommandRunner {
         }
         Ok(released)
     }
+}
+
+/// SIGKILL to the process group `group` (led by `child`), then reaps the leader.
+fn kill_group(group: u32, child: &mut std::process::Child) {
+    // SAFETY: signals a process group this runner created.
+    unsafe { libc::kill(-(group as libc::pid_t), libc::SIGKILL) };
+    let _ = child.kill();
+    let _ = child.wait();
+    crate::audit::interrupt::remove_process_group(group);
 }
 
 /// The shadow oracle of a command target: every training run the attack asks for is a run of
@@ -268,21 +408,50 @@ mod tests {
     }
 
     #[test]
-    fn templates_need_both_placeholders() {
-        assert!(check_template("python t.py --graph {graph} --out {out}").is_ok());
+    fn templates_need_both_placeholders_unquoted() {
+        assert_eq!(
+            check_template("python t.py --graph {graph} --out={out}").unwrap(),
+            ["python", "t.py", "--graph", "{graph}", "--out={out}"]
+        );
         let e = check_template("python t.py --graph {graph}").unwrap_err().to_string();
         assert!(e.contains("{out}"), "{e}");
+        for quoted in ["ok.sh \"{graph}\" {out}", "ok.sh {graph} '{out}'", "sh -c 'cp x {out}/p.npy' {graph}"] {
+            let e = check_template(quoted).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains("quotes the placeholder"), "{e}");
+        }
+        let e = check_template("ok.sh {graph} {out} 'unbalanced").unwrap_err().to_string();
+        assert!(e.contains("cannot split"), "{e}");
+    }
+
+    #[test]
+    fn placeholders_are_filled_in_one_pass() {
+        let values: [(&str, &std::ffi::OsStr); 3] =
+            [("{graph}", "/w/{seed}/{out}.npz".as_ref()), ("{out}", "/w/o".as_ref()), ("{seed}", "7".as_ref())];
+        assert_eq!(fill("--graph={graph}", &values), "--graph=/w/{seed}/{out}.npz");
+        assert_eq!(fill("{out}/{seed}é", &values), "/w/o/7é");
+    }
+
+    #[test]
+    fn absurd_timeouts_are_refused_naming_the_field() {
+        for t in [0.0, -1.0, f64::NAN, 1e300, MAX_TIMEOUT_SECONDS * 2.0] {
+            let e = timeout_duration("--timeout", t).unwrap_err();
+            assert!(e.to_string().starts_with("invalid --timeout"), "{e}");
+        }
+        assert_eq!(timeout_duration("--timeout", 1.5).unwrap(), Duration::from_millis(1500));
     }
 
     #[test]
     fn failing_and_slow_commands_show_their_log_tail() {
         let (g, s) = tiny();
-        let r = CommandRunner::new("echo training {graph}; echo boom >&2; exit 3 # {out}", 30.0, None).unwrap();
+        let r = CommandRunner::new("sh -c 'echo training \"$1\"; echo boom >&2; exit 3' sh {graph} {out}", 30.0, None)
+            .unwrap();
         let e = r.run(&g, &s, 0).err().expect("fails");
         assert_eq!(e.exit_code(), 2);
         let m = e.to_string();
-        assert!(m.contains("exit status: 3") && m.contains("| boom") && m.contains("| training"), "{m}");
-        let r = CommandRunner::new("echo started; sleep 20 # {graph} {out}", 0.5, None).unwrap();
+        assert!(m.contains("exit status: 3") && m.contains("| boom") && m.contains("| training /"), "{m}");
+        assert!(m.contains("removed with the temporary work folder"), "names no file that is deleted: {m}");
+        let r = CommandRunner::new("sh -c 'echo started; sleep 20' sh {graph} {out}", 0.5, None).unwrap();
         let t = Instant::now();
         let m = r.run(&g, &s, 0).err().expect("fails").to_string();
         assert!(m.contains("timed out") && m.contains("| started"), "{m}");
@@ -293,8 +462,9 @@ mod tests {
     fn outputs_are_read_back_validated_and_runs_reused() {
         let (g, s) = tiny();
         let dir = tempfile::tempdir().unwrap();
-        // A "pipeline" that releases fixed posteriors as CSV.
-        let ok = "printf 'node,a,b\\n0,0.5,0.5\\n1,1,0\\n2,0.2,0.8\\n' > {out}/posteriors.csv # {graph}";
+        // A "pipeline" that releases fixed posteriors as CSV, its folder from the environment.
+        let ok = "sh -c 'printf \"node,a,b\\n0,0.5,0.5\\n1,1,0\\n2,0.2,0.8\\n\" > \"$GNNAUDIT_OUT/posteriors.csv\"' \
+                  sh {graph} {out}";
         let r = CommandRunner::new(ok, 30.0, Some(dir.path())).unwrap();
         let out = r.run(&g, &s, 1).unwrap();
         assert_eq!(out.released.num_classes(), 2);
@@ -317,9 +487,51 @@ mod tests {
         assert_eq!(*r.executed.borrow(), 1, "the changed script runs again");
         let p0 = Vec::<f64>::try_from(out.released.posteriors.get(0).to_kind(tch::Kind::Double)).unwrap();
         assert!((p0[1] - 0.9).abs() < 1e-6, "the new script's output: {p0:?}");
-        let wrong = "printf 'node,a,b\\n0,0.5,0.5\\n1,1,0\\n' > {out}/posteriors.csv # {graph}";
+        let wrong = "sh -c 'printf \"node,a,b\\n0,0.5,0.5\\n1,1,0\\n\" > \"$2/posteriors.csv\"' sh {graph} {out}";
         let r = CommandRunner::new(wrong, 30.0, None).unwrap();
         let m = r.run(&g, &s, 1).err().expect("fails").to_string();
         assert!(m.contains("posteriors.csv") && m.contains("missing"), "{m}");
+    }
+
+    #[test]
+    fn hostile_work_dirs_stay_paths() {
+        let (g, s) = tiny();
+        let root = tempfile::tempdir().unwrap();
+        // Records its arguments; releases posteriors in the folder it was given.
+        let script = root.path().join("pipeline.sh");
+        std::fs::write(
+            &script,
+            "printf '%s\\n' \"$@\" > \"$2/args.txt\"\nprintf 'node,a,b\\n0,0.5,0.5\\n1,1,0\\n2,0.2,0.8\\n' > \
+             \"$2/posteriors.csv\"\n",
+        )
+        .unwrap();
+        let template = format!("sh {} {{graph}} {{out}} {{seed}}", script.display());
+        for hostile in ["x;touch PWNED;{out}", "\"$(touch PWNED)\"", "a'b {seed} `touch PWNED`"] {
+            let work = root.path().join(hostile);
+            let r = CommandRunner::new(&template, 30.0, Some(&work)).unwrap();
+            let out = r.run(&g, &s, 5).unwrap();
+            let args = std::fs::read_to_string(out.dir.join("out/args.txt")).unwrap();
+            let lines: Vec<&str> = args.lines().collect();
+            assert_eq!(lines.len(), 3, "{args}");
+            assert_eq!(lines[0], out.dir.join("graph.npz").to_str().unwrap());
+            assert_eq!(lines[1], out.dir.join("out").to_str().unwrap(), "the pipeline gets the right folder");
+            assert_eq!(lines[2], "5");
+            assert!(lines[1].contains(hostile), "placeholder text in a path stays literal: {}", lines[1]);
+        }
+        let pwned: Vec<_> = walk(root.path()).into_iter().filter(|p| p.ends_with("PWNED")).collect();
+        assert!(pwned.is_empty(), "{pwned:?}");
+        assert!(!Path::new("PWNED").exists());
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut all = vec![];
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                all.extend(walk(&p));
+            }
+            all.push(p);
+        }
+        all
     }
 }

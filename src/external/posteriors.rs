@@ -127,9 +127,15 @@ fn read_table_matrix(path: &Path, num_nodes: usize) -> Result<(usize, usize, Vec
             Error::bad_file(path, format!("column '{name}' holds {}, expected class probabilities", col.dtype()))
         );
         let c = col.cast(&DataType::Float64).map_err(|e| Error::bad_file(path, e))?;
-        let v: Vec<f64> =
-            c.f64().map_err(|e| Error::bad_file(path, e))?.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect();
-        cols.push(v);
+        let v: Vec<Option<f64>> = c.f64().map_err(|e| Error::bad_file(path, e))?.into_iter().collect();
+        // An empty cell (a short CSV row, a null in Parquet) is a malformed file, not a NaN.
+        if let Some(r) = v.iter().position(Option::is_none) {
+            return Err(Error::bad_file(
+                path,
+                format!("row {r} has no value in column '{name}' (a short or empty row?); every row needs one value per class"),
+            ));
+        }
+        cols.push(v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect::<Vec<f64>>());
     }
     let c = cols.len();
     let mut data = vec![f32::NAN; num_nodes * c];

@@ -50,6 +50,17 @@ impl ShadowRecipe {
     pub fn validate(&self, field: &str) -> Result<()> {
         crate::ensure!(self.epochs >= 1, Error::invalid(format!("{field}.epochs"), "must be at least 1"));
         crate::ensure!(
+            self.epochs <= crate::methods::recipe::MAX_EPOCHS,
+            Error::invalid(
+                format!("{field}.epochs"),
+                format!(
+                    "{} is more than the {} epochs any recipe trains for",
+                    self.epochs,
+                    crate::methods::recipe::MAX_EPOCHS
+                )
+            )
+        );
+        crate::ensure!(
             self.lr.is_finite() && self.lr > 0.0,
             Error::invalid(format!("{field}.lr"), format!("{} is not a positive learning rate", self.lr))
         );
@@ -168,10 +179,7 @@ impl TargetSpec {
             }
             TargetSpec::Command { command, timeout, .. } => {
                 super::command::check_template(command)?;
-                crate::ensure!(
-                    timeout.is_finite() && *timeout > 0.0,
-                    Error::invalid("target.timeout", format!("{timeout} is not a positive number of seconds"))
-                );
+                super::command::timeout_duration("target.timeout", *timeout)?;
                 Ok(())
             }
         }

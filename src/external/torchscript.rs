@@ -385,9 +385,21 @@ impl ScriptOracle {
         let idx = Tensor::from_slice(&split.train.iter().map(|&v| v as i64).collect::<Vec<_>>());
         let y = Tensor::from_slice(&split.train.iter().map(|&v| g.labels[v] as i64).collect::<Vec<_>>());
         module.f_set_train().map_err(|e| Error::bad_file(source, torch_message(&e)))?;
-        let mut losses = Vec::with_capacity(r.epochs);
+        let mut losses = Vec::new();
         for _ in 0..r.epochs {
             let out = run_forward(|| module.forward_ts(&[&x, &ei]), source, &x, &ei)?;
+            // Before the loss: libtorch aborts on a label past the output's columns.
+            let shape = out.size();
+            crate::ensure!(
+                shape == [g.num_nodes as i64, g.num_classes as i64],
+                Error::bad_file(
+                    source,
+                    format!(
+                        "forward returned shape {shape:?}, expected [{}, {}] (the graph's nodes and classes)",
+                        g.num_nodes, g.num_classes
+                    )
+                )
+            );
             let loss = loss_of(&out.index_select(0, &idx), &y, self.output);
             let value = loss.double_value(&[]);
             crate::ensure!(

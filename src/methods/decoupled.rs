@@ -62,19 +62,25 @@ fn calibrate(r: &Recipe, data: &Dataset, acct: &Accounting, expr: Expression) ->
 /// large epsilon, a tiny sigma or many hops) come from the recipe: a bad-input error (exit 2)
 /// naming the flags, not an internal one.
 pub fn accountant_failure(r: &Recipe, delta: f64, e: crate::Error) -> crate::Error {
-    match e {
-        crate::Error::Other(m) => crate::Error::invalid(
-            "epsilon",
-            format!(
-                "the accountant cannot evaluate {} at --epsilon {} and --delta {} ({m}); use a smaller \
-                 --epsilon, a larger --delta or fewer --hops/--depth/--epochs",
-                r.method.name(),
-                r.epsilon.map_or("inf".to_string(), crate::error::num),
-                crate::error::num(delta)
-            ),
+    let m = match e {
+        crate::Error::Other(m) => m,
+        crate::Error::InvalidParam { message, .. }
+            if message.starts_with(crate::privacy::accountant::analytic::NON_CONVERGENCE) =>
+        {
+            message
+        }
+        e => return e,
+    };
+    crate::Error::invalid(
+        "epsilon",
+        format!(
+            "the accountant cannot evaluate {} at --epsilon {} and --delta {} ({m}); use a smaller \
+             --epsilon, a larger --delta or fewer --hops/--depth/--epochs",
+            r.method.name(),
+            r.epsilon.map_or("inf".to_string(), crate::error::num),
+            crate::error::num(delta)
         ),
-        e => e,
-    }
+    )
 }
 
 /// The calibration of every method of this module, from one expression per method (the theorem

@@ -7,6 +7,10 @@ use crate::privacy::accountant::PrivacyUnit;
 use crate::privacy::dpsgd::OptimizerKind;
 use serde::{Deserialize, Serialize};
 
+/// Most epochs accepted: far beyond any published recipe; 10^12 is a typo that would train for
+/// years (and size per-epoch buffers).
+pub const MAX_EPOCHS: usize = 1_000_000;
+
 pub use super::registry::Method;
 
 impl Method {
@@ -281,6 +285,12 @@ impl Recipe {
         }
         pos("max_degree", self.max_degree)?;
         pos("epochs", self.epochs())?;
+        if self.epochs() > MAX_EPOCHS {
+            return Err(Error::invalid(
+                "epochs",
+                format!("{} is more than the {MAX_EPOCHS} epochs any method trains for", self.epochs()),
+            ));
+        }
         if let Some(b) = self.batch_size {
             pos("batch_size", b)?;
         }

@@ -1,7 +1,8 @@
 //! What changed between two audits (`gnnaudit report diff OLD NEW`): utility, claims, attack
 //! leakage and verdicts per (dataset, method, ε). The new report regresses when an attack leaks
-//! more than the old one by more than the tolerances, or a claim that held is now violated: the
-//! leakage regression test in one command.
+//! more than the old one by more than the tolerances, a claim that held is now violated, or a row
+//! or attack of the old report is missing from the new one (unless dropping is allowed: a gate
+//! must not pass because the audited grid was trimmed): the leakage regression test in one command.
 use super::{fmt_eps, fmt_num, AttackSummary, Report, SummaryRow};
 use crate::error::{Error, Result};
 
@@ -12,6 +13,8 @@ pub struct Tolerances {
     pub auc: f64,
     pub tpr_at_1pct_fpr: f64,
     pub eps_lb: f64,
+    /// Rows and attacks of the old report missing from the new one are not regressions.
+    pub allow_dropped: bool,
 }
 
 impl Tolerances {
@@ -83,7 +86,7 @@ pub fn diff(old: &Report, new: &Report, tol: &Tolerances) -> Diff {
         d.changes.push(Change {
             place: place(o),
             what: "row dropped (not in the new report)".into(),
-            regression: false,
+            regression: !tol.allow_dropped,
         });
     }
     d
@@ -129,7 +132,7 @@ fn compare_row(o: &SummaryRow, n: &SummaryRow, tol: &Tolerances, d: &mut Diff) {
         d.changes.push(Change {
             place: format!("{at} / {}", oa.attack),
             what: "attack dropped".into(),
-            regression: false,
+            regression: !tol.allow_dropped,
         });
     }
 }

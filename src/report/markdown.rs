@@ -8,11 +8,23 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// Free text from the config (its description) as inert Markdown: HTML in it is shown, not run,
+/// by renderers that pass inline HTML through.
+fn text(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// A command shown in a table cell as code, whatever backticks it holds.
+fn code_cell(s: &str) -> String {
+    let fence = if s.contains('`') { "``" } else { "`" };
+    format!("{fence} {} {fence}", cell(s))
+}
+
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "# Audit report: {}\n", cell(&r.name));
     if !r.description.is_empty() {
-        let _ = writeln!(o, "{}\n", r.description);
+        let _ = writeln!(o, "{}\n", text(&r.description));
     }
     let dirty = match r.tool.git_dirty {
         Some(true) => " (uncommitted changes)",
@@ -27,6 +39,9 @@ pub fn render(r: &Report) -> String {
         cell(&r.run.config_path),
         &r.config_sha256[..16.min(r.config_sha256.len())]
     );
+    if let Some(crate::external::TargetSpec::Command { command, .. }) = &r.config.target {
+        let _ = writeln!(o, "| target command | {} |", code_cell(command));
+    }
     let _ = writeln!(o, "| seeds | {:?} |", r.config.seed_list());
     let _ = writeln!(
         o,

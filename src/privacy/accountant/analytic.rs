@@ -20,6 +20,32 @@ pub fn gaussian_delta(s: f64, eps: f64) -> f64 {
     (la.exp() * -(r.exp_m1())).max(0.0)
 }
 
+/// Refuses a noise scale the accountant cannot evaluate, quoting it as the user gave it: not
+/// positive and finite, or so far from 1 that its square (the accountants work with variances)
+/// underflows to 0 or overflows to infinity.
+pub fn check_noise(flag: &str, sigma: f64) -> Result<()> {
+    ensure!(
+        sigma.is_finite() && sigma > 0.0,
+        Error::invalid(flag, format!("must be a positive number, got {}", crate::error::num(sigma)))
+    );
+    ensure!(
+        (1e-100..=1e100).contains(&sigma),
+        Error::invalid(
+            flag,
+            format!(
+                "{} is outside [1e-100, 1e100], the range the accountants evaluate (its square would {})",
+                crate::error::num(sigma),
+                if sigma < 1.0 { "underflow to 0" } else { "overflow to infinity" }
+            )
+        )
+    );
+    Ok(())
+}
+
+/// How [`gaussian_epsilon`]'s refusal of a noise too small to account starts (callers rename
+/// its field after the flag or key the user gave).
+pub const NON_CONVERGENCE: &str = "analytic Gaussian epsilon does not converge";
+
 /// The smallest eps with delta(eps) <= delta for the Gaussian with multiplier `s` (bisection on
 /// the monotone delta(eps) to 1e-13 relative).
 pub fn gaussian_epsilon(s: f64, delta: f64) -> Result<f64> {
@@ -31,7 +57,18 @@ pub fn gaussian_epsilon(s: f64, delta: f64) -> Result<f64> {
     let mut hi = 1.0;
     while gaussian_delta(s, hi) > delta {
         hi *= 2.0;
-        ensure!(hi < 1e8, Error::Other("analytic Gaussian epsilon does not converge".into()));
+        ensure!(
+            hi < 1e8,
+            Error::invalid(
+                "sigma",
+                format!(
+                    "{NON_CONVERGENCE}: a noise multiplier of {} at delta {} gives an \
+                     epsilon above 1e8 (far too little noise: lower epsilon, hops or steps, or add noise)",
+                    crate::error::num(s),
+                    crate::error::num(delta)
+                )
+            )
+        );
     }
     let mut lo = 0.0;
     while hi - lo > 1e-13 * hi {

@@ -161,6 +161,12 @@ impl EdgeRandPair {
     pub fn new(epsilon: f64, nodes: usize) -> Result<Self> {
         require(epsilon > 0.0 && epsilon.is_finite(), "--epsilon", format!("must be > 0 and finite, got {epsilon}"))?;
         require(nodes >= 3, "--nodes", format!("the pair graph needs at least 3 nodes, got {nodes}"))?;
+        // Its n(n - 1) / 2 node pairs are counted in u64.
+        require(
+            nodes as u64 <= u32::MAX as u64,
+            "--nodes",
+            format!("the pair graph has at most {} nodes (its pair count must fit 64 bits), got {nodes}", u32::MAX),
+        )?;
         Ok(EdgeRandPair { arr: AsymmetricRandomizedResponse::new(epsilon)?, nodes })
     }
     fn pairs(&self) -> u64 {

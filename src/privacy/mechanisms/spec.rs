@@ -13,6 +13,9 @@ use super::randomized_response::RrPair;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
+/// Most random draws one mechanism audit makes (at tens of millions a second: minutes).
+pub const MAX_DRAWS: f64 = 4e9;
+
 /// Every auditable mechanism, by its CLI name.
 pub const MECHANISMS: &[&str] = &["gaussian", "edge-rand", "multibit", "rr", "dp-sgd-step", "grr-fs", "pgc"];
 
@@ -86,6 +89,32 @@ impl MechanismSpec {
         v
     }
 
+    /// Refuses, before anything is allocated or drawn, trials that do not fit in memory and
+    /// audits whose random draws (trials times the draws of one trial: hops or features) would
+    /// run for hours; names the flag to lower.
+    fn check_work(&self) -> Result<()> {
+        let trials = self.trials();
+        // Both inputs' statistics, plus the pilot's tenth, as f64.
+        crate::data::memory::ensure_fits("--trials", &format!("{trials} trials"), trials as f64 * 2.2 * 8.0)?;
+        let (flag, per_trial) = match self.mechanism.as_str() {
+            "gaussian" => ("--hops", self.hops.unwrap_or(1) as f64),
+            "multibit" | "grr-fs" => ("--features", self.features.unwrap_or(58) as f64),
+            "pgc" => ("--features", self.features.unwrap_or(1) as f64),
+            _ => ("--trials", 1.0),
+        };
+        let draws = trials as f64 * 2.0 * per_trial;
+        if draws > MAX_DRAWS {
+            return Err(Error::invalid(
+                flag,
+                format!(
+                    "{trials} trials on each of 2 inputs x {per_trial} draws per trial = {draws:e} random draws, more \
+                     than the {MAX_DRAWS:e} an audit makes (minutes); lower {flag} or --trials"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The worst-case pair of the named mechanism, calibrated to the target.
     pub fn build(&self) -> Result<Box<dyn AuditPair>> {
         let allowed: &[&str] = match self.mechanism.as_str() {
@@ -109,12 +138,16 @@ impl MechanismSpec {
                 format!("does not apply to the {} mechanism (it takes: {})", self.mechanism, allowed.join(", ")),
             ));
         }
+        self.check_work()?;
         let epsilon = || self.epsilon.ok_or_else(|| Error::invalid("--epsilon", "is required for this mechanism"));
         let delta = self.delta.unwrap_or(DEFAULT_DELTA);
         let noise = |eps_to_noise: &dyn Fn(f64) -> Result<f64>| -> Result<f64> {
             match (self.epsilon, self.sigma) {
                 (Some(_), Some(_)) => Err(Error::invalid("--sigma", "give either --epsilon or --sigma, not both")),
-                (None, Some(s)) => Ok(s),
+                (None, Some(s)) => {
+                    crate::privacy::accountant::analytic::check_noise("--sigma", s)?;
+                    Ok(s)
+                }
                 (Some(e), None) => eps_to_noise(e),
                 (None, None) => Err(Error::invalid("--epsilon", "give a target --epsilon (or the noise, --sigma)")),
             }
