@@ -3,7 +3,7 @@
 //! (`privacy::accountant`: events, RDP with the improved conversion, PLD where supported) and
 //! flags what does not add up, rather than trusting the stated number:
 //!
-//! - a stated epsilon below what the declared mechanism gives;
+//! - a stated epsilon below what the declared mechanism gives (not reproduced);
 //! - a delta that is not below 1 / (number of private units) (e.g. 0.1 where 1e-5 was meant):
 //!   at such a delta, publishing a random unit's data outright is "private";
 //! - DP-SGD whose batches are not drawn the way the stated accounting assumes: fixed-size batches
@@ -369,7 +369,7 @@ mod tests {
         .unwrap();
         let r = rr.check(100).unwrap();
         assert!((r.recomputed_epsilon - 3f64.ln()).abs() < 1e-12);
-        assert!(r.flags.iter().any(|f| f.contains("below what the declared mechanism gives")));
+        assert!(r.flags.iter().any(|f| f.contains("not reproduced")));
         let e = toml::from_str::<DeclaredClaim>("mechanism = \"aggregation\"\nsigmaa = 1").unwrap_err();
         assert!(e.to_string().contains("sigmaa"));
         let missing: DeclaredClaim = toml::from_str("mechanism = \"aggregation\"\ndelta = 1e-5\nhops = 1").unwrap();
