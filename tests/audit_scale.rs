@@ -63,7 +63,7 @@ fn shards_then_merge_give_the_full_runs_report_and_merge_lists_the_missing_cells
     let st = status(&out).unwrap();
     assert_eq!(st.count(|s| matches!(s, CellState::Done)), 10);
     assert_eq!(st.count(|s| matches!(s, CellState::Missing)), 4);
-    assert!(gnnaudit::audit::status::render(&st).contains("done 10, running 0, failed 0, missing 4"));
+    assert!(gnnaudit::audit::status::render(&st).contains("done 10, running 0, failed 0, stale 0, missing 4"));
 
     let mut r3 = FakeRunner::default();
     run_shard(&c, &mut r3, &out, Some(Shard { index: 3, count: 3 }), None, &Progress::hidden()).unwrap();
@@ -289,7 +289,7 @@ fn jobs_and_shards_give_the_same_report_and_workers_wait_passively() {
     assert!(!dir.path().join("sh/report.json").exists(), "a shard renders nothing");
     let (code, out, err) = gnnaudit(&["audit", "status", &path("sh")], &[]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("done 6, running 0, failed 0, missing 0"), "{out}");
+    assert!(out.contains("done 6, running 0, failed 0, stale 0, missing 0"), "{out}");
     let (code, out, err) = gnnaudit(&["audit", cfg, "--out", &path("sh"), "--merge"], &[]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("merged 6 of 6 cells"), "{out}");

@@ -164,7 +164,7 @@ fn slurm_job_array_renders_the_sequential_report() {
 
     let (code, status, err) = gnnaudit(&["audit", "status", sl.to_str().unwrap()], &conf);
     assert_eq!(code, 0, "{err}");
-    assert!(status.contains("done 6, running 0, failed 0, missing 0"), "{status}");
+    assert!(status.contains("done 6, running 0, failed 0, stale 0, missing 0"), "{status}");
     let a = reproducible(&seq.join("report.json"));
     let b = reproducible(&sl.join("report.json"));
     assert!(a == b, "the Slurm report differs from the sequential one outside `run`");
