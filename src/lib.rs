@@ -8,6 +8,7 @@ pub mod error;
 pub mod external;
 pub mod fatal;
 pub mod fsutil;
+pub mod interrupt;
 pub mod libtorch;
 pub mod methods;
 pub mod models;

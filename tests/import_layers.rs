@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// accounting), which sits below `methods` (the registry and every method).
 const LAYERS: &[&[&str]] = &[
     // Foundation: errors, process-level helpers, file writes.
-    &["error", "fatal", "libtorch", "device", "fsutil"],
+    &["error", "fatal", "libtorch", "device", "fsutil", "interrupt"],
     &["data"],
     &["privacy"],
     &["models"],

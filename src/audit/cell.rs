@@ -71,7 +71,7 @@ fn inputs_of(
     let mut file =
         |p: &std::path::Path| digests.entry(p.to_path_buf()).or_insert_with(|| InputDigest::of_file(p)).clone();
     let mut inputs = BTreeMap::new();
-    if let Ok(super::execute::DatasetSource::File(p)) = super::execute::resolve_dataset(&d.name, None) {
+    if let Ok(super::source::DatasetSource::File(p)) = super::source::resolve_dataset(&d.name, None) {
         inputs.insert("dataset".to_string(), file(&p));
     }
     if m.method == super::config::EXTERNAL_METHOD {

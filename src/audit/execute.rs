@@ -13,7 +13,7 @@ use crate::report::config::DatasetSpec;
 use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
 use crate::report::DatasetInfo;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 pub struct RealRunner {
@@ -39,36 +39,7 @@ impl RealRunner {
     }
 }
 
-/// Where a dataset comes from, resolved without loading it (for validation and provenance).
-#[derive(Debug, Clone, PartialEq)]
-pub enum DatasetSource {
-    /// Generated in memory (the synthetic CSBM).
-    Embedded,
-    File(PathBuf),
-}
-
-/// Resolves a dataset name the way the loaders do: `synthetic`; an existing path; then
-/// `<dir>/<name>.npz` in the loader's search folders (`data::search_dirs`: `--data-dir`,
-/// `GNNAUDIT_DATA`, `./datasets`).
-pub fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<DatasetSource> {
-    if name == "synthetic" {
-        return Ok(DatasetSource::Embedded);
-    }
-    let p = Path::new(name);
-    if p.is_file() {
-        return Ok(DatasetSource::File(p.to_path_buf()));
-    }
-    let mut searched = vec![];
-    for dir in data::search_dirs(data_dir) {
-        for cand in [dir.join(format!("{name}.npz")), dir.join(name)] {
-            if cand.is_file() {
-                return Ok(DatasetSource::File(cand));
-            }
-        }
-        searched.push(dir);
-    }
-    Err(Error::DatasetNotFound { name: name.to_string(), searched })
-}
+pub use super::source::{resolve_dataset, DatasetSource};
 
 pub(crate) fn load_raw(spec: &DatasetSpec, data_dir: Option<&std::path::Path>) -> Result<Dataset> {
     if spec.name == data::SYNTHETIC {

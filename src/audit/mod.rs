@@ -7,7 +7,7 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | `progress`, `lock`, `interrupt`, `shard` | progress bars; the report folder's lock; Ctrl-C; `--shard I/N` |
+//! | `progress`, `lock`, `shard` | progress bars; the report folder's lock; `--shard I/N` (Ctrl-C: `crate::interrupt`) |
 //! | `recipe` | a method's table as a `train::Recipe`; attack tables over their structs' defaults |
 //! | `config` | parsing: TOML into the schema, paths, the external pseudo-method, epsilon grids |
 //! | `cell` | the grid's cells and the plan of a config |
@@ -26,7 +26,6 @@ pub mod config;
 pub mod execute;
 pub mod external;
 pub mod feature_claim;
-pub mod interrupt;
 pub mod lock;
 pub mod parallel;
 pub mod preflight;
@@ -36,6 +35,7 @@ pub mod replay;
 pub mod runner;
 pub mod shard;
 pub mod slurm;
+pub mod source;
 pub mod status;
 pub mod store;
 pub mod validate;

@@ -10,12 +10,12 @@
 //! per-cell setting, never derived from N or from how many cells remain.)
 use super::cell::plan;
 use super::config::AuditConfig;
-use super::interrupt;
 use super::progress::Progress;
 use super::runner::{compute_cell, config_sha256, open_folder, CellRunner, Claiming, OutputOptions};
 use super::shard::{slice, Shard};
 use super::store::{tail_lines, CellStore, Claim, Failure, LOG_ENV};
 use crate::error::{Error, Result};
+use crate::interrupt;
 use crate::report::record::CellKey;
 use crate::report::{self, Report, RunInfo};
 use std::path::{Path, PathBuf};

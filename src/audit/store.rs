@@ -199,7 +199,7 @@ impl CellStore {
         } else {
             write_atomic(&path, json.as_bytes())?;
         }
-        super::interrupt::track(path);
+        crate::interrupt::track(path);
         let _ = std::fs::remove_file(self.sidecar(&cell.key, "failed"));
         Ok(true)
     }
@@ -207,7 +207,7 @@ impl CellStore {
     /// Drops this process's claim on a cell (after storing it, or when it turned out done).
     pub fn release(&self, key: &CellKey) {
         let path = self.sidecar(key, "running");
-        super::interrupt::untrack(&path);
+        crate::interrupt::untrack(&path);
         let _ = std::fs::remove_file(path);
     }
 

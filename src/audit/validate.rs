@@ -78,13 +78,13 @@ impl AuditConfig {
         if let Some(why) = file_name_problem(&self.name) {
             return bad("name".into(), why);
         }
-        if self.seeds.is_none() && self.repeats as usize > crate::cli::train::MAX_REPEATS {
+        if self.seeds.is_none() && self.repeats as usize > crate::methods::recipe::MAX_REPEATS {
             return bad(
                 "repeats".into(),
                 format!(
                     "{} seeds per cell is more than the {} an audit runs (each seed trains a model)",
                     self.repeats,
-                    crate::cli::train::MAX_REPEATS
+                    crate::methods::recipe::MAX_REPEATS
                 ),
             );
         }

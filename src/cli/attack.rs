@@ -372,8 +372,8 @@ pub fn run(a: AttackArgs) -> Result<()> {
     }
     // Before any other thread exists: Ctrl-C then kills a running training command's whole
     // process group and removes its temporary folder before exiting 130.
-    crate::audit::interrupt::install();
-    crate::audit::interrupt::set_message(|| "the attack was stopped; nothing was reported".into());
+    crate::interrupt::install();
+    crate::interrupt::set_message(|| "the attack was stopped; nothing was reported".into());
     if a.external.command.is_some() {
         crate::external::command::timeout_duration("--timeout", a.external.timeout)?;
     }

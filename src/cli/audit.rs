@@ -8,8 +8,9 @@ use crate::audit::parallel::{cores, run_jobs, JobsOptions};
 use crate::audit::runner::{default_dir, merge, run_shard, OutputOptions};
 use crate::audit::shard::{slice, Shard};
 use crate::audit::slurm::{submit, SlurmOptions};
-use crate::audit::{interrupt, Progress};
+use crate::audit::Progress;
 use crate::error::{Error, Result};
+use crate::interrupt;
 use crate::report::{self, Report};
 use std::path::{Path, PathBuf};
 

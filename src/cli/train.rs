@@ -241,9 +241,7 @@ pub fn bootstrap_ci(xs: &[f64]) -> (f64, [f64; 2]) {
     (mean, [means[25], means[974]])
 }
 
-/// Most runs (seeds) one `train` or `attack` makes, and most seeds of an audit cell: each run
-/// trains a model, so more is a typo (and 10^12 seeds alone would not fit in memory).
-pub const MAX_REPEATS: usize = 100_000;
+pub use crate::methods::recipe::MAX_REPEATS;
 
 /// The seeds `seed, seed + 1, ..` of `repeats` runs; refused when they would pass 2^64 - 1.
 pub fn seeds(seed: u64, repeats: usize) -> Result<Vec<u64>> {

@@ -275,11 +275,15 @@ impl DeclaredClaim {
             let delta = need(self.delta, "delta", &name)?;
             let (e, b) = eps_of(&event, unit, delta)?;
             let at_default = eps_of(&event, unit, default)?.0;
-            flags.extend(crate::report::claim::delta_flag(delta, units as u64, unit, Some(at_default)));
+            flags.extend(crate::privacy::claim_rules::delta_flag(delta, units as u64, unit, Some(at_default)));
             (e, Some(b), Some(at_default))
         };
         if let Some(stated) = self.epsilon {
-            flags.extend(crate::report::claim::not_reproduced_flag(stated, recomputed, self.delta.unwrap_or(0.0)));
+            flags.extend(crate::privacy::claim_rules::not_reproduced_flag(
+                stated,
+                recomputed,
+                self.delta.unwrap_or(0.0),
+            ));
         }
         Ok(ClaimReport {
             mechanism: self.mechanism,

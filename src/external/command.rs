@@ -176,7 +176,7 @@ pub struct RunOutput {
 impl Drop for CommandRunner {
     fn drop(&mut self) {
         if let Some(t) = &self._temp {
-            crate::audit::interrupt::forget_temp_dir(t.path());
+            crate::interrupt::forget_temp_dir(t.path());
         }
     }
 }
@@ -193,7 +193,7 @@ impl CommandRunner {
             None => {
                 let t = tempfile::Builder::new().prefix("gnnaudit-command-").tempdir()?;
                 // Ctrl-C ends the process without destructors: the handler removes it instead.
-                crate::audit::interrupt::remove_on_interrupt(t.path());
+                crate::interrupt::remove_on_interrupt(t.path());
                 (t.path().to_path_buf(), Some(t))
             }
         };
@@ -279,7 +279,7 @@ impl CommandRunner {
             Error::invalid("command", format!("cannot start `{}` (from `{shown}`): {e}", argv[0].to_string_lossy()))
         })?;
         let group = child.id();
-        crate::audit::interrupt::add_process_group(group);
+        crate::interrupt::add_process_group(group);
         *self.executed.borrow_mut() += 1;
         tracing::info!(command = %shown, "command target run");
         let status = loop {
@@ -305,7 +305,7 @@ impl CommandRunner {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        crate::audit::interrupt::remove_process_group(group);
+        crate::interrupt::remove_process_group(group);
         crate::ensure!(
             status.success(),
             Error::invalid(
@@ -375,7 +375,7 @@ fn kill_group(group: u32, child: &mut std::process::Child) {
     unsafe { libc::kill(-(group as libc::pid_t), libc::SIGKILL) };
     let _ = child.kill();
     let _ = child.wait();
-    crate::audit::interrupt::remove_process_group(group);
+    crate::interrupt::remove_process_group(group);
 }
 
 /// The shadow oracle of a command target: every training run the attack asks for is a run of

@@ -170,7 +170,8 @@ impl Deployment {
         let claim_report = match claim {
             Some(c) => {
                 // The attack graph holds each undirected edge once: the edge-level unit.
-                let units = crate::report::claim::private_units(c.unit(), n as u64, g.edges.len() as u64) as usize;
+                let units =
+                    crate::privacy::claim_rules::private_units(c.unit(), n as u64, g.edges.len() as u64) as usize;
                 Some(c.check(units)?)
             }
             None => None,

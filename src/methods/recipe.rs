@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 /// years (and size per-epoch buffers).
 pub const MAX_EPOCHS: usize = 1_000_000;
 
+/// Most runs (seeds) one `train` or `attack` makes, and most seeds of an audit cell: each run
+/// trains a model, so more is a typo (and 10^12 seeds alone would not fit in memory).
+pub const MAX_REPEATS: usize = 100_000;
+
 pub use super::registry::Method;
 
 impl Method {

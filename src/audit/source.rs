@@ -1,0 +1,36 @@
+//! Where an audit's dataset comes from, found without loading it: the cell keys hash the file,
+//! and validation and provenance name it.
+use crate::data;
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// Where a dataset comes from, resolved without loading it (for validation and provenance).
+#[derive(Debug, Clone, PartialEq)]
+pub enum DatasetSource {
+    /// Generated in memory (the synthetic CSBM).
+    Embedded,
+    File(PathBuf),
+}
+
+/// Resolves a dataset name the way the loaders do: `synthetic`; an existing path; then
+/// `<dir>/<name>.npz` in the loader's search folders (`data::search_dirs`: `--data-dir`,
+/// `GNNAUDIT_DATA`, `./datasets`).
+pub fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<DatasetSource> {
+    if name == "synthetic" {
+        return Ok(DatasetSource::Embedded);
+    }
+    let p = Path::new(name);
+    if p.is_file() {
+        return Ok(DatasetSource::File(p.to_path_buf()));
+    }
+    let mut searched = vec![];
+    for dir in data::search_dirs(data_dir) {
+        for cand in [dir.join(format!("{name}.npz")), dir.join(name)] {
+            if cand.is_file() {
+                return Ok(DatasetSource::File(cand));
+            }
+        }
+        searched.push(dir);
+    }
+    Err(Error::DatasetNotFound { name: name.to_string(), searched })
+}
