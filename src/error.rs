@@ -11,7 +11,7 @@ pub enum Error {
     #[error("invalid {field}: {message}")]
     InvalidParam { field: String, message: String },
     /// A named dataset that is neither embedded nor found in the data directory.
-    #[error("dataset '{name}' not found (looked in {})", searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    #[error("{}", crate::data::registry::not_found_message(name, searched))]
     DatasetNotFound { name: String, searched: Vec<PathBuf> },
     /// The accountant cannot meet a requested privacy target.
     #[error("privacy target unreachable: {0}")]
