@@ -7,12 +7,9 @@ use gnnaudit::train::accounting;
 use std::process::Command;
 use tch::{Kind, Tensor};
 
-fn data_dir() -> std::path::PathBuf {
-    std::env::var("GNNAUDIT_DATA").map(Into::into).unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .into()
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
 fn cora() -> data::Dataset {
     let raw = data::load_dataset("cora", Some(&data_dir())).unwrap();
