@@ -218,6 +218,7 @@ fn the_account_command_prints_the_registry_budget() {
         .args(["account", "budget", "--dataset", "cora", "--method", "gap-ndp", "--epsilon", "4", "--epochs", "2"])
         .args(["--hops", "1"])
         .args(["--json"])
+        .env("GNNAUDIT_DATA", test_data::data_dir())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

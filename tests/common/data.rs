@@ -33,22 +33,46 @@ pub fn data_dir() -> PathBuf {
 /// `None` after printing one SKIPPED line naming the test and how to get the data. A test that
 /// needs a larger graph starts with `let Some(dir) = need("test", "twitch-DE") else { return };`.
 pub fn need(test: &str, dataset: &str) -> Option<PathBuf> {
-    let found = std::iter::once(data_dir())
-        .chain(gnnaudit::data::registry::search_dirs(None))
-        .find(|d| d.join(format!("{dataset}.npz")).is_file());
+    let found = locate(dataset);
     if found.is_none() {
-        println!("SKIPPED: {test} needs {dataset} (set GNNAUDIT_DATA or run `gnnaudit datasets fetch {dataset}`)");
+        skipped(test, &[dataset]);
     }
     found
 }
 
-/// `need` for several datasets at once: the directory of each, or `None` (one SKIPPED line for
-/// the first missing one).
-pub fn need_all(test: &str, datasets: &[&str]) -> Option<Vec<PathBuf>> {
-    datasets.iter().map(|d| need(test, d)).collect()
+/// The directory holding `<dataset>.npz`, silently.
+pub fn locate(dataset: &str) -> Option<PathBuf> {
+    std::iter::once(data_dir())
+        .chain(gnnaudit::data::registry::search_dirs(None))
+        .find(|d| d.join(format!("{dataset}.npz")).is_file())
+}
+
+/// The one line a test prints when it skips (all or part of its work) for want of data.
+pub fn skipped(test: &str, datasets: &[&str]) {
+    println!(
+        "SKIPPED: {test} needs {} (set GNNAUDIT_DATA or run `gnnaudit datasets fetch {}`)",
+        datasets.join(", "),
+        datasets.join(" ")
+    );
 }
 
 /// True when `dir` holds `<dataset>.npz` (for tests that branch on data rather than skip).
 pub fn has(dir: &Path, dataset: &str) -> bool {
     dir.join(format!("{dataset}.npz")).is_file()
+}
+
+/// True when every dataset an audit config names (`[[datasets]] name`) is available, else false
+/// after one SKIPPED line for the first missing one (loading a config resolves its datasets).
+pub fn config_datasets_present(test: &str, config: &Path) -> bool {
+    let text = std::fs::read_to_string(config).unwrap_or_else(|e| panic!("{}: {e}", config.display()));
+    let value: toml::Value = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", config.display()));
+    let names: Vec<&str> = value
+        .get("datasets")
+        .and_then(|d| d.as_array())
+        .map(|ds| ds.iter().filter_map(|d| d.get("name")?.as_str()).collect())
+        .unwrap_or_default();
+    names
+        .into_iter()
+        .filter(|n| !n.starts_with("synthetic") && !n.contains('/'))
+        .all(|n| need(&format!("{test} ({})", config.display()), n).is_some())
 }
