@@ -130,10 +130,13 @@ fn fetch_refuses_a_corrupted_file_with_exit_2_and_leaves_nothing() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }
 
+/// Arguments, environment, and what the error must say.
+type RefusalCase<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+
 #[test]
 fn fetch_refuses_other_schemes_unknown_names_and_unconvertible_upstreams() {
     let home = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &[(&str, &str)], &[&str]); 4] = [
+    let cases: [RefusalCase; 4] = [
         (&["datasets", "fetch", "cora", "--mirror", "file:///etc"], &[], &["--mirror", "file:///etc", "http"]),
         (&["datasets", "fetch", "cora"], &[("GNNAUDIT_DATASETS_MIRROR", "ftp://x/")], &["GNNAUDIT_DATASETS_MIRROR"]),
         (&["datasets", "fetch", "no-such-graph"], &[], &["no-such-graph", "cora", "twitch-DE"]),
