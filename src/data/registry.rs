@@ -96,26 +96,6 @@ pub fn default_data_dir() -> Option<PathBuf> {
     Some(PathBuf::from(home).join(".cache/gnnaudit/datasets"))
 }
 
-/// The "dataset not found" message: every path tried, the state of `GNNAUDIT_DATA`, and how to
-/// get the data (`datasets fetch` for a catalog name).
-pub fn not_found_message(name: &str, searched: &[PathBuf]) -> String {
-    let tried = searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-    let env = match std::env::var_os("GNNAUDIT_DATA").filter(|v| !v.is_empty()) {
-        Some(v) => format!("GNNAUDIT_DATA is {}", PathBuf::from(v).display()),
-        None => "GNNAUDIT_DATA is not set".to_string(),
-    };
-    let fix = if super::catalog::find(name).is_some() {
-        format!("run `gnnaudit datasets fetch {name}`, or set GNNAUDIT_DATA (or --data-dir) to a directory holding {name}.npz")
-    } else {
-        format!(
-            "set GNNAUDIT_DATA (or --data-dir) to a directory holding {name}.npz, or give a path; \
-             `gnnaudit datasets fetch` knows: {}",
-            super::catalog::names().collect::<Vec<_>>().join(", ")
-        )
-    };
-    format!("dataset '{name}' not found (looked in {tried}; {env}): {fix}")
-}
-
 /// A dataset available by name: where it was found (None for the embedded one).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Available {
