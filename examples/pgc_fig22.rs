@@ -14,8 +14,8 @@ fn main() -> gnnaudit::error::Result<()> {
     let name = args.get(1).map(String::as_str).unwrap_or("cora");
     let collections: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
     let out = args.get(3).cloned().unwrap_or_else(|| format!("pgc-fig22-{name}.svg"));
-    let dir = std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| "../shared/datasets".into());
-    let mut ds = load_dataset(name, Some(std::path::Path::new(&dir)))?;
+    // By name: $GNNAUDIT_DATA, then ~/.cache/gnnaudit/datasets (`gnnaudit datasets fetch NAME`).
+    let mut ds = load_dataset(name, None)?;
     if name.starts_with("twitch") {
         ds = drop_zero_columns(&ds);
     }

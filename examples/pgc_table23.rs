@@ -18,8 +18,8 @@ fn main() -> gnnaudit::error::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let name = args.get(1).map(String::as_str).unwrap_or("cora");
     let runs: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
-    let dir = std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| "../shared/datasets".into());
-    let raw = load_dataset(name, Some(std::path::Path::new(&dir)))?;
+    // By name: $GNNAUDIT_DATA, then ~/.cache/gnnaudit/datasets (`gnnaudit datasets fetch NAME`).
+    let raw = load_dataset(name, None)?;
     let twitch = name.starts_with("twitch");
     let (cfg0, ds) = if twitch {
         let ds = drop_zero_columns(&raw);

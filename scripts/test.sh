@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # The test suite: installs libtorch on first use (see libtorch-env.sh), then runs every test of the
-# workspace. Tests read datasets from GNNAUDIT_DATA (default: ../shared/datasets beside the clone).
+# workspace. Tests need no data beside the repository: cora ships in tests/fixtures; tests on larger
+# graphs read GNNAUDIT_DATA or ~/.cache/gnnaudit/datasets (`gnnaudit datasets fetch NAME`) and say
+# SKIPPED when their graph is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/libtorch-env.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gnnaudit/target}"
-export GNNAUDIT_DATA="${GNNAUDIT_DATA:-$PWD/../shared/datasets}"
+# cargo-nextest runs one process per test, all cores busy. Without it, install it from source once
+# (a few minutes) unless GNNAUDIT_NO_INSTALL=1; if that fails too, fall back to cargo test.
+if ! cargo nextest --version >/dev/null 2>&1 && [ "${GNNAUDIT_NO_INSTALL:-0}" != 1 ]; then
+  echo "note: cargo-nextest not found; installing it (cargo install cargo-nextest --locked)" >&2
+  cargo install cargo-nextest --locked --quiet >&2 \
+    || echo "warning: could not install cargo-nextest; falling back to cargo test" >&2
+fi
 if cargo nextest --version >/dev/null 2>&1; then
   # One process per test (.config/nextest.toml), as many at once as there are cores.
   exec cargo nextest run --workspace "$@"
@@ -13,6 +21,6 @@ fi
 # Without cargo-nextest: one test at a time within each test binary, because libtorch's random
 # generator is process-wide and tests that seed it and assert reproducible results interfere
 # when the harness runs them as parallel threads of one process.
-echo "note: cargo-nextest not found; running the tests one at a time per binary" >&2
+echo "note: running the tests with cargo test, one at a time per binary" >&2
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
 exec cargo test --workspace "$@"

@@ -11,7 +11,7 @@ pub enum Error {
     #[error("invalid {field}: {message}")]
     InvalidParam { field: String, message: String },
     /// A named dataset that is neither embedded nor found in the data directory.
-    #[error("dataset '{name}' not found (looked in {})", searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    #[error("{}", not_found_message(name, searched))]
     DatasetNotFound { name: String, searched: Vec<PathBuf> },
     /// The accountant cannot meet a requested privacy target.
     #[error("privacy target unreachable: {0}")]
@@ -27,6 +27,19 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// "dataset not found": every path tried, the state of `GNNAUDIT_DATA`, and how to get the data.
+fn not_found_message(name: &str, searched: &[PathBuf]) -> String {
+    let tried = searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+    let env = match std::env::var_os("GNNAUDIT_DATA").filter(|v| !v.is_empty()) {
+        Some(v) => format!("GNNAUDIT_DATA is {}", PathBuf::from(v).display()),
+        None => "GNNAUDIT_DATA is not set".to_string(),
+    };
+    format!(
+        "dataset '{name}' not found (looked in {tried}; {env}): run `gnnaudit datasets fetch {name}` (it lists \
+         the datasets it knows), or set GNNAUDIT_DATA (or --data-dir) to a directory holding {name}.npz"
+    )
+}
 
 impl Error {
     pub fn bad_file(path: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {

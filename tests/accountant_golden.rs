@@ -1,6 +1,6 @@
-//! Golden accountant vectors (../shared/golden/accountant.json, or the file named by
+//! Golden accountant vectors (tests/golden/accountant.json, or the file named by
 //! GNNAUDIT_GOLDEN): every case and every expected field is checked within its stated tolerance
-//! (README beside the file). A case of an unknown kind, or an expected field this test does not
+//! (tests/golden/accountant.README.md). A case of an unknown kind, or an expected field this test does not
 //! compute, is a failure, never a skip.
 use gnnaudit::privacy::accountant::compat::{
     autodp_gap_style_epsilon, dp_accounting_compute_epsilon, dp_accounting_rdp_epsilon, opacus_get_noise_multiplier,
@@ -21,13 +21,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 fn golden_path() -> String {
-    std::env::var("GNNAUDIT_GOLDEN").unwrap_or_else(|_| {
-        format!(
-            "{}/../shared/golden/accountant.json",
-            std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")
-        )
-        .to_string()
-    })
+    std::env::var("GNNAUDIT_GOLDEN")
+        .unwrap_or_else(|_| format!("{}/tests/golden/accountant.json", env!("CARGO_MANIFEST_DIR")))
 }
 
 /// What we computed for one case: a number or a vector per field.

@@ -3,12 +3,9 @@
 //! exceed a correct claim, and flag the planted-bug variant whose noise is 10x too small.
 use std::process::Command;
 
-fn data_dir() -> String {
-    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .into()
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
 fn audit(method: &str, epsilon: Option<&str>, extra: &[&str]) -> serde_json::Value {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gnnaudit"));

@@ -3,12 +3,9 @@
 //! edges. Each model must beat chance clearly; the figures are in attacks/REPRODUCTION.md.
 use std::process::Command;
 
-fn data_dir() -> String {
-    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .into()
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
 fn auc(attack: &str, model: &str) -> f64 {
     let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))

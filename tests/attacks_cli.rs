@@ -3,12 +3,9 @@
 //! LDP canary records: LPGNN without and with its randomiser), saved targets, and bad input.
 use std::process::Command;
 
-fn data_dir() -> String {
-    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .into()
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
 fn attack(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_gnnaudit"))

@@ -20,7 +20,7 @@ mod common_cora;
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
         .args(args)
-        .env("GNNAUDIT_DATA", std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| "../shared/datasets".into()))
+        .env("GNNAUDIT_DATA", common_cora::data_dir())
         .output()
         .expect("gnnaudit runs")
 }

@@ -2,16 +2,10 @@
 // dataset with a seeded random split.
 #![allow(dead_code)]
 use gnnaudit::data::{load_dataset, random_split, Dataset, SplitRatios};
-use std::path::PathBuf;
 
-pub fn data_dir() -> PathBuf {
-    std::env::var_os("GNNAUDIT_DATA").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "{}/../shared/datasets",
-            std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")
-        ))
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+pub use test_data::*;
 
 /// Loads `name` and splits its nodes uniformly at random (the rest of the nodes go to test).
 pub fn load(name: &str, train: f64, val: f64, seed: u64) -> Dataset {

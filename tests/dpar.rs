@@ -10,6 +10,10 @@ use gnnaudit::privacy::accountant::dpar::*;
 use gnnaudit::privacy::accountant::rdp_epsilon;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::path::Path;
+
+#[path = "common/data.rs"]
+mod test_data;
 
 fn undirected(n: usize, edges: &[(usize, usize)]) -> Graph {
     Graph::from_edges(n, edges.iter().flat_map(|&(u, v)| [(u, v), (v, u)])).unwrap()
@@ -72,7 +76,8 @@ fn ista_meets_its_tolerance_against_power_iteration() {
 
 #[test]
 fn ista_is_local_on_cora_ml() {
-    let ds = load_dataset("cora-ml", None).unwrap();
+    let Some(dir) = test_data::need("ista_is_local_on_cora_ml", "cora-ml") else { return };
+    let ds = load_dataset("cora-ml", Some(&dir)).unwrap();
     let g = undirected(ds.graph.num_nodes(), &ds.graph.edges().collect::<Vec<_>>());
     let params = ApprParams::default();
     let mut support = Vec::new();
@@ -273,8 +278,13 @@ fn spec_goldens_for_the_dpar_budgets() {
     assert!(twice.validate().is_err());
 }
 
-fn gnnaudit_cmd(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().expect("run gnnaudit")
+/// gnnaudit with `data` (where cora-ml was found) as its data directory.
+fn gnnaudit_cmd(data: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
+        .args(args)
+        .env("GNNAUDIT_DATA", data)
+        .output()
+        .expect("run gnnaudit")
 }
 
 fn json_of(out: &std::process::Output) -> serde_json::Value {
@@ -300,10 +310,11 @@ const SMALL: &[&str] = &[
 
 #[test]
 fn account_and_train_give_the_same_epsilon() {
+    let Some(data) = test_data::need("account_and_train_give_the_same_epsilon", "cora-ml") else { return };
     for (method, appr_flag) in [("dpar-gm", "sigma_pr"), ("dpar-em0", "em_epsilon_per_pick")] {
         let mut args = vec!["train", "--method", method, "--epsilon", "6", "--json", "--no-pld"];
         args.extend_from_slice(SMALL);
-        let run = json_of(&gnnaudit_cmd(&args));
+        let run = json_of(&gnnaudit_cmd(&data, &args));
         let b = &run["budget"];
         let noise = |k: &str| -> String {
             let v = b["noise"].as_array().unwrap().iter().find(|p| p[0] == k).unwrap_or_else(|| panic!("{k}"))[1]
@@ -325,7 +336,7 @@ fn account_and_train_give_the_same_epsilon() {
         } else {
             acc.extend(["--method", "dpar-em", "--em-epsilon", &appr]);
         }
-        let accounted = json_of(&gnnaudit_cmd(&acc))["budget"]["epsilon_rdp"].as_f64().unwrap();
+        let accounted = json_of(&gnnaudit_cmd(&data, &acc))["budget"]["epsilon_rdp"].as_f64().unwrap();
         assert!((accounted - trained).abs() < 1e-6 * trained, "{method}: account {accounted} vs train {trained}");
         // The thesis's own total for the same noise is far below the sound one (spec §3.6).
         let paper =
@@ -336,6 +347,7 @@ fn account_and_train_give_the_same_epsilon() {
 
 #[test]
 fn bad_dpar_input_exits_2_naming_the_field() {
+    let Some(data) = test_data::need("bad_dpar_input_exits_2_naming_the_field", "cora-ml") else { return };
     for (extra, field) in [
         (vec!["--method", "dpar-gm", "--epsilon", "0"], "epsilon"),
         (vec!["--method", "dpar-gm", "--epsilon", "-1"], "epsilon"),
@@ -351,7 +363,7 @@ fn bad_dpar_input_exits_2_naming_the_field() {
     ] {
         let mut args = vec!["train", "--dataset", "cora-ml"];
         args.extend(extra.iter());
-        let out = gnnaudit_cmd(&args);
+        let out = gnnaudit_cmd(&data, &args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
         assert!(err.contains(field), "{extra:?} should name {field}: {err}");
@@ -360,24 +372,30 @@ fn bad_dpar_input_exits_2_naming_the_field() {
 
 #[test]
 fn vanilla_dpar_learns_and_leaks_degrees_through_a_checkpoint() {
+    let Some(data) = test_data::need("vanilla_dpar_learns_and_leaks_degrees_through_a_checkpoint", "cora-ml") else {
+        return;
+    };
     let dir = std::env::temp_dir().join(format!("gnnaudit-dpar-{}", std::process::id()));
     let base = ["--dataset", "cora-ml", "--m-rows", "400", "--epochs", "30", "--threads", "1"];
     let mut args = vec!["train", "--method", "dpar-inf", "--json", "--lr", "0.01", "--save", dir.to_str().unwrap()];
     args.extend_from_slice(&base);
-    let run = json_of(&gnnaudit_cmd(&args));
+    let run = json_of(&gnnaudit_cmd(&data, &args));
     let acc = run["test_accuracy"]["mean"].as_f64().unwrap();
     // 7 classes, the largest ~30%: PPRGo on 400 labelled rows, inferred on the disjoint test graph.
     assert!(acc > 0.6, "dpar-inf test accuracy {acc}");
-    let attack = json_of(&gnnaudit_cmd(&[
-        "attack",
-        "--attack",
-        "degree-inference",
-        "--target",
-        dir.to_str().unwrap(),
-        "--dataset",
-        "cora-ml",
-        "--json",
-    ]));
+    let attack = json_of(&gnnaudit_cmd(
+        &data,
+        &[
+            "attack",
+            "--attack",
+            "degree-inference",
+            "--target",
+            dir.to_str().unwrap(),
+            "--dataset",
+            "cora-ml",
+            "--json",
+        ],
+    ));
     let d = &attack["runs"][0]["details"];
     let ratio = d["rmse_ratio"].as_f64().unwrap();
     assert_eq!(d["nodes"].as_u64(), Some(400));

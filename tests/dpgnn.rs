@@ -1,7 +1,7 @@
 //! DP-GNN: its accountant against an independent computation of Daigavane et al.'s bound and the
 //! golden `dpgnn` cases, its input validation, and a utility floor on Cora.
 mod common_cora;
-use common_cora::{data_dir, load};
+use common_cora::load;
 use gnnaudit::methods::dpgnn::{train, DpgnnConfig};
 use gnnaudit::privacy::accountant::rdp::{rdp_curve, rdp_epsilon_classic};
 use gnnaudit::privacy::accountant::{methods, PrivacyUnit};
@@ -38,7 +38,7 @@ fn independent_rdp(n: u64, k: u64, m: u64, c: f64, s: f64, steps: u64, alpha: f6
 
 #[test]
 fn accountant_matches_an_independent_computation_and_the_golden_cases() {
-    let path = data_dir().join("../golden/accountant.json");
+    let path = common_cora::golden("accountant.json");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let cases: Vec<_> = v["cases"].as_array().unwrap().iter().filter(|c| c["kind"] == "dpgnn").collect();
     assert!(!cases.is_empty());

@@ -121,7 +121,9 @@ fn bad_exports_are_refused_naming_the_file() {
     assert_bad_input(&attack(&dir.path().join("wrong_signature.pt"), "cora"), "wrong_signature.pt", "forward(x");
     assert_bad_input(&attack(&dir.path().join("nan_output.pt"), "cora"), "nan_output.pt", "NaN");
     // cora-ml has 2879 features; the export expects cora's 1433.
-    assert_bad_input(&attack(&exported().join("model.pt"), "cora-ml"), "model.pt", "2879");
+    if need("bad_exports_are_refused_naming_the_file (its cora-ml case)", "cora-ml").is_some() {
+        assert_bad_input(&attack(&exported().join("model.pt"), "cora-ml"), "model.pt", "2879");
+    }
     let junk = dir.path().join("junk.pt");
     std::fs::write(&junk, b"not a module").unwrap();
     assert_bad_input(&attack(&junk, "cora"), "junk.pt", "not a loadable TorchScript module");

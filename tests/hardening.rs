@@ -3,17 +3,12 @@
 //! panic, an abort or a C++ frame, and never a silently wrong result.
 use ndarray::{arr1, arr2, Array1, Array2};
 use ndarray_npy::NpzWriter;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("GNNAUDIT_DATA").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "{}/../shared/datasets",
-            std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")
-        ))
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
 fn command(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gnnaudit"));

@@ -7,14 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("GNNAUDIT_DATA").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "{}/../shared/datasets",
-            std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR")
-        ))
-    })
-}
+#[path = "common/data.rs"]
+#[allow(dead_code)]
+mod data;
+use data::data_dir;
 
 fn command(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gnnaudit"));

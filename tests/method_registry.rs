@@ -1,6 +1,8 @@
 //! The method registry is the only list of methods: the README and the quick config's field
 //! reference are generated from it, `account budget` equals what each method's training claims,
 //! and a knob a method does not read is refused by name. `GNNAUDIT_BLESS=1` rewrites the docs.
+#[path = "common/data.rs"]
+mod test_data;
 use gnnaudit::audit::config::DeltaPolicy;
 use gnnaudit::audit::recipe::build_recipe;
 use gnnaudit::audit::Epsilon;
@@ -161,7 +163,7 @@ fn zero_means_zero_for_lpgnn_dropout_and_weight_decay() {
 }
 
 fn cora_for(m: Method) -> Dataset {
-    let raw = data::load_dataset("cora", None).expect("cora (set GNNAUDIT_DATA)");
+    let raw = data::load_dataset("cora", Some(&test_data::data_dir())).unwrap();
     data::transforms::prepare_like_gap(&raw, 1, m.spec().split, 0).unwrap()
 }
 
@@ -216,6 +218,7 @@ fn the_account_command_prints_the_registry_budget() {
         .args(["account", "budget", "--dataset", "cora", "--method", "gap-ndp", "--epsilon", "4", "--epochs", "2"])
         .args(["--hops", "1"])
         .args(["--json"])
+        .env("GNNAUDIT_DATA", test_data::data_dir())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -7,12 +7,9 @@ use gnnaudit::data;
 use gnnaudit_attacks::membership::{metric_mia, MembershipMetric, MiaParams};
 use std::process::Command;
 
-fn data_dir() -> std::path::PathBuf {
-    std::env::var("GNNAUDIT_DATA").map(Into::into).unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .into()
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
 fn gnnaudit(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_gnnaudit"))

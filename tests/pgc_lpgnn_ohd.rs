@@ -7,12 +7,9 @@ use gnnaudit::audit::recipe::build_recipe;
 use gnnaudit::data::{self, SplitRatios};
 use gnnaudit::methods::lpgnn::{config, train, FeatureMode};
 
-fn data_dir() -> std::path::PathBuf {
-    std::env::var("GNNAUDIT_DATA").map(Into::into).unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .into()
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
 /// The config's OHD row, trained on Cora (split and training seed 1, as its audit cell does),
 /// beats the majority class (30.2%) by 10 points and predicts more than one class.

@@ -6,14 +6,11 @@ use gnnaudit::methods::{self, Method, Recipe};
 use gnnaudit::privacy::accountant::{calibrate_by, pld_epsilon, rdp_epsilon, Accountant, Event};
 use std::process::Command;
 
-fn data_dir() -> std::path::PathBuf {
-    std::env::var("GNNAUDIT_DATA").map(Into::into).unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .into()
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
-/// Golden case `calib_q0.01_T10000_d1e-05_eps1` (/work/shared/golden/accountant.json,
+/// Golden case `calib_q0.01_T10000_d1e-05_eps1` (tests/golden/accountant.json,
 /// dp_accounting 0.6.0): RDP needs sigma 4.1258, PLD permits 3.8132.
 #[test]
 fn pld_sigma_is_below_rdp_and_its_pld_epsilon_meets_the_target() {

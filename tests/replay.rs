@@ -11,7 +11,11 @@ use gnnaudit::replay::{replay, units, ReplayOptions, ReplayReport, TOLERANCE};
 use std::process::Command;
 
 fn prepared(name: &str, min_class_count: usize) -> Dataset {
-    let raw = data::load_dataset(name, Some(&common::data_dir())).unwrap();
+    prepared_from(&common::data_dir(), name, min_class_count)
+}
+
+fn prepared_from(dir: &std::path::Path, name: &str, min_class_count: usize) -> Dataset {
+    let raw = data::load_dataset(name, Some(dir)).unwrap();
     data::transforms::prepare_like_gap(&raw, min_class_count, SplitRatios::default(), 0).unwrap()
 }
 
@@ -100,7 +104,9 @@ fn progap_dp_mlp_and_sage_edp_hold() {
 /// the reference does) under the same noise, is flagged on Cornell5 (the bench's setting).
 #[test]
 fn dpgnn_holds_and_dpgnn_rowclip_is_flagged_on_cornell5() {
-    let ds = prepared("facebook100-Cornell5", 1000);
+    let test = "dpgnn_holds_and_dpgnn_rowclip_is_flagged_on_cornell5";
+    let Some(dir) = common::need(test, "facebook100-Cornell5") else { return };
+    let ds = prepared_from(&dir, "facebook100-Cornell5", 1000);
     let rep = run(&recipe(Method::Dpgnn, 8.0), &ds, 3);
     assert_holds(&rep);
     assert!(rep.unsound.is_none());

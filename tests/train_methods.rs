@@ -5,12 +5,9 @@ use gnnaudit::methods::{self as train, Method, Recipe};
 use gnnaudit::privacy::accountant::PrivacyUnit;
 use gnnaudit::train::accounting;
 
-fn data_dir() -> std::path::PathBuf {
-    std::env::var("GNNAUDIT_DATA").map(Into::into).unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .into()
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
 /// Trains with budgets by RDP only: the PLD epsilon costs seconds per budget and is the
 /// accountant's own test subject.

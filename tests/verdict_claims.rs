@@ -12,9 +12,10 @@ use gnnaudit::report::config::DatasetSpec;
 use gnnaudit::report::record::BudgetRecord;
 use std::path::PathBuf;
 
-fn data_dir() -> PathBuf {
-    std::env::var_os("GNNAUDIT_DATA").map_or_else(|| PathBuf::from("../shared/datasets"), PathBuf::from)
-}
+#[path = "common/data.rs"]
+#[allow(dead_code)]
+mod data;
+use data::data_dir;
 
 /// The flags of the CLI's checker (as `attack --claim` computes them on the attack graph) and of
 /// the audit's (on the report's dataset statistics), for one declared claim on cora.

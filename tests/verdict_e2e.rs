@@ -5,11 +5,9 @@
 //! `canary_edge_audit_never_accuses_a_model_that_reads_no_edge` in tests/attacks_cli.rs.
 use std::process::Command;
 
-fn data_dir() -> String {
-    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-    })
-}
+#[path = "common/data.rs"]
+mod test_data;
+use test_data::data_dir;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))

@@ -14,7 +14,7 @@ pub enum DatasetSource {
 
 /// Resolves a dataset name the way the loaders do: `synthetic`; an existing path; then
 /// `<dir>/<name>.npz` in the loader's search folders (`data::search_dirs`: `--data-dir`,
-/// `GNNAUDIT_DATA`, `./datasets`).
+/// `GNNAUDIT_DATA`, `~/.cache/gnnaudit/datasets`, `./datasets`).
 pub fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<DatasetSource> {
     if name == "synthetic" {
         return Ok(DatasetSource::Embedded);

@@ -1,5 +1,5 @@
 //! `gnnaudit bench <what>`: speed measurements against the reference libraries' anchors
-//! (../shared/anchors). Not tests: the figures go into reports.
+//! (benches/anchors/: each figure with its source, machine and protocol). Not tests: the figures go into reports.
 use crate::error::Result;
 use crate::privacy::accountant::rdp::{default_orders, rdp_curve};
 use crate::privacy::accountant::{calibrate, pld_epsilon, rdp_epsilon, Event};
@@ -14,9 +14,9 @@ pub struct BenchArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Accountant speed vs Opacus / dp_accounting (anchors/accountant_timing.md).
+    /// Accountant speed vs Opacus / dp_accounting (benches/anchors/accountant_timing.md).
     Accountant(AccountantBench),
-    /// MLP, DP-MLP, GAP, ProGAP, GraphSAGE, SAGE-EDP and DP-GNN cells of ../shared/anchors/reference_progap.md: accuracy,
+    /// MLP, DP-MLP, GAP, ProGAP, GraphSAGE, SAGE-EDP and DP-GNN cells of benches/anchors/reference_progap.md: accuracy,
     /// whole-process wall time and peak RSS next to the reference's.
     Methods(super::bench_methods::BenchMethodsArgs),
     /// Audit throughput of a 20-cell audit at --jobs 1 against --jobs N (one machine).

@@ -1,5 +1,5 @@
 //! `gnnaudit bench methods`: runs the cells of the reference anchors table
-//! (../shared/anchors/reference_progap.md) for MLP, DP-MLP, GAP, ProGAP, GraphSAGE, SAGE-EDP and
+//! (benches/anchors/reference_progap.md) for MLP, DP-MLP, GAP, ProGAP, GraphSAGE, SAGE-EDP and
 //! DP-GNN, one child process per (cell, seed) so that wall time and peak RSS are whole-process figures like the anchors', and
 //! prints accuracy, time and memory next to the reference with the ratios, and each cell's
 //! in-process CPU time against its compute floor ([`super::bench_floor`]): sampled, in one pass and

@@ -13,14 +13,17 @@
 //!
 //! Every transform returns a new [`Dataset`]; those that drop nodes keep features, labels, class
 //! names and split aligned.
+pub mod catalog;
 pub mod csbm;
 pub mod dataset;
 pub mod degree;
+pub mod download;
 pub mod fingerprint;
 pub mod graph;
 pub mod grouping;
 pub mod link_split;
 pub mod memory;
+pub mod normalise;
 pub mod npz;
 pub mod partition;
 pub mod registry;

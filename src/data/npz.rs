@@ -1,4 +1,4 @@
-//! Reader for the gnn-benchmark `.npz` layout (shchur/gnn-benchmark; ../shared/datasets/README.md).
+//! Reader for the gnn-benchmark `.npz` layout (shchur/gnn-benchmark; docs/datasets.md).
 //!
 //! Keys: `adj_{data,indices,indptr,shape}` (CSR adjacency; row u, column v means the edge u -> v),
 //! `attr_{data,indices,indptr,shape}` (CSR features, kept sparse) or a dense `attr_matrix`, and

@@ -8,7 +8,8 @@
 //!   `nodes.{csv,parquet}`, or an edge file whose name contains `edges` next to the node file of
 //!   the same name with `nodes` (e.g. `cora.edges.csv` + `cora.nodes.csv`); see [`super::table`];
 //! - a name, looked up as `<dir>/<name>.npz`, `<dir>/<name>.toml` or `<dir>/<name>/` in the data
-//!   directory (`--data-dir`), then `$GNNAUDIT_DATA`, then `./datasets`.
+//!   directory (`--data-dir`), then `$GNNAUDIT_DATA`, then `~/.cache/gnnaudit/datasets` (where
+//!   `gnnaudit datasets fetch` installs), then `./datasets`.
 use super::csbm::Csbm;
 use super::dataset::Dataset;
 use super::{npz, table};
@@ -74,7 +75,8 @@ pub fn check_data_dir(data_dir: Option<&Path>) -> Result<()> {
     }
 }
 
-/// The directories a name is looked up in, in order: `data_dir`, `$GNNAUDIT_DATA`, `./datasets`.
+/// The directories a name is looked up in, in order: `data_dir`, `$GNNAUDIT_DATA`,
+/// [`default_data_dir`], `./datasets`.
 pub fn search_dirs(data_dir: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(d) = data_dir {
@@ -83,8 +85,15 @@ pub fn search_dirs(data_dir: Option<&Path>) -> Vec<PathBuf> {
     if let Some(env) = std::env::var_os("GNNAUDIT_DATA").filter(|v| !v.is_empty()) {
         dirs.push(PathBuf::from(env));
     }
+    dirs.extend(default_data_dir());
     dirs.push(PathBuf::from("datasets"));
     dirs
+}
+
+/// Where `gnnaudit datasets fetch` installs: `~/.cache/gnnaudit/datasets` (None without a home).
+pub fn default_data_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+    Some(PathBuf::from(home).join(".cache/gnnaudit/datasets"))
 }
 
 /// A dataset available by name: where it was found (None for the embedded one).

@@ -153,7 +153,7 @@ fn subgraph(ds: &Dataset, keep: &[usize]) -> Dataset {
 
 /// The GAP/ProGAP reference preprocessing, in its order: symmetrise, RandomNodeSplit (ratios,
 /// default 75/10/15), FilterClassByCount(min_class_count, remove_unlabeled), RemoveSelfLoops,
-/// RemoveIsolatedNodes (../shared/anchors/reference_progap.md). The split is drawn before the
+/// RemoveIsolatedNodes (benches/anchors/reference_progap.md). The split is drawn before the
 /// filter, as the reference does, so its sizes are only near the ratios afterwards.
 ///
 /// At most one copy of the input is made: a step that would change nothing is skipped (its

@@ -1,5 +1,5 @@
 //! Writes a graph a `command` target trains on in the documented `.npz` layout
-//! (../shared/datasets/README.md, read back by `data::npz`): CSR adjacency `adj_*` (symmetric,
+//! (docs/datasets.md, read back by `data::npz`): CSR adjacency `adj_*` (symmetric,
 //! binary, no self loops), CSR features `attr_*`, `labels`, plus the split gnnaudit chose as
 //! boolean masks `train_mask`, `val_mask`, `test_mask` (extra keys every reader ignores).
 use crate::error::{Error, Result};

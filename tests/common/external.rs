@@ -5,12 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-pub fn data_dir() -> String {
-    std::env::var("GNNAUDIT_DATA").unwrap_or_else(|_| {
-        format!("{}/../shared/datasets", std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .into()
-    })
-}
+#[path = "data.rs"]
+mod test_data;
+pub use test_data::*;
 
 /// The interpreter of the venv scripts/libtorch-env.sh installs (VIRTUAL_ENV), else python3.
 pub fn python() -> PathBuf {
