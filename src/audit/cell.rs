@@ -76,7 +76,7 @@ fn inputs_of(
     }
     if m.method == super::config::EXTERNAL_METHOD {
         // An unparsable table is refused by validation before any work; it has no files.
-        if let Ok((target, claim)) = super::external::from_method(m) {
+        if let Ok((target, claim)) = super::source::from_method(m) {
             for (role, p) in target.input_files() {
                 inputs.insert(role, file(&p));
             }

@@ -11,23 +11,11 @@ use crate::error::{Error, Result};
 use crate::external::run::Deployment;
 use crate::external::{DeclaredClaim, TargetSpec};
 use crate::privacy::accountant::Budget;
-use crate::report::config::MethodSpec;
 use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
 use crate::train::Accuracy;
 use std::time::Instant;
 
-/// The target and claim a pseudo-method carries.
-pub fn from_method(m: &MethodSpec) -> Result<(TargetSpec, Option<DeclaredClaim>)> {
-    let get = |k: &str| m.params.get(k).cloned();
-    let target: TargetSpec = get("target")
-        .ok_or_else(|| Error::invalid("target", "missing"))?
-        .try_into()
-        .map_err(|e: toml::de::Error| Error::invalid("target", e.to_string().trim().to_string()))?;
-    let claim = get("claim")
-        .map(|c| c.try_into().map_err(|e: toml::de::Error| Error::invalid("claim", e.to_string().trim().to_string())))
-        .transpose()?;
-    Ok((target, claim))
-}
+pub use super::source::from_method;
 
 /// Checks `[target]` and `[claim]` before any work (errors name `target.*` / `claim.*`).
 pub fn validate(target: &TargetSpec, claim: Option<&DeclaredClaim>) -> Result<()> {

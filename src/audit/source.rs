@@ -1,7 +1,10 @@
-//! Where an audit's dataset comes from, found without loading it: the cell keys hash the file,
-//! and validation and provenance name it.
+//! Where an audit's inputs come from, found without loading them: the dataset file and an
+//! external target's tables. The cell keys hash these files, and validation and provenance name
+//! them.
 use crate::data;
 use crate::error::{Error, Result};
+use crate::external::{DeclaredClaim, TargetSpec};
+use crate::report::config::MethodSpec;
 use std::path::{Path, PathBuf};
 
 /// Where a dataset comes from, resolved without loading it (for validation and provenance).
@@ -33,4 +36,17 @@ pub fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<DatasetSou
         searched.push(dir);
     }
     Err(Error::DatasetNotFound { name: name.to_string(), searched })
+}
+
+/// The target and claim a pseudo-method carries.
+pub fn from_method(m: &MethodSpec) -> Result<(TargetSpec, Option<DeclaredClaim>)> {
+    let get = |k: &str| m.params.get(k).cloned();
+    let target: TargetSpec = get("target")
+        .ok_or_else(|| Error::invalid("target", "missing"))?
+        .try_into()
+        .map_err(|e: toml::de::Error| Error::invalid("target", e.to_string().trim().to_string()))?;
+    let claim = get("claim")
+        .map(|c| c.try_into().map_err(|e: toml::de::Error| Error::invalid("claim", e.to_string().trim().to_string())))
+        .transpose()?;
+    Ok((target, claim))
 }

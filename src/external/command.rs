@@ -475,7 +475,7 @@ mod tests {
         let script = dir.path().join("release.sh");
         std::fs::write(&script, "printf 'node,a,b\\n0,0.5,0.5\\n1,1,0\\n2,0.2,0.8\\n' > \"$1\"/posteriors.csv\n")
             .unwrap();
-        let t = format!("sh {} {{out}} # {{graph}}", script.display());
+        let t = format!("sh {} {{out}} {{graph}}", script.display());
         let r = CommandRunner::new(&t, 30.0, Some(dir.path())).unwrap();
         r.run(&g, &s, 1).unwrap();
         r.run(&g, &s, 1).unwrap();
