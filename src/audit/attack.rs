@@ -114,17 +114,21 @@ pub fn run_attacks(
     }
     let graph = attack_graph(ds)?;
     let split = node_split(ds.split()?);
-    let black_box = ModelBlackBox::new(run.model.as_ref());
-    let oracle = CountingOracle { inner: RecipeOracle::new(recipe, &run.budget, &ds.name), progress };
-    let white_box = CpuWhiteBox::of(run.model.white_box());
-    let target = Target {
-        graph: &graph,
-        split: &split,
-        black_box: &black_box,
-        white_box: CpuWhiteBox::as_dyn(&white_box),
-        oracle: Some(&oracle),
-        claim: claim_of(&run.budget),
-    };
+    with_target(recipe, run, ds, (&graph, &split), claim_of(&run.budget), progress, |target| {
+        attack_all(cell, recipe, ds, run, (&graph, &split), target, progress)
+    })
+}
+
+/// The loop of [`run_attacks`] over one built target (and its control, on the same graph).
+fn attack_all(
+    cell: &CellSpec,
+    recipe: &Recipe,
+    ds: &Dataset,
+    run: &TrainedRun,
+    (graph, split): (&AttackGraph, &NodeSplit),
+    target: &Target,
+    progress: &Progress,
+) -> Result<Vec<AttackRecord>> {
     let mut control = PositiveControl::of(recipe)?;
     let mut out = vec![];
     for (i, a) in cell.attacks.iter().enumerate() {
@@ -163,13 +167,14 @@ pub fn run_attacks(
         params.confidence = Some(1.0 - (1.0 - confidence) / cell.runs.max(1) as f64);
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
         // The one-feature game is compared with the per-feature claim (PGC: eps per feature).
-        let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget)?, ..target };
+        let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget)?, ..*target };
         let mut result = run_attack(&own, &knowledge, &params, seed).map_err(from_attack)?;
         let mut control_record = None;
         if let (Verdict::Inconclusive, Some(c)) = (result.verdict, control.as_mut()) {
             // The same attack, seed and settings on the control, judged against this claim.
             progress.set_message(Stage::Attack, format!("{} on the control {}", a.label(), c.recipe.method.name()));
-            let on_control = c.attack(ds, cell.key.seed, own.claim, &knowledge, &params, seed, progress)?;
+            let on_control =
+                c.attack(ds, (graph, split), cell.key.seed, own.claim, &knowledge, &params, seed, progress)?;
             result.judge_with_control(on_control.eps_lb);
             control_record = Some(ControlRecord {
                 method: c.recipe.method.name().into(),
@@ -206,6 +211,7 @@ impl PositiveControl {
     fn attack(
         &mut self,
         ds: &Dataset,
+        on: (&AttackGraph, &NodeSplit),
         train_seed: u64,
         claim: attacks::Claim,
         knowledge: &AdversaryKnowledge,
@@ -220,21 +226,34 @@ impl PositiveControl {
             progress.done(Stage::Training);
         }
         let run = self.run.as_ref().expect("trained above");
-        let graph = attack_graph(ds)?;
-        let split = node_split(ds.split()?);
-        let black_box = ModelBlackBox::new(run.model.as_ref());
-        let oracle = CountingOracle { inner: RecipeOracle::new(&self.recipe, &run.budget, &ds.name), progress };
-        let white_box = CpuWhiteBox::of(run.model.white_box());
-        let target = Target {
-            graph: &graph,
-            split: &split,
-            black_box: &black_box,
-            white_box: CpuWhiteBox::as_dyn(&white_box),
-            oracle: Some(&oracle),
-            claim,
-        };
-        run_attack(&target, knowledge, params, seed).map_err(from_attack)
+        with_target(&self.recipe, run, ds, on, claim, progress, |target| {
+            run_attack(target, knowledge, params, seed).map_err(from_attack)
+        })
     }
+}
+
+/// What the attacks may see of a trained run on `graph`: its posteriors, its white box (on the
+/// CPU) and shadow training with its recipe, judged against `claim`.
+fn with_target<R>(
+    recipe: &Recipe,
+    run: &TrainedRun,
+    ds: &Dataset,
+    (graph, split): (&AttackGraph, &NodeSplit),
+    claim: attacks::Claim,
+    progress: &Progress,
+    f: impl FnOnce(&Target) -> Result<R>,
+) -> Result<R> {
+    let black_box = ModelBlackBox::new(run.model.as_ref());
+    let oracle = CountingOracle { inner: RecipeOracle::new(recipe, &run.budget, &ds.name), progress };
+    let white_box = CpuWhiteBox::of(run.model.white_box());
+    f(&Target {
+        graph,
+        split,
+        black_box: &black_box,
+        white_box: CpuWhiteBox::as_dyn(&white_box),
+        oracle: Some(&oracle),
+        claim,
+    })
 }
 
 /// The report's view of an attack result.
