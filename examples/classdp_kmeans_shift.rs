@@ -1,5 +1,5 @@
 //! How far subclass-level DP's k-means partition is from the fixed partition its guarantee assumes
-//! (spec wave2-seeds.md §4.5 [wrong]): removes one subclass's training nodes, re-runs k-means on
+//! (where the thesis is wrong): removes one subclass's training nodes, re-runs k-means on
 //! what is left, and compares Algorithm 5's clipped unit-gradient sum over every unit (q = 1) with
 //! the partition held fixed (the neighbour the claim covers: change <= S) and re-clustered (what
 //! the shipped pipeline does on the neighbouring dataset), plus how many other training nodes

@@ -4,7 +4,7 @@
 //!   cargo run --example pgc_table23 -- cora 3
 //!   cargo run --example pgc_table23 -- twitch-ENGB 3
 //!
-//! Splits (spec 1.5): Cora 20 per class / ~500 val (72 per class) / rest test (our cora.npz is not
+//! Splits: Cora 20 per class / ~500 val (72 per class) / rest test (our cora.npz is not
 //! in Planetoid order); Twitch random 50/25/25 after dropping its all-zero columns (2,545 left).
 //! Hyper-parameters: Table 2.2 (Cora: lr 0.01, wd 0.01, dropout 0.5; Twitch: lr 0.001, wd 1e-4,
 //! dropout 0). Prints mean +- sd of test accuracy (micro-F1) over the runs, and the MAE of eq.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DPAR (Zhang thesis ch.5, spec wave2-seeds.md 3.9): the chapter's orderings with the thesis's
+# DPAR (Zhang thesis ch.5): the chapter's orderings with the thesis's
 # set-up (configs/dpar-paper.toml): one `gnnaudit attack --attack degree-inference` per cell,
 # which trains the target and reports its test accuracy and the degree-regression RMSE.
 # Usage: scripts/dpar-orderings.sh DATASET "EPSILONS" "SEEDS" [extra flags]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden PLD values in the low-noise regime (issue #12, part 0), from Google's dp_accounting.
+"""Golden PLD values in the low-noise regime, from Google's dp_accounting.
 
 Each case is DP-SGD's event: `steps` compositions of the Poisson-subsampled Gaussian mechanism
 (rate q, noise multiplier sigma), add/remove-one relation, as
@@ -9,7 +9,7 @@ and dp_accounting's composed PLD is `PLDAccountant(value_discretization_interval
 
 - `eps_pld_dp_accounting`: the library's `get_epsilon(delta)`. Above ~745 nats its inversion
   (pld_pmf._get_epsilon_for_delta) underflows exp(-loss) to 0 and returns the grid loss at which
-  the mass above reaches delta: pessimistic by up to ~1 nat (issue #12's case: 6356.58).
+  the mass above reaches delta: pessimistic by up to ~1 nat (the regression case: 6356.58).
 - `eps_pld_dp_accounting_inverted`: the smallest epsilon with `get_delta(epsilon) <= delta` on the
   same composed PLD (get_delta is exact: expm1(epsilon - loss)), by bisection to 1e-12 relative.
   This is the value an exact inversion of dp_accounting's PLD gives; tests compare to it.
@@ -32,7 +32,7 @@ import dp_accounting
 from dp_accounting.pld import pld_privacy_accountant
 from dp_accounting.rdp import rdp_privacy_accountant
 
-# (q, sigma, steps, delta): sigma 0.02-0.3, a few steps, large q; the first is issue #12's case.
+# (q, sigma, steps, delta): sigma 0.02-0.3, a few steps, large q; the first is the regression case.
 CASES = [
     (0.126, 0.02, 7, 1e-4),
     (0.126, 0.05, 7, 1e-4),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RGNN Table 1 (Bhaila et al., spec 2.8) with `gnnaudit train`: RGNN and the "GraphSAGE"
+# RGNN Table 1 (Bhaila et al.) with `gnnaudit train`: RGNN and the "GraphSAGE"
 # baseline (the same GNN on X', Y': kx = ky = 0, alpha = 0) over eps_x x eps_y, m = 10.
 # Usage: scripts/rgnn-table1.sh DATASET REPEATS "EPS_X..." [extra train flags]
 # (facebook-pagepage: the paper's best K_x = K_y = 4, l.444).

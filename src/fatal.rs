@@ -1,5 +1,5 @@
 //! The last line of defence between a failure and the user's terminal: no Rust panic message,
-//! backtrace or C++ frame ever reaches stderr (issue 20).
+//! backtrace or C++ frame ever reaches stderr.
 //!
 //! - Output: `println!` panics when stdout is gone. A closed pipe (`gnnaudit ... | head`) ends the
 //!   process quietly with exit 0, as `cat` or `ls` do; any other write error (`> /dev/full`) is an

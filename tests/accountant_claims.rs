@@ -1,4 +1,4 @@
-//! Recomputed claims in the report (issue #12, part 3): a recorded GAP-EDP run with the GAP/ProGAP
+//! Recomputed claims in the report: a recorded GAP-EDP run with the GAP/ProGAP
 //! reference code's edge-level knobs (delta = 0.1, because it reads the edge count as 0) on a
 //! Cora-sized graph is flagged in report.json, report.md and the HTML headline; the same run at
 //! the delta of the true edge count is reproduced and its delta explained.

@@ -1,4 +1,4 @@
-//! The PLD accountant in the low-noise regime against dp_accounting (issue #12, part 0):
+//! The PLD accountant in the low-noise regime against dp_accounting:
 //! tests/golden/pld_low_sigma.json, made by scripts/golden_low_sigma.py with dp_accounting 0.6.0.
 //! Every case is DP-SGD's event (Poisson-subsampled Gaussian, add/remove-one, composed `steps`
 //! times) at sigma 0.02-0.3 and large q, where one step's privacy loss spans up to ~1700 nats.

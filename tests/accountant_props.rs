@@ -79,7 +79,7 @@ fn pld(q: f64, s: f64, t: u64, delta: f64) -> f64 {
     pld_epsilon_with(&Event::poisson_gaussian(q, s).times(t), delta, &low_sigma_opts()).unwrap()
 }
 
-/// Issue #12: at low noise the PLD epsilon fell as the noise fell (q = 0.01, T = 1000,
+/// A regression: at low noise the PLD epsilon fell as the noise fell (q = 0.01, T = 1000,
 /// delta = 1e-5: 15.1 at sigma 0.02 against 5090 at sigma 0.05). Less noise must never buy a
 /// smaller epsilon; more steps or a larger sampling rate never a smaller one either.
 #[test]

@@ -1,5 +1,4 @@
-//! Every knob that voids a privacy guarantee is refused with exit code 2 naming it (issue #12,
-//! part 0), on the command line and in an audit config: an infinite clip, a non-finite epsilon,
+//! Every knob that voids a privacy guarantee is refused with exit code 2 naming it, on the command line and in an audit config: an infinite clip, a non-finite epsilon,
 //! a delta outside (0, 1). And where the PLD does not fit its memory budget, `account` falls back
 //! to RDP and says so (JSON field and text line) instead of aborting.
 use std::process::Command;

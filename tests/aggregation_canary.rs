@@ -1,5 +1,5 @@
 //! The in-pipeline canary audit (`--attack canary-aggregation`) on cora: it must come close to
-//! GAP-EDP's and ProGAP-EDP's claims (issue #13: eps_lb >= 0.5 x claim at eps 1 and 4), never
+//! GAP-EDP's and ProGAP-EDP's claims (eps_lb >= 0.5 x claim at eps 1 and 4), never
 //! exceed a correct claim, and flag the planted-bug variant whose noise is 10x too small.
 use std::process::Command;
 

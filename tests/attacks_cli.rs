@@ -221,7 +221,7 @@ fn gcn_white_box_reconstructs_the_graph_and_supports_inversion() {
     assert!(inv["auc"].as_f64().is_some(), "{inv}");
 }
 
-/// Every trained model gives white-box access (issue 6): graph reconstruction through the dense
+/// Every trained model gives white-box access: graph reconstruction through the dense
 /// forward of GAP-inf and GraphSAGE recovers edges well above chance, class inversion runs on the
 /// MLP, and a GAP checkpoint attacked with `--target` keeps its white box.
 #[test]

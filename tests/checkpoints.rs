@@ -1,4 +1,4 @@
-//! Checkpoints of every method (issue 19, point 3): a model saved with `train --save DIR` and read
+//! Checkpoints of every method: a model saved with `train --save DIR` and read
 //! back answers exactly as the one in memory, through its posteriors (the release the attacks
 //! query) and its white box (weights and training graph), and `attack --target DIR` attacks it.
 use gnnaudit::data::{self, SplitRatios};

@@ -1,4 +1,4 @@
-//! DPAR (Zhang thesis ch.5, spec §3): ISTA APPR against power iteration, the DP-APPR mechanisms'
+//! DPAR (Zhang thesis ch.5): ISTA APPR against power iteration, the DP-APPR mechanisms'
 //! defining properties, and where the thesis's accounting and gnnaudit's sound budget disagree.
 use gnnaudit::data::{load_dataset, Graph};
 use gnnaudit::models::dpar::{
@@ -192,7 +192,7 @@ fn column_clip_and_referenced_row_cap() {
 #[test]
 fn thesis_accounting_beside_the_sound_budget() {
     let (m, delta, c1) = (70u64, 1e-3, 1.0);
-    // Thm 6's calibration (spec §3.4 golden): sigma / C1 = 216.1 / 59.20 / 30.81 at eps_pr 1 / 4 / 8.
+    // Thm 6's calibration (golden values): sigma / C1 = 216.1 / 59.20 / 30.81 at eps_pr 1 / 4 / 8.
     let mut sound = Vec::new();
     for (eps_pr, golden) in [(1.0, 216.14597), (4.0, 59.201740), (8.0, 30.812271)] {
         let sigma = thesis_gm_sigma(eps_pr, delta, m, c1).unwrap();
@@ -338,7 +338,7 @@ fn account_and_train_give_the_same_epsilon() {
         }
         let accounted = json_of(&gnnaudit_cmd(&data, &acc))["budget"]["epsilon_rdp"].as_f64().unwrap();
         assert!((accounted - trained).abs() < 1e-6 * trained, "{method}: account {accounted} vs train {trained}");
-        // The thesis's own total for the same noise is far below the sound one (spec §3.6).
+        // The thesis's own total for the same noise is far below the sound one.
         let paper =
             b["noise"].as_array().unwrap().iter().find(|p| p[0] == "paper_epsilon").unwrap()[1].as_f64().unwrap();
         assert!(paper < trained, "{method}: paper {paper} vs sound {trained}");

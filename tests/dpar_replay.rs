@@ -1,4 +1,4 @@
-//! Sensitivity replay of dpar-gm's DP-APPR rows (Zhang thesis Alg. 7, spec §3.4) on cora: every
+//! Sensitivity replay of dpar-gm's DP-APPR rows (Zhang thesis Alg. 7) on cora: every
 //! row moves by at most sqrt(2) C1 when a training node leaves (the calibration's sensitivity),
 //! and a row release that forgets the L2 clip is flagged.
 mod common_cora;

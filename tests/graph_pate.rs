@@ -1,4 +1,4 @@
-//! graph-pate (thesis ch.3 adapted, spec 5.7) on Cora with small settings: the budget is the
+//! graph-pate (thesis ch.3 adapted) on Cora with small settings: the budget is the
 //! sound Confident-GNMax event (the thesis's Prop. 2 count is recorded beside it and is lower),
 //! the noiseless student beats the majority class by a margin, a saved student answers the same
 //! after loading, PATE++ cleansing removes noisier labels than it keeps, and bad input exits 2

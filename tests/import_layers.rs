@@ -26,8 +26,8 @@ const LAYERS: &[&[&str]] = &[
     &["target", "replay", "external"],
     // report.json's schema (records, the audit config it embeds, recomputed claims), its
     // renderings and `check`. It sits below `audit`: the audit writes reports, so `audit` imports
-    // `report` and never the reverse (issue #15 lists "audit -> report" as data flow; the import
-    // goes the other way, as REDESIGN 3.1 puts the records in report/record.rs).
+    // `report` and never the reverse (the data flows audit -> report; the import goes the other way,
+    // because the records live in report/record.rs).
     &["report"],
     &["audit"],
     &["cli"],

@@ -1,4 +1,4 @@
-//! The LDP feature canary games (spec wave2-seeds.md section 6.4) against PGC and RGNN on Cora:
+//! The LDP feature canary games against PGC and RGNN on Cora:
 //! each game is compared with the claim of its own unit (PGC: eps per feature for the one-feature
 //! game; RGNN: the record claim m eps_x + eps_y for the feature-record game). At small budgets
 //! the claims hold; a planted leak (PGC run at eps 30 per feature while claiming 0.1) is caught.

@@ -114,7 +114,7 @@ fn lpgnn_learns_cora_at_generous_epsilon() {
     assert_eq!(run.budget.epsilon_rdp, 6.0);
 }
 
-/// Table 3.2's other rows and Table 3.3's OHD (spec 7.1): 1B is multi-bit with m = d; LP is pure
+/// Table 3.2's other rows and Table 3.3's OHD: 1B is multi-bit with m = d; LP is pure
 /// eps_x-LDP; AG is (eps_x + eps_y, 1e-10) from the accountant (the exact Gaussian curve, so the
 /// PLD epsilon lands on the calibration target); OHD costs nothing and is one-hot in d columns.
 #[test]

@@ -60,7 +60,7 @@ fn every_mechanism_reaches_its_tightness_target_and_holds() {
     }
 }
 
-/// Issue #16's showcase: 10^6 GRR-FS reports per record on cora's 58 grouped binary features,
+/// The showcase: 10^6 GRR-FS reports per record on cora's 58 grouped binary features,
 /// m = 10, eps_x = 0.1, certify eps_lb above the paper's Theorem 1 claim (0.2595, computed from
 /// its formula) and at most the sound m eps_x = 1. The negative controls hold their claims.
 #[test]

@@ -14,7 +14,7 @@ use tch::{Kind, Tensor};
 
 fn cora() -> Dataset {
     let ds = load_dataset("cora", Some(&data_dir())).unwrap();
-    // Planetoid-like (spec 1.5 decision): 20 per class, ~500 validation (72 per class), rest test.
+    // Planetoid-like (our choice): 20 per class, ~500 validation (72 per class), rest test.
     split_per_class(&ds, 20, 72, 0).unwrap()
 }
 
@@ -114,7 +114,7 @@ fn pgc_classifies_cora_and_degrades_at_small_epsilon() {
 }
 
 /// Table 2.1 / 2.4 data checks: twitch-ENGB keeps 2,545 of its 3,170 columns once the all-zero
-/// ones are dropped (spec 6.6), and Cora's average feature value (eq. 2.35) is 0.013.
+/// ones are dropped, and Cora's average feature value (eq. 2.35) is 0.013.
 #[test]
 fn feature_columns_and_average_values_match_tables_2_1_and_2_4() {
     let mean = |ds: &Dataset| ds.features.to_tensor().to_kind(Kind::Float).mean(Kind::Float).double_value(&[]);

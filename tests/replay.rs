@@ -1,4 +1,4 @@
-//! Sensitivity replay (issue #13 part 2): every private method's pre-noise releases stay within
+//! Sensitivity replay: every private method's pre-noise releases stay within
 //! the sensitivity its noise assumes on neighbouring graphs, with the exact changes the lemmas
 //! predict where they are identities; the deliberately unsound `dpgnn-rowclip` is flagged on
 //! Cornell5; bad input exits 2 naming the culprit; audit configs run the `sensitivity` kind.

@@ -1,4 +1,4 @@
-//! `gnnaudit check` against claims the accountant cannot reproduce (issue #12, part 3): a report
+//! `gnnaudit check` against claims the accountant cannot reproduce: a report
 //! whose GAP-EDP cells were calibrated at the reference code's edge-level delta of 0.1 fails (exit
 //! 1, naming the cell and the flag) unless `--accept-flagged-claims` is passed; the same mechanism
 //! at a delta below 1/N passes. A violated mechanism audit is reported with its own figures.

@@ -1,4 +1,4 @@
-//! The sound verdict end to end (issue #12, part 2): GAP-EDP with its aggregation noise switched
+//! The sound verdict end to end: GAP-EDP with its aggregation noise switched
 //! off while it still claims its epsilon (`demo-gap-edp-noise-off`) must be reported as violated
 //! by the edge canary audit on cora, while correctly calibrated GAP-EDP at the same claim holds.
 //! Its null counterpart, the MLP that never reads an edge (40 pooled runs, no violation), is

@@ -1,4 +1,4 @@
-//! Node-degree inference (Zhang thesis ch.5, l.1277-1287; spec §3.9 and §6.5): regress each
+//! Node-degree inference (Zhang thesis ch.5, l.1277-1287): regress each
 //! training node's degree from the embedding the trained model gives it. A private model should
 //! leave the regression no better than predicting the mean degree, so the figure reported is the
 //! cross-validated RMSE beside the mean predictor's RMSE (the degrees' spread) and their ratio.

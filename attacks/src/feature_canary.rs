@@ -1,4 +1,4 @@
-//! LDP feature canaries (spec wave2-seeds.md section 6.4): canary games for local-DP targets
+//! LDP feature canaries: canary games for local-DP targets
 //! whose claim covers the node *features* (PGC, thesis ch.2; RGNN, Bhaila et al.), in two units.
 //!
 //! - **Feature-record game** (`canary-ldp-features`, unit `LdpCanary`): each canary holds one

@@ -3,7 +3,7 @@
 //!   c(x) = 1 - f_label(x) + lambda ||x||_1 (eq. 4.2);
 //! - `original` (Fredrikson et al. 2015, eq. 4.1): plain gradient descent on x itself minimising
 //!   c(x) = 1 - f_label(x), x clamped to the feature range [0, 1] after each step, no regulariser
-//!   (Fredrikson's denoise/sharpen post-processing is image-specific and omitted, spec §4.2).
+//!   (Fredrikson's denoise/sharpen post-processing is image-specific and omitted).
 //!
 //! Scored by the MIA distance (l.704-708: the minimum distance from the reconstruction to the
 //! training records of the target class; Euclidean by default, or cosine distance) beside the

@@ -1,4 +1,4 @@
-//! Subclass canaries (spec wave2-seeds.md §4.7, §6.4): the canary audit for subclass-level DP
+//! Subclass canaries: the canary audit for subclass-level DP
 //! (Zhang thesis ch.4, Defs. 9-10), whose unit is a whole subclass, and for class-level DP, which
 //! implies it (adding a subclass to class b replaces class b).
 //!

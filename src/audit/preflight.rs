@@ -1,6 +1,6 @@
 //! Everything a real audit would refuse before its first training, checked without training: a
 //! `--dry-run` that says "valid" must mean the run will not fail on its input, and a real run
-//! fails here, before it creates its report folder (issue 20).
+//! fails here, before it creates its report folder.
 //!
 //! Beyond the schema checks of [`AuditConfig::validate`]: every dataset is loaded (a corrupt or
 //! truncated file fails now, not after other cells finished) and prepared as each method's cells

@@ -665,7 +665,7 @@ mod tests {
         attack_inputs(kind, &Params::new(), &params).unwrap_or_else(|e| panic!("{kind}: {e:?}")).2
     }
 
-    /// REDESIGN behaviour smell 1: `gnnaudit attack` and an audit config took different default
+    /// `gnnaudit attack` and an audit config took different default
     /// membership set-ups. Both now take every attack's defaults from the registry, so an attack
     /// with no flags and an `[[attacks]]` entry with no params are the same attack, for every
     /// registry name (the certification defaults included).

@@ -1,5 +1,5 @@
 //! `gnnaudit mechanism audit`: run one privacy mechanism on its worst-case neighbouring pair many
-//! times and certify a lower bound on its epsilon (issue #13, part 1). The claim comes from the
+//! times and certify a lower bound on its epsilon. The claim comes from the
 //! accountant's event of the calibrated mechanism; the bound from `attacks::stats`.
 use crate::error::{Error, Result};
 use crate::privacy::mechanisms::audit::{self, MechanismAudit, DEFAULT_CONFIDENCE, DEFAULT_TRIALS};

@@ -1,4 +1,4 @@
-//! RGNN's feature grouping (Bhaila et al., App. E; reference `preprocess_features`; spec 2.6):
+//! RGNN's feature grouping (Bhaila et al., App. E; reference `preprocess_features`):
 //! replace each block of g consecutive columns by its sum and binarise (sum > 0 -> 1), giving
 //! d' = ceil(d/g) binary features. It turns sparse bag-of-words vectors into a few categorical
 //! features that GRR-FS can randomise; RGNN and its baselines all see the grouped features.

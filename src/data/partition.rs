@@ -1,4 +1,4 @@
-//! Graph partitioning into bags for RGNN's label-proportion regulariser (spec 2.5/6.6). The
+//! Graph partitioning into bags for RGNN's label-proportion regulariser. The
 //! paper uses METIS; any edge-cut partition into parts of about N/C nodes serves (the graph is
 //! public, so the choice costs no privacy). We use greedy graph growing (GGGP, the initial
 //! partitioning phase of METIS, Karypis & Kumar 1998) without coarsening and refinement: grow

@@ -2,7 +2,7 @@
 //! features within each class, k clusters per class (k = 1 gives class-level DP; k = class size
 //! gives record-level DP, l.829).
 //!
-//! Caveat (spec §4.5): k-means runs on private records, so the partition itself depends on the
+//! Caveat: k-means runs on private records, so the partition itself depends on the
 //! data, which the guarantee (neighbouring datasets for a *fixed* partition) does not cover. The
 //! partition is computed once from the training records and reported as an assumption.
 use rand::{Rng, SeedableRng};

@@ -1,4 +1,4 @@
-//! Audits of deployments gnnaudit did not train (issue #14). A target is one of
+//! Audits of deployments gnnaudit did not train. A target is one of
 //!
 //! | kind | what the auditor holds | module |
 //! | --- | --- | --- |

@@ -513,8 +513,7 @@ pub const GAT: MethodSpec = entry("gat", "GAT (2 layers, 4 heads), non-private",
 mod tests {
     use super::*;
 
-    /// Batch norm trains its scale and shift, as the reference's BatchNorm1d does (issue 19,
-    /// point 6): after training, the MLP's batch-norm affine has left its start (1, 0).
+    /// Batch norm trains its scale and shift, as the reference's BatchNorm1d does: after training, the MLP's batch-norm affine has left its start (1, 0).
     #[test]
     fn batch_norm_scale_and_shift_are_trained() {
         use crate::methods::{Method, Recipe};

@@ -1,5 +1,5 @@
 //! Saving a trained model to a directory and loading it back, so that a model trained once can
-//! be attacked many times (issue 7). Layout:
+//! be attacked many times. Layout:
 //! - `params.safetensors`: the VarStore (parameters and batch-norm statistics);
 //! - `cache.safetensors`: the cached inputs the model answers from (GAP's private aggregations,
 //!   ProGAP's stage inputs, the MLP's features), so transductive queries stay free of privacy cost;
@@ -31,7 +31,7 @@ pub struct Meta {
     /// Standard deviation of the aggregation noise (for inductive inference on a new graph).
     pub noise_std: f64,
     pub max_degree: Option<usize>,
-    /// The data the model was trained on (absent in checkpoints written before issue 20).
+    /// The data the model was trained on (absent in older checkpoints).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<DataProvenance>,
 }

@@ -1,5 +1,4 @@
-//! `class-dp-mlp` and `subclass-dp-mlp` (Zhang thesis ch.4 §4.4, Algorithm 5, Theorem 5, Cor. 2;
-//! spec wave2-seeds.md §4.4-4.7): DP-SGD whose privacy unit is a whole class, or a whole k-means
+//! `class-dp-mlp` and `subclass-dp-mlp` (Zhang thesis ch.4 §4.4, Algorithm 5, Theorem 5, Cor. 2): DP-SGD whose privacy unit is a whole class, or a whole k-means
 //! subclass, against model inversion, which reconstructs a class's "statistical property".
 //!
 //! Per step t (Algorithm 5): every unit enters independently with probability q; a sampled unit's

@@ -1,4 +1,4 @@
-//! DPAR as a trainable method (Zhang thesis ch.5, Alg. 9; spec wave2-seeds.md §3): node-level DP
+//! DPAR as a trainable method (Zhang thesis ch.5, Alg. 9): node-level DP
 //! by releasing the training rows' approximate personalised PageRank privately ([`crate::models::dpar`],
 //! [`crate::models::ppr`]) and training a 2-layer MLP f_theta with DP-SGD over those rows,
 //! z_v = sum_u Pi_vu f_theta(X_u). Inference runs eq. 5.19's power iteration on the disjoint test
@@ -11,7 +11,7 @@
 //!
 //! Pipeline, in the order the privacy argument needs it:
 //! 1. node subsampling q': each training node kept with probability q' (Poisson), the training
-//!    graph is the subgraph they induce (spec §3.8.3 decision);
+//!    graph is the subgraph they induce (our reading: the thesis leaves it open);
 //! 2. rows: the first M of a seeded random order of the kept nodes (a node that enters displaces
 //!    one row slot, which still changes one per-row gradient, so the cap argument holds);
 //! 3. DP-APPR rows over all kept nodes' columns, then post-processing: L1 column clipping to tau
@@ -20,7 +20,7 @@
 //! 4. DP-SGD: batches of B rows uniformly without replacement, per-row clipping to C, noise std
 //!    sigma C on the sum (DP-GNN's event with K = D_Pi; `dpar-features` samples Poisson batches).
 //!
-//! Budget (spec §3.1, §3.4-3.8): `--epsilon` is the node-level total after q'. Its unamplified
+//! Budget (sound accounting): `--epsilon` is the node-level total after q'. Its unamplified
 //! counterpart E0 = ln(1 + (e^eps - 1)/q') at delta/q' is split: eps_pr = f E0 calibrates
 //! DP-APPR at delta/(2q') (`calibration = tight` by the accountant with sensitivity sqrt(2) C1,
 //! or `thesis`: Thm 6 / Cor. 3's closed forms), then DP-SGD's sigma is calibrated so that the
@@ -44,7 +44,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use tch::{Kind, Reduction, Tensor};
 
-/// How DP-APPR's noise is set from eps_pr (spec §3.4 decision).
+/// How DP-APPR's noise is set from eps_pr (our choice: the thesis gives two calibrations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, Default, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 #[value(rename_all = "kebab-case")]
@@ -116,7 +116,7 @@ pub fn check_knobs(r: &Recipe) -> Result<()> {
     Ok(())
 }
 
-/// DPAR's own knobs (defaults: thesis l.1241, l.1300; spec §3.8). The variants share the struct
+/// DPAR's own knobs (defaults: thesis l.1241, l.1300). The variants share the struct
 /// and each reads its part (see the `*_KNOBS` lists).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -162,7 +162,7 @@ impl Default for DparKnobs {
 
 impl crate::methods::knobs::Knobs for DparKnobs {}
 
-/// Resolved DPAR hyper-parameters (defaults: thesis l.1241, l.1300; spec §3.8).
+/// Resolved DPAR hyper-parameters (defaults: thesis l.1241, l.1300).
 #[derive(Debug, Clone)]
 pub struct DparConfig {
     pub variant: Variant,

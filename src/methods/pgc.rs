@@ -1,4 +1,4 @@
-//! The `pgc` method (thesis ch.2, Algorithm 1; spec wave2-seeds.md sections 1.3-1.5): every node
+//! The `pgc` method (thesis ch.2, Algorithm 1): every node
 //! randomises each of its d features with a per-feature LDP mechanism (one-bit PGC, Laplace or
 //! Piecewise, `--mechanism`), the server estimates the first GCN aggregation from the reports and
 //! trains a 2-layer GCN (ReLU, hidden 32, output = classes) with the graph and labels in the clear.
@@ -7,7 +7,7 @@
 //! with v itself, i.e. A^ Y* with A^ = D~^-1/2 (A + I) D~^-1/2. Eq. 2.4 prints y*_v inside the
 //! sum; Algorithm 1 and Lemma 2 need y*_u, which is what is computed here.
 //!
-//! Claim (spec 1.8 decision 1): the chapter allots eps to each feature, so a node's record is
+//! Claim (our reading of the chapter): the chapter allots eps to each feature, so a node's record is
 //! d eps-LDP (basic composition, tight for independent coordinates). The budget claims d eps at
 //! the `Local` unit; eps per feature is a labelled component detail.
 use crate::data::{Dataset, Graph};
@@ -54,7 +54,7 @@ impl Default for PgcConfig {
 
 impl PgcConfig {
     /// The randomiser the nodes run, None for raw features. Features live in the public range
-    /// [0, 1] (bag-of-words / one-hot columns; spec 1.8 decision 3).
+    /// [0, 1] (bag-of-words / one-hot columns).
     pub fn randomiser(&self) -> Result<Option<FeatureLdp>> {
         match (self.mechanism, self.epsilon) {
             (FeatureMechanismKind::Raw, Some(e)) => Err(Error::invalid(

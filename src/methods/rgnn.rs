@@ -1,5 +1,5 @@
 //! RGNN (Bhaila, Huang, Wu & Wu, "Local Differential Privacy in Graph Neural Networks: a
-//! Reconstruction Approach"; seed 001, spec wave2-seeds.md section 2).
+//! Reconstruction Approach"; seed 001).
 //!
 //! User side: features grouped into d' binary features ([`crate::data::grouping`]), GRR-FS on
 //! them (m of d' sampled features through GRR at eps_x, the rest uniform; seeded), GRR at eps_y
@@ -52,7 +52,7 @@ pub enum KlDirection {
     PredictedTarget,
 }
 
-/// RGNN's own knobs (the recipe's knob map; defaults from spec 2.6, the code's).
+/// RGNN's own knobs (the recipe's knob map; defaults from the reference code).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RgnnKnobs {
@@ -83,7 +83,7 @@ impl Default for RgnnKnobs {
 
 impl crate::methods::knobs::Knobs for RgnnKnobs {}
 
-/// RGNN hyper-parameters; defaults from spec 2.6 (code defaults, m = 10, 100 epochs).
+/// RGNN hyper-parameters; defaults from the reference code ( m = 10, 100 epochs).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RgnnConfig {
     pub epsilon_x: f64,
@@ -263,7 +263,7 @@ pub fn expected_frequency(pi: f64, epsilon_x: f64, sampled: usize, features: usi
     (m * pi * g * (p - q) + m * g * q + d - m) / (d * g)
 }
 
-/// Variance estimate of the frequency estimate (eq. 13 with lambda~ = lambda', spec 2.3).
+/// Variance estimate of the frequency estimate (eq. 13 with lambda~ = lambda').
 pub fn frequency_variance(lambda: f64, n: usize, epsilon_x: f64, sampled: usize, features: usize) -> f64 {
     let (p, q) = grr_pq(epsilon_x, 2);
     let (m, d) = (sampled as f64, features as f64);

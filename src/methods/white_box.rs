@@ -1,4 +1,4 @@
-//! White-box access (issue 6, threat model): every trained model as `gnnaudit_attacks::WhiteBox`,
+//! White-box access (threat model): every trained model as `gnnaudit_attacks::WhiteBox`,
 //! i.e. its parameters and its posteriors as a differentiable function of the node features
 //! (graph fixed to the training graph) and of a dense relaxed adjacency in [0, 1]. Model
 //! inversion (Zhang ch.4 Algorithm 4) and GraphMI-style graph reconstruction take gradients

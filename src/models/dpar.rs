@@ -1,4 +1,4 @@
-//! DP-APPR, the private half of DPAR (Zhang thesis ch.5, spec §3.4-3.6): each of the M training
+//! DP-APPR, the private half of DPAR (Zhang thesis ch.5): each of the M training
 //! rows' APPR vectors ([`super::ppr::appr_ista`]) is released by
 //! - GM (Alg. 7): clip to L2 norm C1, Gaussian noise on all N entries, keep the top K;
 //! - EM-v0 / EM-v1 (Alg. 8): clip every entry to C2, Gumbel(C2/eps) noise on all N entries (the
@@ -7,7 +7,7 @@
 //!   (v1).
 //!
 //! After DP-APPR come the post-processing steps DP-SGD needs (Alg. 9 step 1 and the sound
-//! accounting of spec §3.6): L1 column clipping to tau and the referenced-row cap D_Pi, so that
+//! sound accounting): L1 column clipping to tau and the referenced-row cap D_Pi, so that
 //! one node enters at most D_Pi + 1 per-row gradients. The noise's privacy is accounted in
 //! `privacy::accountant::dpar`.
 use super::ppr::{top_k, SparseRow};
@@ -58,7 +58,7 @@ pub fn clip_l2(row: &[(usize, f64)], c: f64) -> SparseRow {
     row.iter().map(|&(i, v)| (i, v * scale)).collect()
 }
 
-/// Every entry of `row` capped at `c` (Alg. 8 line 6, whose printed form is garbled; spec §3.5).
+/// Every entry of `row` capped at `c` (Alg. 8 line 6, whose printed form is garbled).
 pub fn clip_entries(row: &[(usize, f64)], c: f64) -> SparseRow {
     row.iter().map(|&(i, v)| (i, v.min(c))).collect()
 }
@@ -138,7 +138,7 @@ pub fn clip_columns_l1(rows: &mut [SparseRow], n: usize, tau: f64) {
     }
 }
 
-/// The referenced-row cap (spec §3.6, sound accounting): a column that is non-zero in more than
+/// The referenced-row cap (sound accounting): a column that is non-zero in more than
 /// `cap` rows keeps only its `cap` largest-magnitude entries (ties: the earlier row). Post-
 /// processing of the private rows, so it costs no budget; afterwards a node influences at most
 /// `cap` rows besides its own. Returns how many entries were dropped.

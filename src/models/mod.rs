@@ -138,7 +138,7 @@ impl ParamStore {
             NormKind::Batch => {
                 // As the reference's BatchNorm1d: trained scale (from 1) and shift (from 0),
                 // momentum 0.1, eps 1e-5; the running statistics are VarStore variables, so the
-                // best-epoch snapshot carries them. (Kept frozen until issue 19, because training
+                // best-epoch snapshot carries them. (Once kept frozen, because training
                 // them seemed to weaken LiRA on Cora GAP-inf. Not the batch norm's doing: the
                 // best-validation epoch varies between trainings (6 to 92) and the confidence
                 // level with it; a target stopped early scores below all its shadows' fits (seed 3

@@ -1,4 +1,4 @@
-//! Personalised PageRank for DPAR (Zhang thesis ch.5, spec §3.3 and §3.6.4): the approximate PPR
+//! Personalised PageRank for DPAR (Zhang thesis ch.5): the approximate PPR
 //! row of one source by ISTA (Fountoulakis et al. 2019, Alg. 3; thesis Alg. 6), a dense power
 //! iteration as the reference it is checked against, top-K sparsification, and the
 //! power-iteration propagation DPAR runs at inference on the disjoint test graph (eq. 5.19).
@@ -57,7 +57,7 @@ pub type SparseRow = Vec<(usize, f64)>;
 
 /// The approximate PPR vector of `source` by ISTA, touching only the active set and its
 /// neighbours each iteration (cost independent of the graph size). An isolated source gets e_s
-/// (what PPR gives when the node carries a self-loop; spec §3.3 decision). A source of degree
+/// (what PPR gives when the node carries a self-loop; our choice). A source of degree
 /// >= 1/((1 + gamma) rho) has the empty row: zero already meets the tolerance.
 pub fn appr_ista(graph: &Graph, source: usize, params: &ApprParams) -> Result<SparseRow> {
     params.validate()?;
@@ -161,7 +161,7 @@ pub fn top_k(row: &[(usize, f64)], k: usize) -> SparseRow {
 
 /// DPAR's inference on the (disjoint) test graph (eq. 5.19): Q0 = H,
 /// Q_p = (1 - alpha) D^-1 A Q_{p-1} + alpha H, `steps` times. `h` is row-major n x c; an isolated
-/// test node's D^-1 A row is zero (spec §3.6.4 decision), so its output is alpha H.
+/// test node's D^-1 A row is zero (our choice), so its output is alpha H.
 pub fn propagate(graph: &Graph, h: &[f32], cols: usize, alpha: f64, steps: usize) -> Result<Vec<f32>> {
     let n = graph.num_nodes();
     ensure!(h.len() == n * cols, Error::invalid("features", format!("expected {n} x {cols} values, got {}", h.len())));

@@ -1,5 +1,5 @@
 //! GraphSAGE (Hamilton et al. 2017): h_v' = W_self h_v + W_neigh agg({h_u : u -> v}) with sum or
-//! mean aggregation. `SageNet` is the non-private baseline of thesis ch.4-5 (issue 4): a pre-MLP,
+//! mean aggregation. `SageNet` is the non-private baseline of thesis ch.4-5: a pre-MLP,
 //! 1-5 message-passing layers, jumping-knowledge concatenation, and a post-MLP head.
 use super::gcn::sparse_adjacency;
 use super::sparse::{FeatureMatrix, Propagate, SparseMatrix};

@@ -1,5 +1,5 @@
 //! Sensitivity replay of DPAR's DP-APPR with the Gaussian mechanism (`dpar-gm`; Zhang thesis
-//! Alg. 7, spec §3.4): each released row is a training node's APPR vector (ISTA) clipped to C1 in
+//! Alg. 7): each released row is a training node's APPR vector (ISTA) clipped to C1 in
 //! L2, and the Gaussian noise on it is calibrated (`privacy::accountant::dpar::gm_event`) to a row
 //! sensitivity of sqrt(2) C1: removing a node changes its own row (gone: at most C1) and every
 //! other row, two non-negative vectors of norm at most C1 apart by at most sqrt(2) C1 (the

@@ -1,4 +1,4 @@
-//! Grey-box sensitivity replay (issue #13 part 2; record/replay on neighbouring inputs as in
+//! Grey-box sensitivity replay (record/replay on neighbouring inputs as in
 //! dp-recorder, arXiv 2602.17454). Every noisy release of a private method is a function of the
 //! graph whose change between neighbouring graphs the noise is calibrated to bound. The replay
 //! trains (or initialises) the method once, records the inputs of each release, recomputes each

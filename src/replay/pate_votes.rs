@@ -1,4 +1,4 @@
-//! Sensitivity replay of graph-pate's teacher votes (spec 5.7; `methods::pate`): the accountant
+//! Sensitivity replay of graph-pate's teacher votes (`methods::pate`): the accountant
 //! charges each Confident-GNMax query a vote histogram of L2 sensitivity sqrt(2) and a top count
 //! of sensitivity 1 (`privacy::accountant::pate`), which holds only if removing one private node
 //! changes one teacher. The replay assigns the private (training) nodes to teachers by the

@@ -5,7 +5,7 @@
 //! of units (per-(seed, unit) coins, the unit forced in) and on the neighbour: the unit removed
 //! (unbounded relation, declared S) or its records replaced (bounded, declared 2S; the records
 //! keep their features and take the next class's label, which turns the unit's gradient around).
-//! The k-means partition is held fixed, as the subclass-level claim assumes (spec §4.5: a partition
+//! The k-means partition is held fixed, as the subclass-level claim assumes (a partition
 //! recomputed on the neighbour would move other units too, which the guarantee does not cover).
 use super::units::coin;
 use super::{Release, ReplayOptions};

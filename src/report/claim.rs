@@ -1,4 +1,4 @@
-//! Recomputed claims (issue #12, part 3): an audit compares attacks with a claimed epsilon, so
+//! Recomputed claims: an audit compares attacks with a claimed epsilon, so
 //! the claim itself is checked first. Each cell's epsilon is recomputed by this crate's
 //! accountant from the mechanism the run recorded (its event: noise multipliers, steps, sampling
 //! rates, sensitivities) at the recorded delta, and the delta is explained against the number N

@@ -1,5 +1,5 @@
 //! "Is the accountant tight?": the report section of the mechanism-level audits (attack kind
-//! `mechanism`, issue #13 part 4). Per mechanism: the accountant's claimed epsilon, the certified
+//! `mechanism`). Per mechanism: the accountant's claimed epsilon, the certified
 //! eps_lb and their ratio, as a table and a bar chart. An accountant whose claims the audits
 //! approach from below is tight; a bar above its claim is a violation.
 use super::plots::Figure;

@@ -1,5 +1,5 @@
-//! `graph-pate`: PATE for node classification under node-level DP (Zhang thesis ch.3 adapted as
-//! spec 5.7 decides; Papernot et al. 2018).
+//! `graph-pate`: PATE for node classification under node-level DP (Zhang thesis ch.3 adapted from images to graphs;
+//! Papernot et al. 2018).
 //!
 //! Layout of one run on a dataset with a train/val/test split:
 //! - private nodes = the train nodes. Each goes to one of n_t teachers by a keyed hash of its id
@@ -43,7 +43,7 @@ use rand_chacha::ChaCha8Rng;
 use student::StudentConfig;
 use tch::{nn, Kind, Tensor};
 
-/// Graph PATE's defaults (spec 5.4 where it carries over: beta 0.2, alpha 0.9, tau 0.4 (SVHN)).
+/// Graph PATE's defaults (the thesis's image settings where they carry over: beta 0.2, alpha 0.9, tau 0.4 (SVHN)).
 pub const DEFAULT_TEACHERS: usize = 10;
 /// T as a share of the teachers (Papernot et al.'s MNIST run: T = 200 of 250 teachers = 0.8).
 pub const DEFAULT_VOTE_THRESHOLD: f64 = 0.6;
@@ -402,7 +402,7 @@ pub const GRAPH_PATE: MethodSpec = MethodSpec {
     load: Some(load_checkpoint),
     ..MethodSpec::new(
         "graph-pate",
-        "Graph PATE (thesis ch.3 adapted, spec 5.7): GNN teachers on disjoint node partitions, \
+        "Graph PATE (thesis ch.3 adapted): GNN teachers on disjoint node partitions, \
             Confident-GNMax labelling of public nodes, a GNN student (--student plain|coteach|coteach-plus|\
             cleanse = PATE, co-teaching, PATE+, PATE++); node-level DP",
         PrivacyUnit::Node,

@@ -1,5 +1,5 @@
-//! The student: a GNN on the public graph trained on the teachers' noisy labels (spec 5.3, 5.7).
-//! The semi-supervised GAN of the image setting is left out (spec 5.7: image-specific); the
+//! The student: a GNN on the public graph trained on the teachers' noisy labels.
+//! The semi-supervised GAN of the image setting is left out (it is image-specific); the
 //! unlabelled public nodes still take part as graph context of every forward pass.
 //!
 //! - `plain`: cross-entropy on the labelled nodes (the original PATE student without the GAN).
@@ -8,8 +8,8 @@
 //! - `coteach-plus`: PATE+ (Alg. 1): the same, restricted to the nodes the peers disagree on
 //!   (co-teaching+, Yu et al. 2019).
 //! - `cleanse`: PATE++ (Alg. 3): PATE+ while counting, per epoch, the labelled nodes on which the
-//!   peers disagree and both differ from the label; the table decays, T <- alpha T + c_e (spec 5.3
-//!   decision: the text's decay, not Alg. 3's line 16); the tau fraction with the highest counts
+//!   peers disagree and both differ from the label; the table decays, T <- alpha T + c_e (our reading:
+//!   the text's decay, not Alg. 3's line 16); the tau fraction with the highest counts
 //!   becomes unlabelled and PATE+ is retrained from scratch.
 //!
 //! Keep ratio (Han et al. 2018, thesis l.560): R(e) = 1 - beta min(e/15, 1), beta the estimated
@@ -54,7 +54,7 @@ pub enum StudentKind {
 
 /// Labelled nodes per mini-batch (thesis l.547).
 pub const BATCH: usize = 100;
-/// Epochs over which the keep ratio falls to 1 - beta (Han et al. 2018's T_k, spec 5.3).
+/// Epochs over which the keep ratio falls to 1 - beta (Han et al. 2018's T_k).
 pub const RAMP_EPOCHS: f64 = 15.0;
 
 /// The student's hyper-parameters.

@@ -1,5 +1,5 @@
 //! Class- and subclass-level DP-SGD accounting (Zhang thesis ch.4 §4.4, Algorithm 5, Theorem 5,
-//! Remark 1, Corollary 2; spec wave2-seeds.md §4.4-4.5).
+//! Remark 1, Corollary 2).
 //!
 //! Algorithm 5 samples each *unit* (a class, or a k-means subclass) independently with
 //! probability q, averages the gradient over all of a sampled unit's records, clips that mean to

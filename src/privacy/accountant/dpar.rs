@@ -1,4 +1,4 @@
-//! DPAR's privacy accounting (Zhang thesis ch.5; spec §3.4-3.8): the thesis's closed forms, kept
+//! DPAR's privacy accounting (Zhang thesis ch.5): the thesis's closed forms, kept
 //! as the `paper_epsilon` a run is compared with, and the sound budget gnnaudit claims.
 //!
 //! Thesis (reproduced, not trusted):
@@ -65,7 +65,7 @@ pub fn gumbel_topk_inverse(target: f64, k: u64, delta: f64) -> Result<f64> {
 
 /// The thesis's per-pick Gumbel epsilon (and, for v1, the Laplace epsilon2) for a DP-APPR target
 /// over `m` rows of `k` picks: per-row target from [`kairouz_row_budget`], then Cor. 3 inverted;
-/// v1 spends half of the row target on its Laplace values (the split is not given; spec §3.5).
+/// v1 spends half of the row target on its Laplace values (the split is not given).
 pub fn thesis_em_epsilons(eps_pr: f64, delta_pr: f64, m: u64, k: u64, v1: bool) -> Result<(f64, Option<f64>)> {
     check_target(eps_pr, delta_pr, m)?;
     let (eps_row, delta_row) = kairouz_row_budget(eps_pr, delta_pr, m);
@@ -109,7 +109,7 @@ pub fn dpsgd_sound_event(m: u64, cap: u64, batch: u64, sigma: f64, steps: u64) -
     .labelled("DP-SGD")
 }
 
-/// The thesis's DP-SGD claim read as its proof's mixture (spec §3.6 "paper"): a Poisson-subsampled
+/// The thesis's DP-SGD claim read as its proof's mixture (the "paper" reading): a Poisson-subsampled
 /// Gaussian at rate B/M with multiplier sigma/tau, T steps.
 pub fn dpsgd_paper_event(m: u64, batch: u64, sigma: f64, tau: f64, steps: u64) -> Event {
     Event::poisson_gaussian(batch as f64 / m as f64, sigma / tau).times(steps)

@@ -1,5 +1,5 @@
 //! Confident-GNMax accounting (Zhang thesis ch.3, Thm 4 and Prop. 2, seed 004 l.445-477; Papernot
-//! et al. 2018, "Scalable private learning with PATE", Prop. 8, Thm 6, Prop. 10; spec 5.2, 5.7).
+//! et al. 2018, "Scalable private learning with PATE", Prop. 8, Thm 6, Prop. 10).
 //!
 //! One query x (a public node) with teacher vote counts n_j(x):
 //! - the consensus check releases max_j n_j(x) + N(0, sigma1^2); one private unit sits in one
@@ -52,7 +52,7 @@ fn thesis_rate(queries: u64, answered: u64, sigma1: f64, sigma2: f64) -> f64 {
     queries as f64 / (2.0 * sigma1 * sigma1) + answered as f64 / (sigma2 * sigma2)
 }
 
-/// Prop. 2 minimised over real lambda > 1 (spec 5.2 decision): with a = m/(2 s1^2) + m_l/s2^2 and
+/// Prop. 2 minimised over real lambda > 1 (our choice): with a = m/(2 s1^2) + m_l/s2^2 and
 /// L = ln(1/delta), eps* = a + 2 sqrt(a L) at lambda* = 1 + sqrt(L/a). Returns (eps*, lambda*).
 pub fn thesis_epsilon(queries: u64, answered: u64, sigma1: f64, sigma2: f64, delta: f64) -> Result<(f64, f64)> {
     check_noise(sigma1, sigma2)?;

@@ -1,4 +1,4 @@
-//! Mechanism-level audits (issue #13, part 1): run one privacy mechanism many times on its own
+//! Mechanism-level audits: run one privacy mechanism many times on its own
 //! worst-case neighbouring pair and certify a lower bound on its epsilon.
 //!
 //! Every mechanism knows its sensitivity, so each builds its pair next to its own code (an

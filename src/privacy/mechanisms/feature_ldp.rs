@@ -1,5 +1,4 @@
-//! Per-feature local-DP randomisers of thesis ch.2 ("When Differential Privacy Meets GNNs"; spec
-//! wave2-seeds.md section 1.2): every scalar feature x in a public range [a, b] is randomised on
+//! Per-feature local-DP randomisers of thesis ch.2 ("When Differential Privacy Meets GNNs"): every scalar feature x in a public range [a, b] is randomised on
 //! its own with budget eps and the server keeps an unbiased estimate y* of x.
 //!
 //! * one-bit PGC (eq. 2.3, de-biased by eq. 2.5; [`super::pgc::Pgc`]),
@@ -7,7 +6,7 @@
 //! * Piecewise (Wang et al. 2019, eq. 2.28-2.33), the standard two-piece sampler.
 //!
 //! Duchi's mechanism is not offered: PGC is Duchi after an affine map (eq. 2.22-2.27), which the
-//! tests check. The range is public (spec 1.8 item 3): values outside it are clipped, and
+//! tests check. The range is public (our choice): values outside it are clipped, and
 //! [`FeatureLdp::perturb`] says how many were. A record of d features is d eps-LDP.
 use super::audit::require;
 use super::pgc::Pgc;

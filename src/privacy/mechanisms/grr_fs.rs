@@ -1,5 +1,4 @@
-//! GRR-FS, RGNN's user-side feature randomiser (Bhaila et al., seed 001, l.98-102 and eq. 6;
-//! spec wave2-seeds.md section 2.2): a user samples m of its d categorical features uniformly
+//! GRR-FS, RGNN's user-side feature randomiser (Bhaila et al., seed 001, l.98-102 and eq. 6): a user samples m of its d categorical features uniformly
 //! without replacement (as the reference `perturb.py` does), reports each sampled feature through
 //! generalized randomized response with budget eps_x, and each other feature as a uniform value
 //! of its domain. The server does not learn which features were sampled.
@@ -8,8 +7,8 @@
 //! by subsampling, but the subsampling is over coordinates of one user's own record, every one of
 //! which is reported. For records that differ in every coordinate and the report equal to the
 //! first, every sampled set S gives the ratio (p/q)^m = e^{m eps_x}, and no ratio is larger: the
-//! mechanism is exactly m eps_x-LDP (spec section 2.1). The sound claim is m eps_x; the paper's
-//! is kept as `paper_epsilon`, and the mechanism audit refutes it (spec section 6.3).
+//! mechanism is exactly m eps_x-LDP. The sound claim is m eps_x; the paper's
+//! is kept as `paper_epsilon`, and the mechanism audit refutes it.
 use super::audit::{binomial_pmf, convolve, discrete_candidates, require, AuditPair, Candidate, Claim};
 use crate::error::Result;
 use crate::privacy::accountant::Event;
@@ -45,7 +44,7 @@ impl GrrFs {
         Ok(GrrFs { epsilon_x, sampled, domains })
     }
 
-    /// Binary features (cora's 58 grouped features, spec section 2.6).
+    /// Binary features (cora's 58 grouped features).
     pub fn binary(epsilon_x: f64, sampled: usize, features: usize) -> Result<Self> {
         require(features >= 1, "--features", format!("must be at least 1, got {features}"))?;
         GrrFs::new(epsilon_x, sampled, vec![2; features])
@@ -255,7 +254,7 @@ mod tests {
         assert_eq!(field(GrrFs::new(0.1, 1, vec![2, 1])), "features");
     }
 
-    /// The showcase of issue #16: on cora's 58 grouped binary features with m = 10 and eps_x =
+    /// The showcase: on cora's 58 grouped binary features with m = 10 and eps_x =
     /// 0.1, 10^6 reports per record certify eps_lb above the paper's claim 0.2595 (refuted) and
     /// at most the sound m eps_x = 1.
     #[test]

@@ -288,7 +288,7 @@ mod tests {
     }
 
     /// Mechanism audit: with the optimal m* (= 1 at eps 1) >= 0.9 of the claim; with m = 10 of
-    /// cora's 58 grouped features (the RGNN comparison, spec section 2.1) the claim eps holds.
+    /// cora's 58 grouped features (the RGNN comparison) the claim eps holds.
     #[test]
     fn mechanism_audit_is_tight_and_not_refuted() {
         use crate::privacy::mechanisms::audit::run;

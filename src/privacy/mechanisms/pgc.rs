@@ -1,12 +1,12 @@
 //! The one-bit PGC mechanism of "When Differential Privacy Meets GNNs" (Sajadmanesh thesis ch.2,
-//! eq. 2.3 and the de-biasing of eq. 2.5; spec wave2-seeds.md section 1.2): every scalar feature
+//! eq. 2.3 and the de-biasing of eq. 2.5): every scalar feature
 //! x in [a, b] of a node is sent as one bit y with
 //!   P[y = 1 | x] = 1/(e^eps + 1) + ((x - a)/(b - a)) (e^eps - 1)/(e^eps + 1),
 //! and the server de-biases y* = ((e^eps + 1) y - 1)/(e^eps - 1) (b - a) + a, so E[y*] = x.
 //!
 //! Privacy unit. Each feature spends eps (Lemma 1), and the d features of a record are randomised
 //! independently, so a node's record is d eps-LDP (basic composition, tight here): the record-level
-//! claim is d eps, with eps per feature a detail (spec section 1.1).
+//! claim is d eps, with eps per feature a detail.
 use super::audit::{binomial_pmf, discrete_candidates, require, AuditPair, Candidate, Claim};
 use crate::error::Result;
 use crate::privacy::accountant::Event;

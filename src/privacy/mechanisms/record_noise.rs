@@ -1,5 +1,5 @@
 //! Additive-noise LDP randomisers for a whole feature record x in [a, b]^d, the baselines of
-//! LPGNN's Table 3.2 (thesis ch.3, Section 3.6.2; spec wave2-seeds.md section 7.1):
+//! LPGNN's Table 3.2 (thesis ch.3, Section 3.6.2):
 //!
 //! * Laplace (LP): y = x + Lap(d (b - a) / eps) per coordinate. The L1 sensitivity of the record
 //!   is d (b - a) (every coordinate may change), so the release is pure eps-LDP.
