@@ -3,16 +3,17 @@
 //! The edge-level guarantee of GAP and ProGAP covers exactly the noisy sums `A^T x_k + N(0, s^2)`
 //! released at each hop; everything else (encoder, classifier) never reads an edge. So the auditor
 //! may read those sums (white box) and re-draw them cheaply on a graph of its own: `n` disjoint
-//! canaries, each a crafted sender and a crafted receiver joined by a directed edge with an
+//! canaries, each a pair of crafted nodes joined by an undirected edge (both directions) with an
 //! independent fair coin. Crafted nodes form their own components, so their rows depend on nothing
 //! but their canary, and each canary's score is an independent draw from the mechanism on one of
-//! the two neighbouring graphs. The score is the projection of the receiver's released sum at every
-//! hop on the vector its sender fed into that hop: `sum_k <S_k[r], x_k[s]>`, which is
-//! `K b + N(0, K s^2)` for a unit-norm input, the Neyman-Pearson statistic of the K-fold composed
-//! Gaussian mechanism. That is why this audit can come close to the claim, where black-box canaries
-//! (which see only the classifier's posteriors) certify little.
+//! the two neighbouring graphs. The score is the projection of each end's released sum at every
+//! hop on the vector the other end fed into that hop: `sum_k <S_k[v], x_k[u]> + <S_k[u], x_k[v]>`,
+//! which is `2K b + N(0, 2K s^2)` for unit-norm inputs, the Neyman-Pearson statistic of the K-fold
+//! composed Gaussian mechanism at sensitivity sqrt(2). That is why this audit can come close to
+//! the claim, where black-box canaries (which see only the classifier's posteriors) certify little.
 //!
-//! The unit is one directed edge (one entry of A), the unit of GAP's Lemma 6 and ProGAP's Lemma 1.
+//! The unit is gnnaudit's edge-level unit, one undirected edge: two entries of A, twice the unit
+//! of GAP's Lemma 6 and ProGAP's Lemma 1 (one entry).
 use crate::classifier::to_vec;
 use crate::error::{check, Error, Result};
 /// (Moved to the threat model; re-exported for the main crate's implementations.)
@@ -85,7 +86,7 @@ pub fn aggregation_canary_audit(target: &Target, params: &AggregationCanaryParam
     let rows: Vec<i64> = (0..2 * n).map(|_| rng.gen_range(0..g.num_nodes) as i64).collect();
     let features = g.features.index_select(0, &Tensor::from_slice(&rows));
     let coins: Vec<bool> = (0..n).map(|_| rng.gen_bool(0.5)).collect();
-    let edges: Vec<(usize, usize)> = (0..n).filter(|&i| coins[i]).map(|i| (i, n + i)).collect();
+    let edges: Vec<(usize, usize)> = (0..n).filter(|&i| coins[i]).flat_map(|i| [(i, n + i), (n + i, i)]).collect();
     let releases = pipeline.release(&features, &edges, rng.gen())?;
     check!(
         releases.len() == pipeline.hops(),
@@ -99,6 +100,7 @@ pub fn aggregation_canary_audit(target: &Target, params: &AggregationCanaryParam
     let mut score = Tensor::zeros([n as i64], (Kind::Double, tch::Device::Cpu));
     for (inputs, sums) in &releases {
         score += row_dot(&sums.index_select(0, &receivers), &inputs.index_select(0, &senders));
+        score += row_dot(&sums.index_select(0, &senders), &inputs.index_select(0, &receivers));
     }
     let score = to_vec(&score);
     check!(score.iter().all(|s| s.is_finite()), "release", "the pipeline released non-finite aggregations");
@@ -112,12 +114,12 @@ pub fn aggregation_canary_audit(target: &Target, params: &AggregationCanaryParam
     }
     let game = Game {
         unit: GameUnit::EdgeCanary,
-        positive: "crafted directed canary edges included (fair coin)".into(),
+        positive: "crafted undirected canary edges (both directions) included (fair coin)".into(),
         negative: "crafted canary edges left out".into(),
         statement: format!(
             "The auditor reads the noisy aggregations released at each of the {} hops for {n} disjoint crafted \
-             sender/receiver pairs and scores each canary by the projection of the receiver's sums on its \
-             sender's inputs.",
+             node pairs and scores each canary by the projection of each end's sums on the other end's \
+             inputs.",
             pipeline.hops()
         ),
     };

@@ -84,6 +84,10 @@ pub struct MethodArgs {
     /// Hops K (GAP) or stages K (ProGAP).
     #[arg(long, default_value_t = 2)]
     pub hops: u64,
+    /// gap-edp / progap-edp: price one entry of A (one direction of an edge, the GAP and ProGAP
+    /// papers' unit, sensitivity 1) instead of one undirected edge (sensitivity sqrt(2)).
+    #[arg(long)]
+    pub directed_entry: bool,
     /// Degree bound D (node-level GAP/ProGAP, DP-GNN's K).
     #[arg(long, default_value_t = 100)]
     pub degree: u64,
@@ -212,6 +216,10 @@ impl MethodArgs {
             );
         }
         ensure!(self.hops <= MAX_COUNT, Error::invalid("--hops", format!("at most {MAX_COUNT}")));
+        ensure!(
+            !self.directed_entry || matches!(m, EventFamily::GapEdp | EventFamily::ProgapEdp),
+            Error::invalid("--directed-entry", "only gap-edp and progap-edp price an edge; drop the flag")
+        );
         if class_dp
             || matches!(m, EventFamily::GapNdp | EventFamily::ProgapNdp | EventFamily::DpMlp | EventFamily::DpSgd)
         {
@@ -273,7 +281,8 @@ impl MethodArgs {
     fn event(&self, sigma: f64) -> Result<Event> {
         let sched = SgdSchedule::new(self.sample_rate, self.steps);
         Ok(match self.method {
-            EventFamily::GapEdp => methods::gap_edge(self.hops, sigma),
+            EventFamily::GapEdp if self.directed_entry => methods::gap_edge(self.hops, sigma),
+            EventFamily::GapEdp => methods::gap_undirected_edge(self.hops, sigma),
             EventFamily::GapNdp => methods::gap_node(
                 self.hops,
                 self.degree,
@@ -281,7 +290,8 @@ impl MethodArgs {
                 (self.encoder_steps > 0).then(|| SgdSchedule::new(self.sample_rate, self.encoder_steps)),
                 sched,
             ),
-            EventFamily::ProgapEdp => methods::progap_edge(self.hops, sigma),
+            EventFamily::ProgapEdp if self.directed_entry => methods::progap_edge(self.hops, sigma),
+            EventFamily::ProgapEdp => methods::progap_undirected_edge(self.hops, sigma),
             EventFamily::ProgapNdp => methods::progap_node(self.hops, self.degree, sigma, sched),
             EventFamily::Dpgnn => methods::dpgnn(self.num_nodes, self.degree, self.batch_size, sigma, self.steps),
             EventFamily::DpMlp | EventFamily::DpSgd => methods::dp_sgd(self.sample_rate, self.steps, sigma),

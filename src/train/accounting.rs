@@ -1,9 +1,10 @@
 //! Each method's privacy expression (from `crate::privacy::accountant::methods`, which carries the
 //! theorem each follows) paired with its privacy unit, so that training calibrates its noise and
 //! reports its budget from one and the same expression:
-//! - GAP-EDP: K Gaussian hops at sensitivity 1 (thesis Prop. 6).
+//! - GAP-EDP: K Gaussian hops at sensitivity sqrt(2), one undirected edge (thesis Prop. 6 prices one
+//!   entry of A at sensitivity 1).
 //! - GAP-NDP: encoder DP-SGD + K hops at sensitivity sqrt(D) + classifier DP-SGD, one sigma (Prop. 7).
-//! - ProGAP-EDP: K NAP queries (Theorem 4). ProGAP-NDP: K NAP at sqrt(D) + (K+1) DP-SGD (Theorem 5).
+//! - ProGAP-EDP: K NAP queries at sqrt(2) (Theorem 4). ProGAP-NDP: K NAP at sqrt(D) + (K+1) DP-SGD (Theorem 5).
 //! - DP-MLP: DP-SGD alone.
 //!
 //! The DP-SGD schedule is the one the training loop runs: q = B/n and `epochs * floor(n/B)` steps.
@@ -133,8 +134,9 @@ impl Accounting {
     }
 }
 
+/// GAP's edge-level expression for one undirected edge (sigma is the aggregation noise std).
 pub fn gap_edge(hops: usize) -> Expression {
-    Expression { unit: PrivacyUnit::Edge, event: Box::new(move |s| methods::gap_edge(hops as u64, s)) }
+    Expression { unit: PrivacyUnit::Edge, event: Box::new(move |s| methods::gap_undirected_edge(hops as u64, s)) }
 }
 
 pub fn gap_node(hops: usize, max_degree: usize, encoder: SgdSchedule, classifier: SgdSchedule) -> Expression {
@@ -144,8 +146,9 @@ pub fn gap_node(hops: usize, max_degree: usize, encoder: SgdSchedule, classifier
     }
 }
 
+/// ProGAP's edge-level expression for one undirected edge (sigma is the aggregation noise std).
 pub fn progap_edge(depth: usize) -> Expression {
-    Expression { unit: PrivacyUnit::Edge, event: Box::new(move |s| methods::progap_edge(depth as u64, s)) }
+    Expression { unit: PrivacyUnit::Edge, event: Box::new(move |s| methods::progap_undirected_edge(depth as u64, s)) }
 }
 
 pub fn progap_node(depth: usize, max_degree: usize, per_stage: SgdSchedule) -> Expression {
@@ -186,5 +189,17 @@ mod tests {
         assert_eq!(b.epsilon_pld, None);
         assert_eq!(b.epsilon_rdp, b2.epsilon_rdp);
         assert_eq!(rdp.budget(&gap_edge(2), sigma, Some(1.0), 1e-5).unwrap(), b);
+    }
+
+    /// One undirected edge is two entries of A: the calibrated aggregation noise is sqrt(2) times
+    /// what the papers' one-entry unit needs (a Gaussian's privacy depends on std / sensitivity).
+    #[test]
+    fn one_undirected_edge_needs_sqrt2_times_the_noise_of_one_entry() {
+        let acct = Accounting::rdp_only();
+        let entry = Expression { unit: PrivacyUnit::Edge, event: Box::new(|s| methods::gap_edge(2, s)) };
+        let (undirected, _) = acct.calibrate(&gap_edge(2), acc::Accountant::Rdp, 1.0, 1e-5).unwrap();
+        let (one_entry, _) = acct.calibrate(&entry, acc::Accountant::Rdp, 1.0, 1e-5).unwrap();
+        let ratio = undirected / one_entry;
+        assert!((ratio - std::f64::consts::SQRT_2).abs() < 1e-4, "std ratio {ratio}, not sqrt(2)");
     }
 }

@@ -39,8 +39,24 @@ pub fn dp_sgd(sample_rate: f64, steps: u64, sigma: f64) -> Event {
 /// GAP, edge-level (thesis ch.4 Theorem 2 and Proposition 6; GAP paper Theorem 1): the PMA
 /// mechanism is K Gaussian aggregations of edge-level sensitivity 1 (Lemma 6), i.e.
 /// (alpha, K alpha/(2 sigma^2))-RDP; the encoder and classifier never touch the edges.
+/// This is the papers' unit, one entry of A (one directed edge); gnnaudit's edge-level unit is
+/// [`gap_undirected_edge`].
 pub fn gap_edge(hops: u64, sigma: f64) -> Event {
     Event::gaussian(sigma).times(hops).labelled("PMA aggregation (edge sensitivity 1)")
+}
+
+/// The L2 sensitivity of one aggregation to one undirected edge {u, v}: the edge is two entries
+/// of A, so removing it changes row v of A^T x by x_u and row u by x_v, two unit-norm rows.
+pub const UNDIRECTED_EDGE_SENSITIVITY: f64 = std::f64::consts::SQRT_2;
+
+/// [`gap_edge`] for gnnaudit's edge-level unit, one undirected edge: the same K Gaussian
+/// aggregations with noise std `std`, at sensitivity sqrt(2) (the papers' sensitivity 1 covers
+/// one direction only). On a directed graph sqrt(2) is an upper bound, so the claim stays sound.
+pub fn gap_undirected_edge(hops: u64, std: f64) -> Event {
+    Event::gaussian(std)
+        .scaled(UNDIRECTED_EDGE_SENSITIVITY)
+        .times(hops)
+        .labelled("PMA aggregation (one undirected edge: sensitivity sqrt(2))")
 }
 
 /// The GAP paper's closed form for [`gap_edge`] (Proposition 6): the classic conversion minimised
@@ -107,6 +123,14 @@ pub fn gap_node_general(
 /// once per stage 1..K thanks to caching, so K Gaussians: (alpha, K alpha/(2 sigma^2))-RDP.
 pub fn progap_edge(stages: u64, sigma: f64) -> Event {
     Event::gaussian(sigma).times(stages).labelled("NAP aggregation (edge sensitivity 1)")
+}
+
+/// [`progap_edge`] for one undirected edge (sensitivity sqrt(2), as [`gap_undirected_edge`]).
+pub fn progap_undirected_edge(stages: u64, std: f64) -> Event {
+    Event::gaussian(std)
+        .scaled(UNDIRECTED_EDGE_SENSITIVITY)
+        .times(stages)
+        .labelled("NAP aggregation (one undirected edge: sensitivity sqrt(2))")
 }
 
 /// ProGAP, node-level with one shared noise scale (thesis ch.5 Theorem 5): K NAP aggregations of
