@@ -139,9 +139,12 @@ pub fn replay_with(
         let before_y: Vec<i64> = std::iter::once(labels[w]).chain(moved.iter().map(|&i| labels[others[i]])).collect();
         let after_rows: Vec<SparseRow> = moved.iter().map(|&i| after[i].clone()).collect();
         let after_y: Vec<i64> = moved.iter().map(|&i| labels[others[i]]).collect();
-        let s1 = clipped_sum(&net, &x, &before_rows, &before_y, clip).expect("the removed node's row");
+        // Both sums outside no_grad: the per-row gradients come from the tape.
+        let s1 = clipped_sum(&net, &x, &before_rows, &before_y, clip)
+            .ok_or_else(|| Error::Other("the removed node's row is missing from the step".into()))?;
+        let s2 = clipped_sum(&net, &x, &after_rows, &after_y, clip);
         let observed = tch::no_grad(|| {
-            let d = match clipped_sum(&net, &x, &after_rows, &after_y, clip) {
+            let d = match s2 {
                 Some(s2) => &s1 - s2,
                 None => s1.shallow_clone(),
             };
