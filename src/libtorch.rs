@@ -31,7 +31,7 @@ pub fn fused_normalized_concat(xs: &[&tch::Tensor]) -> Option<tch::Tensor> {
 }
 
 /// The kernels of [`fused_normalized_concat`] alone, outside autograd (for the compute floor of
-/// `bench methods`): the forward over `xs` and, given the output's gradient, the backward.
+/// `gnnaudit-bench methods`): the forward over `xs` and, given the output's gradient, the backward.
 /// False where the kernels do not apply.
 pub fn normalized_concat_kernels(xs: &[&tch::Tensor], grad: Option<&tch::Tensor>) -> bool {
     if !fused_kernel_fits(xs) {

@@ -5,6 +5,7 @@ use common_cora::load;
 use gnnaudit::methods::dpgnn::{train, DpgnnConfig};
 use gnnaudit::privacy::accountant::rdp::{rdp_curve, rdp_epsilon_classic};
 use gnnaudit::privacy::accountant::{methods, PrivacyUnit};
+use gnnaudit::train::accounting::Accounting;
 use gnnaudit::Error;
 use statrs::distribution::{Discrete, Hypergeometric};
 use statrs::function::factorial::ln_binomial;
@@ -85,7 +86,7 @@ fn bad_input_is_rejected_before_training() {
         DpgnnConfig { max_grad_norm: 0.0, ..Default::default() },
     ];
     for cfg in bad {
-        match train(&data, &cfg, 0) {
+        match train(&data, &cfg, 0, &Accounting::rdp_only()) {
             Err(e @ Error::InvalidParam { .. }) => assert_eq!(e.exit_code(), 2, "{e}"),
             Err(e) => panic!("wrong error kind: {e}"),
             Ok(_) => panic!("accepted {cfg:?}"),
@@ -102,7 +103,7 @@ fn dpgnn_learns_cora_at_low_noise_and_spends_its_target() {
     tch::set_num_threads(1);
     let data = load("cora", 0.75, 0.10, 0);
     let cfg = DpgnnConfig { epsilon: 1e4, max_degree: 10, batch_size: 1024, ..Default::default() };
-    let run = train(&data, &cfg, 1).unwrap();
+    let run = train(&data, &cfg, 1, &Accounting::default()).unwrap();
     let test = &data.split.as_ref().unwrap().test;
     let mut counts = vec![0usize; data.num_classes];
     test.iter().for_each(|&i| counts[data.labels[i]] += 1);
@@ -133,7 +134,7 @@ fn budget_split_composes_to_the_target() {
             epochs,
             ..Default::default()
         };
-        let (s, s_inf) = cfg.calibrate(n, delta).unwrap();
+        let (s, s_inf) = cfg.calibrate(n, delta, &Accounting::rdp_only()).unwrap();
         let release = rdp_epsilon(&cfg.inference_event(s_inf), delta).unwrap().epsilon;
         assert!(release <= share * eps + 1e-9 && release >= share * eps * 0.999, "release {release}");
         let total = rdp_epsilon(&cfg.event(n, s, s_inf), delta).unwrap().epsilon;

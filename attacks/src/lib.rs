@@ -61,7 +61,7 @@ mod attack_tests;
 pub use attack::{AttackConfig, AttackKind, AttackParams, StatedKnowledge, CERTIFICATION_KEYS};
 pub use error::{Error, Result};
 pub use graph::{class_balanced_split, membership_split, AttackGraph, NodeSplit};
-pub use result::{run_attack, AttackResult};
+pub use result::{certify_pooled, run_attack, AttackResult};
 pub use threat::{
     Access, AdversaryKnowledge, AggregationRelease, Attack, BlackBox, Claim, ClaimUnit, Game, GameUnit, Outcome,
     ShadowOracle, Target, WhiteBox,

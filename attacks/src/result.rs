@@ -40,6 +40,24 @@ pub struct AttackResult {
     pub scores: (Vec<f64>, Vec<f64>),
 }
 
+/// One certificate over the scores of every run pooled (each run is an independent draw of the
+/// game, so their trials add up), never a maximum over runs: `bound` and `strategy` at the first
+/// run's confidence, for a claim at `delta`. `gnnaudit attack` and external targets share it.
+pub fn certify_pooled(
+    runs: &[AttackResult],
+    bound: crate::stats::BoundKind,
+    strategy: crate::stats::ThresholdStrategy,
+    delta: f64,
+    seed: u64,
+    assumption: &str,
+) -> Result<Certificate> {
+    let first = runs.first().ok_or_else(|| crate::Error::invalid("repeats", "no attack run to certify"))?;
+    let pos: Vec<f64> = runs.iter().flat_map(|r| r.scores.0.iter().copied()).collect();
+    let neg: Vec<f64> = runs.iter().flat_map(|r| r.scores.1.iter().copied()).collect();
+    let spec = AuditSpec { bound, strategy, confidence: first.eps_lb_confidence, delta, seed };
+    certify(&pos, &neg, &spec, assumption)
+}
+
 impl AttackResult {
     /// Summarises an outcome; certifies eps_lb (through `stats`) only when the game's unit matches
     /// the claim's.

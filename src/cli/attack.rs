@@ -9,9 +9,10 @@ use crate::train;
 use clap::Args;
 use gnnaudit_attacks::classifier::AttackModel;
 use gnnaudit_attacks::metrics::mean_std;
-use gnnaudit_attacks::stats::{certify, AuditSpec, BoundKind, ThresholdStrategy, Verdict};
+use gnnaudit_attacks::stats::{BoundKind, ThresholdStrategy, Verdict};
 use gnnaudit_attacks::{
-    run_attack, AdversaryKnowledge, AttackKind, AttackParams, AttackResult, GameUnit, Target, CERTIFICATION_KEYS,
+    certify_pooled, run_attack, AdversaryKnowledge, AttackKind, AttackParams, AttackResult, GameUnit, Target,
+    CERTIFICATION_KEYS,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -28,12 +29,8 @@ pub struct AttackArgs {
     /// Drop classes with fewer nodes (the Facebook100 anchors use 1000).
     #[arg(long, default_value_t = 1)]
     pub min_class_count: usize,
-    /// mia | mia-metric | lira | link-stealing | canary-edge | canary-node | canary-ldp |
-    /// canary-ldp-features | canary-ldp-feature (pgc, rgnn: the claim is per feature) |
-    /// canary-aggregation (white box: GAP/ProGAP's released aggregations) | canary-subclass
-    /// (class/subclass-level DP) | inversion | graph-reconstruction | attribute | degree-inference (dpar-* targets: training-node degree
-    /// regression, RMSE vs the mean predictor)
-    #[arg(long, value_parser = parse_attack)]
+    /// The attack, by its name in the attack registry (the help lists them all).
+    #[arg(long, value_parser = parse_attack, help = attack_help())]
     pub attack: AttackKind,
     /// Any parameter of the attack, as in an audit config's `params` table (repeatable), e.g.
     /// `--set shadows=8` or `--set variant="original"`; the flags below are aliases of the
@@ -225,6 +222,14 @@ fn run_external(a: &AttackArgs, target: crate::external::TargetSpec) -> Result<(
     Ok(())
 }
 
+/// `--attack`'s help, from the attack registry so that it lists every attack.
+fn attack_help() -> String {
+    format!(
+        "The attack: {} (`--describe` prints one's parameters with their defaults, its game and the access it needs)",
+        AttackKind::NAMES.join(" | ")
+    )
+}
+
 fn parse_attack(s: &str) -> std::result::Result<AttackKind, String> {
     AttackKind::parse(s).ok_or_else(|| format!("expected one of {}", AttackKind::NAMES.join(", ")))
 }
@@ -389,31 +394,8 @@ pub fn run(a: AttackArgs) -> Result<()> {
     ] {
         crate::ensure!(!set, Error::invalid(flag, "only applies to --torchscript, --command or --posteriors targets"));
     }
-    let mut loaded = match &a.target {
-        Some(dir) => {
-            crate::ensure!(
-                !a.attack.default_config().requires().carved_attribute,
-                Error::invalid(
-                    "target",
-                    "attribute inference carves the attribute out before training; train the target here"
-                )
-            );
-            Some(crate::methods::load_model(dir)?)
-        }
-        None => None,
-    };
-    let recipe = match &loaded {
-        Some(l) => {
-            if let Some(m) = a.recipe.method.filter(|m| *m != l.recipe.method) {
-                return Err(Error::invalid(
-                    "method",
-                    format!("--method {} but the saved target was trained with {}", m.name(), l.recipe.method.name()),
-                ));
-            }
-            l.recipe.clone()
-        }
-        None => a.recipe.to_recipe()?,
-    };
+    let mut loaded = saved_target(&a)?;
+    let recipe = target_recipe(&a, loaded.as_ref())?;
     recipe.validate()?;
     let params = params_of(&a)?;
     crate::cli::train::set_threads(a.threads)?;
@@ -427,13 +409,8 @@ pub fn run(a: AttackArgs) -> Result<()> {
         None => None,
     };
     let ratios = if let Some(p) = &provenance { p.split } else { recipe.method.spec().split };
-    let membership = a.attack.game() == GameUnit::NodeMembership;
-    let mut results: Vec<AttackResult> = Vec::new();
-    let mut utility = Vec::new();
-    let mut claim = None;
-    let mut sensitive_names = None;
-    for r in 0..a.repeats {
-        let seed = seeds[r];
+    let mut runs = Vec::with_capacity(a.repeats);
+    for &seed in seeds.iter().take(a.repeats) {
         // A saved target is one model on one graph and split (the checkpoint's split seed; its
         // training seed samples a node-level degree bound); only the attack's own randomness
         // (sampling, shadows, canaries, attack model) moves with the repeat.
@@ -441,204 +418,286 @@ pub fn run(a: AttackArgs) -> Result<()> {
             Some(p) => (p.split_seed, p.train_seed),
             None => (seed, seed),
         };
-        let mut ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, split_seed)?;
-        let mut sensitive = None;
-        if a.attack.default_config().requires().carved_attribute {
-            let (carved, values, names) = carve_attribute(&ds, &a.sensitive)?;
-            ds = carved;
-            sensitive = Some(values);
-            sensitive_names = Some(names);
+        let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, split_seed)?;
+        runs.push(attack_once(&a, &recipe, &params, ds, loaded.as_mut(), seed, data_seed)?);
+    }
+    let report = Pooled::of(&a, &params, runs)?;
+    let repeat_mode = repeat_mode(&a, loaded.is_some());
+    let seconds = start.elapsed().as_secs_f64();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report.json(&a, &recipe, &repeat_mode, seconds))?);
+    } else {
+        report.print(&a, &recipe, &repeat_mode, seconds);
+    }
+    Ok(())
+}
+
+/// The saved model `--target` names, if any (refused for attacks that carve an attribute out of
+/// the training data).
+fn saved_target(a: &AttackArgs) -> Result<Option<crate::methods::LoadedModel>> {
+    let Some(dir) = &a.target else { return Ok(None) };
+    crate::ensure!(
+        !a.attack.default_config().requires().carved_attribute,
+        Error::invalid("target", "attribute inference carves the attribute out before training; train the target here")
+    );
+    Ok(Some(crate::methods::load_model(dir)?))
+}
+
+/// The recipe of the target: the saved model's (a different `--method` is refused), else the flags'.
+fn target_recipe(a: &AttackArgs, loaded: Option<&crate::methods::LoadedModel>) -> Result<crate::methods::Recipe> {
+    match loaded {
+        Some(l) => {
+            if let Some(m) = a.recipe.method.filter(|m| *m != l.recipe.method) {
+                return Err(Error::invalid(
+                    "method",
+                    format!("--method {} but the saved target was trained with {}", m.name(), l.recipe.method.name()),
+                ));
+            }
+            Ok(l.recipe.clone())
         }
-        if membership && loaded.is_none() {
-            // The membership game: members and non-members drawn from one class-balanced sample.
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let (_, s) = gnnaudit_attacks::membership_split(&ds.labels, ds.num_classes, a.nodes_per_class, &mut rng)
-                .map_err(from_attack)?;
-            ds.split = Some(Split { train: s.train, val: s.val, test: s.test });
-        }
-        if let Some(l) = loaded.as_mut() {
+        None => a.recipe.to_recipe(),
+    }
+}
+
+/// One repeat: the target (trained on `ds` with `seed`, or the saved one attached to it), then
+/// the attack with `seed`.
+struct OneRun {
+    result: AttackResult,
+    accuracy: train::Accuracy,
+    claim: gnnaudit_attacks::Claim,
+    sensitive_names: Option<Vec<String>>,
+}
+
+fn attack_once(
+    a: &AttackArgs,
+    recipe: &crate::methods::Recipe,
+    params: &AttackParams,
+    mut ds: crate::data::Dataset,
+    loaded: Option<&mut crate::methods::LoadedModel>,
+    seed: u64,
+    data_seed: u64,
+) -> Result<OneRun> {
+    let mut sensitive = None;
+    let mut sensitive_names = None;
+    if a.attack.default_config().requires().carved_attribute {
+        let (carved, values, names) = carve_attribute(&ds, &a.sensitive)?;
+        ds = carved;
+        sensitive = Some(values);
+        sensitive_names = Some(names);
+    }
+    if a.attack.game() == GameUnit::NodeMembership && loaded.is_none() {
+        // The membership game: members and non-members drawn from one class-balanced sample.
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (_, s) = gnnaudit_attacks::membership_split(&ds.labels, ds.num_classes, a.nodes_per_class, &mut rng)
+            .map_err(from_attack)?;
+        ds.split = Some(Split { train: s.train, val: s.val, test: s.test });
+    }
+    let mut trained = None;
+    let (model, budget, accuracy): (&dyn crate::methods::TrainedModel, _, _) = match loaded {
+        Some(l) => {
             // The checkpoint's white box recomputes aggregations over its training graph (for a
             // node-level model, degree-bounded with the training seed, i.e. --seed).
             l.model.attach_graph(&ds, data_seed)?;
+            let post = l.model.posteriors();
+            crate::ensure!(
+                post.size()[0] as usize == ds.num_nodes(),
+                Error::invalid(
+                    "target",
+                    format!(
+                        "the saved model answers for {} nodes, the dataset has {}; pass the dataset options it was \
+                         trained with",
+                        post.size()[0],
+                        ds.num_nodes()
+                    )
+                )
+            );
+            let accuracy = accuracy_of(&post, &ds)?;
+            (l.model.as_ref(), l.budget.clone(), accuracy)
         }
-        let mut trained = None;
-        let (bb, budget, accuracy) = match &loaded {
-            Some(l) => {
-                let bb = ModelBlackBox::new(l.model.as_ref());
-                let post = l.model.posteriors();
-                crate::ensure!(
-                    post.size()[0] as usize == ds.num_nodes(),
-                    Error::invalid("target", format!("the saved model answers for {} nodes, the dataset has {}; pass the dataset options it was trained with", post.size()[0], ds.num_nodes()))
-                );
-                (bb, l.budget.clone(), accuracy_of(&post, &ds)?)
-            }
-            None => {
-                let run = crate::methods::train(&recipe, &ds, seed)?;
-                crate::target::ensure_converged(&run, &recipe)?;
-                let out = (ModelBlackBox::new(run.model.as_ref()), run.budget.clone(), run.accuracy);
-                trained = Some(run);
-                out
-            }
-        };
-        let mut g = attack_graph(&ds)?;
-        if let Some(v) = sensitive {
-            g = g.with_sensitive(v).map_err(from_attack)?;
+        None => {
+            let run = trained.insert(crate::methods::train(recipe, &ds, seed)?);
+            crate::target::ensure_converged(run, recipe)?;
+            (run.model.as_ref(), run.budget.clone(), run.accuracy)
         }
-        let split = node_split(ds.split()?);
-        let oracle = RecipeOracle::new(&recipe, &budget, &ds.name);
-        let c = crate::audit::feature_claim::claim_for(a.attack, &budget)?;
-        let white_box = CpuWhiteBox::of(match (&loaded, &trained) {
-            (Some(l), _) => l.model.white_box(),
-            (None, Some(run)) => run.model.white_box(),
-            _ => None,
-        });
-        let white_box = CpuWhiteBox::as_dyn(&white_box);
-        let target = Target { graph: &g, split: &split, black_box: &bb, white_box, oracle: Some(&oracle), claim: c };
-        let result = run_attack(&target, &AdversaryKnowledge::default(), &params, seed).map_err(from_attack)?;
-        tracing::info!(seed, auc = result.summary.auc, "attack run done");
-        utility.push(accuracy);
-        claim = Some(c);
-        results.push(result);
+    };
+    let bb = ModelBlackBox::new(model);
+    let mut g = attack_graph(&ds)?;
+    if let Some(v) = sensitive {
+        g = g.with_sensitive(v).map_err(from_attack)?;
     }
-    let claim = claim.expect("at least one run");
-    let aucs: Vec<f64> = results.iter().map(|r| r.summary.auc).collect();
-    let (auc, auc_std) = mean_std(&aucs);
-    let (t1, _) = mean_std(&results.iter().map(|r| r.summary.tpr_at_fpr.at_0_001).collect::<Vec<_>>());
-    let (t2, t2_std) = mean_std(&results.iter().map(|r| r.summary.tpr_at_fpr.at_0_01).collect::<Vec<_>>());
-    let (bacc, _) = mean_std(&results.iter().map(|r| r.summary.balanced_accuracy).collect::<Vec<_>>());
-    // One test over all runs' scores pooled (each run is an independent draw of the game), never a
-    // maximum over runs.
-    let first = &results[0];
-    let pos: Vec<f64> = results.iter().flat_map(|r| r.scores.0.iter().copied()).collect();
-    let neg: Vec<f64> = results.iter().flat_map(|r| r.scores.1.iter().copied()).collect();
-    let pooled = |bound: BoundKind, strategy: ThresholdStrategy, assumption: &str| -> Result<_> {
-        let spec = AuditSpec { bound, strategy, confidence: first.eps_lb_confidence, delta: claim.delta, seed: a.seed };
-        certify(&pos, &neg, &spec, assumption).map_err(from_attack)
-    };
-    let certificate = match &first.certificate {
-        Some(c) => Some(pooled(params.bound, params.strategy, &c.assumption)?),
-        None => None,
-    };
-    // The one-run bound of canary games, over all runs' canaries (each canary is in one run only).
-    let one_run = match first.details.get("eps_lb_one_run") {
-        Some(v) if !v.is_null() => {
-            Some(pooled(BoundKind::OneRun, ThresholdStrategy::default(), gnnaudit_attacks::stats::COIN_ASSUMPTION)?)
-        }
-        _ => None,
-    };
-    let eps_lb = certificate.as_ref().map(|c| c.eps_lb);
-    let eps_lb_one_run = one_run.as_ref().map(|c| c.eps_lb);
-    let claimed =
-        if claim.unit == gnnaudit_attacks::ClaimUnit::None { None } else { claim.epsilon.or(Some(f64::INFINITY)) };
-    let verdict = certificate.as_ref().map_or(Verdict::NotComparable, |c| c.verdict(claimed));
-    let tightness = certificate.as_ref().and_then(|c| c.tightness(claimed));
-    let violation = verdict == Verdict::Violated;
-    let acc = |f: fn(&train::Accuracy) -> f64| mean_std(&utility.iter().map(f).collect::<Vec<_>>());
-    let seconds = start.elapsed().as_secs_f64();
-    let repeat_mode = if loaded.is_some() {
-        format!(
-            "{} attack run(s) with attack seeds {}..={} on one saved target",
-            a.repeats,
-            a.seed,
-            a.seed + a.repeats as u64 - 1
-        )
+    let split = node_split(ds.split()?);
+    let oracle = RecipeOracle::new(recipe, &budget, &ds.name);
+    let claim = crate::audit::feature_claim::claim_for(a.attack, &budget)?;
+    let white_box = CpuWhiteBox::of(model.white_box());
+    let white_box = CpuWhiteBox::as_dyn(&white_box);
+    let target = Target { graph: &g, split: &split, black_box: &bb, white_box, oracle: Some(&oracle), claim };
+    let result = run_attack(&target, &AdversaryKnowledge::default(), params, seed).map_err(from_attack)?;
+    tracing::info!(seed, auc = result.summary.auc, "attack run done");
+    Ok(OneRun { result, accuracy, claim, sensitive_names })
+}
+
+/// How the repeats were drawn, in words.
+fn repeat_mode(a: &AttackArgs, saved: bool) -> String {
+    let last = a.seed + a.repeats as u64 - 1;
+    if saved {
+        format!("{} attack run(s) with attack seeds {}..={last} on one saved target", a.repeats, a.seed)
     } else {
-        format!(
-            "{} independent run(s) with seeds {}..={} (new split, target and attack each)",
-            a.repeats,
-            a.seed,
-            a.seed + a.repeats as u64 - 1
-        )
-    };
-    if a.json {
-        let out = json!({
+        format!("{} independent run(s) with seeds {}..={last} (new split, target and attack each)", a.repeats, a.seed)
+    }
+}
+
+/// Every run's success averaged, and one certificate over all runs' scores pooled.
+struct Pooled {
+    results: Vec<AttackResult>,
+    utility: Vec<train::Accuracy>,
+    claim: gnnaudit_attacks::Claim,
+    sensitive_names: Option<Vec<String>>,
+    certificate: Option<gnnaudit_attacks::stats::Certificate>,
+    one_run: Option<gnnaudit_attacks::stats::Certificate>,
+    verdict: Verdict,
+    tightness: Option<f64>,
+}
+
+impl Pooled {
+    fn of(a: &AttackArgs, params: &AttackParams, runs: Vec<OneRun>) -> Result<Pooled> {
+        let claim = runs.last().map(|r| r.claim).ok_or_else(|| Error::invalid("repeats", "must be at least 1"))?;
+        let sensitive_names = runs.iter().rev().find_map(|r| r.sensitive_names.clone());
+        let utility: Vec<train::Accuracy> = runs.iter().map(|r| r.accuracy).collect();
+        let results: Vec<AttackResult> = runs.into_iter().map(|r| r.result).collect();
+        // One test over all runs' scores pooled (each run is an independent draw of the game),
+        // never a maximum over runs.
+        let pooled = |bound: BoundKind, strategy: ThresholdStrategy, assumption: &str| {
+            certify_pooled(&results, bound, strategy, claim.delta, a.seed, assumption).map_err(from_attack)
+        };
+        let certificate = match &results[0].certificate {
+            Some(c) => Some(pooled(params.bound, params.strategy, &c.assumption)?),
+            None => None,
+        };
+        // The one-run bound of canary games, over all runs' canaries (each canary is in one run only).
+        let one_run = match results[0].details.get("eps_lb_one_run") {
+            Some(v) if !v.is_null() => {
+                Some(pooled(BoundKind::OneRun, ThresholdStrategy::default(), gnnaudit_attacks::stats::COIN_ASSUMPTION)?)
+            }
+            _ => None,
+        };
+        let claimed =
+            if claim.unit == gnnaudit_attacks::ClaimUnit::None { None } else { claim.epsilon.or(Some(f64::INFINITY)) };
+        let verdict = certificate.as_ref().map_or(Verdict::NotComparable, |c| c.verdict(claimed));
+        let tightness = certificate.as_ref().and_then(|c| c.tightness(claimed));
+        Ok(Pooled { results, utility, claim, sensitive_names, certificate, one_run, verdict, tightness })
+    }
+
+    /// Mean and standard deviation over the runs of one figure of each result.
+    fn stat(&self, f: impl Fn(&AttackResult) -> f64) -> (f64, f64) {
+        mean_std(&self.results.iter().map(f).collect::<Vec<_>>())
+    }
+
+    /// Mean and standard deviation of one accuracy of the targets.
+    fn acc(&self, f: fn(&train::Accuracy) -> f64) -> (f64, f64) {
+        mean_std(&self.utility.iter().map(f).collect::<Vec<_>>())
+    }
+
+    fn json(
+        &self,
+        a: &AttackArgs,
+        recipe: &crate::methods::Recipe,
+        repeat_mode: &str,
+        seconds: f64,
+    ) -> serde_json::Value {
+        let first = &self.results[0];
+        let (auc, auc_std) = self.stat(|r| r.summary.auc);
+        let (t2, t2_std) = self.stat(|r| r.summary.tpr_at_fpr.at_0_01);
+        json!({
             "attack": a.attack.name(),
             "method": recipe.method.name(),
             "dataset": a.dataset,
-            "epsilon": claim.epsilon,
-            "delta": claim.delta,
-            "privacy_unit": claim.unit,
+            "epsilon": self.claim.epsilon,
+            "delta": self.claim.delta,
+            "privacy_unit": self.claim.unit,
             "game": first.game.statement,
             "game_detail": first.game,
             "knowledge": first.knowledge,
             "auc": auc,
             "auc_std": auc_std,
-            "tpr_at_fpr": {"0.001": t1, "0.01": t2},
+            "tpr_at_fpr": {"0.001": self.stat(|r| r.summary.tpr_at_fpr.at_0_001).0, "0.01": t2},
             "tpr_at_1pct_fpr_std": t2_std,
-            "balanced_accuracy": bacc,
-            "eps_lb": eps_lb,
+            "balanced_accuracy": self.stat(|r| r.summary.balanced_accuracy).0,
+            "eps_lb": self.certificate.as_ref().map(|c| c.eps_lb),
             "eps_lb_confidence": first.eps_lb_confidence,
-            "eps_lb_one_run": eps_lb_one_run,
-            "certificate": certificate,
-            "one_run_certificate": one_run,
-            "verdict": verdict,
-            "tightness": tightness,
-            "violation": violation,
-            "utility": {"train": acc(|u| u.train).0, "val": acc(|u| u.val).0, "test": acc(|u| u.test).0,
-                        "test_std": acc(|u| u.test).1},
+            "eps_lb_one_run": self.one_run.as_ref().map(|c| c.eps_lb),
+            "certificate": self.certificate,
+            "one_run_certificate": self.one_run,
+            "verdict": self.verdict,
+            "tightness": self.tightness,
+            "violation": self.verdict == Verdict::Violated,
+            "utility": {"train": self.acc(|u| u.train).0, "val": self.acc(|u| u.val).0, "test": self.acc(|u| u.test).0,
+                        "test_std": self.acc(|u| u.test).1},
             "note": first.note,
-            "sensitive_values": sensitive_names,
+            "sensitive_values": self.sensitive_names,
             "repeats": a.repeats,
             "repeat_mode": repeat_mode,
             "seconds": seconds,
-            "runs": results,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
+            "runs": self.results,
+        })
     }
-    println!("{} against {} on {} ({repeat_mode})", a.attack.name(), recipe.method.name(), a.dataset);
-    println!("game: {}", first.game.statement);
-    println!(
-        "AUC {:.2} ± {:.2}%   TPR@0.1%FPR {:.2}%   TPR@1%FPR {:.2}%   balanced acc {:.2}%",
-        100.0 * auc,
-        100.0 * auc_std,
-        100.0 * t1,
-        100.0 * t2,
-        100.0 * bacc
-    );
-    let (te, te_std) = acc(|u| u.test);
-    println!(
-        "target accuracy: train {:.2}%  test {:.2} ± {:.2}%",
-        100.0 * acc(|u| u.train).0,
-        100.0 * te,
-        100.0 * te_std
-    );
-    match (&certificate, claim.epsilon) {
-        (Some(c), Some(eps)) => println!(
-            "eps_lb {:.3} vs claimed eps {eps:.3} ({:?} level): {verdict} ({}, {} threshold, {:.0}% confidence, {} + {} \
-             trials; the test could certify at most {:.3})",
-            c.eps_lb,
-            claim.unit,
-            c.bound.name(),
-            c.strategy,
-            100.0 * c.confidence,
-            c.positives,
-            c.negatives,
-            c.max_certifiable
-        ),
-        (Some(c), None) => println!("eps_lb {:.3} (non-private target: evidence of leakage)", c.eps_lb),
-        _ => println!("eps_lb: not computed (the game does not match the claimed privacy unit)"),
-    }
-    if verdict == Verdict::Inconclusive {
-        let control = recipe.method.spec().control.map_or("none in the registry".to_string(), |m| m.name().to_string());
+
+    fn print(&self, a: &AttackArgs, recipe: &crate::methods::Recipe, repeat_mode: &str, seconds: f64) {
+        let (first, claim, verdict) = (&self.results[0], &self.claim, self.verdict);
+        let (auc, auc_std) = self.stat(|r| r.summary.auc);
+        println!("{} against {} on {} ({repeat_mode})", a.attack.name(), recipe.method.name(), a.dataset);
+        println!("game: {}", first.game.statement);
         println!(
-            "inconclusive: no positive control showed this attack's power (the method's control: {control};              `gnnaudit audit` runs it, or run this command with --method {control} to see whether it is caught);              more canaries or --repeats, --bound gdp for Gaussian mechanisms, or the canary-aggregation audit add power"
+            "AUC {:.2} ± {:.2}%   TPR@0.1%FPR {:.2}%   TPR@1%FPR {:.2}%   balanced acc {:.2}%",
+            100.0 * auc,
+            100.0 * auc_std,
+            100.0 * self.stat(|r| r.summary.tpr_at_fpr.at_0_001).0,
+            100.0 * self.stat(|r| r.summary.tpr_at_fpr.at_0_01).0,
+            100.0 * self.stat(|r| r.summary.balanced_accuracy).0
         );
-    }
-    if let Some(lb) = eps_lb_one_run {
-        println!("eps_lb_one_run {lb:.3} (Steinke, Nasr & Jagielski 2023, all runs' canaries)");
-    }
-    if let Some(n) = &first.note {
-        println!("note: {n}");
-    }
-    for (k, v) in &first.details {
-        // (The run's own one-run bound is in the JSON; the pooled one is printed above.)
-        if k != "coins" && k != "per_class" && k != "eps_lb_one_run" {
-            println!("  {k}: {v}");
+        let (te, te_std) = self.acc(|u| u.test);
+        println!(
+            "target accuracy: train {:.2}%  test {:.2} ± {:.2}%",
+            100.0 * self.acc(|u| u.train).0,
+            100.0 * te,
+            100.0 * te_std
+        );
+        match (&self.certificate, claim.epsilon) {
+            (Some(c), Some(eps)) => println!(
+                "eps_lb {:.3} vs claimed eps {eps:.3} ({:?} level): {verdict} ({}, {} threshold, {:.0}% confidence, {} + {} \
+                 trials; the test could certify at most {:.3})",
+                c.eps_lb,
+                claim.unit,
+                c.bound.name(),
+                c.strategy,
+                100.0 * c.confidence,
+                c.positives,
+                c.negatives,
+                c.max_certifiable
+            ),
+            (Some(c), None) => println!("eps_lb {:.3} (non-private target: evidence of leakage)", c.eps_lb),
+            _ => println!("eps_lb: not computed (the game does not match the claimed privacy unit)"),
         }
+        if verdict == Verdict::Inconclusive {
+            let control =
+                recipe.method.spec().control.map_or("none in the registry".to_string(), |m| m.name().to_string());
+            println!(
+                "inconclusive: no positive control showed this attack's power (the method's control: {control};              `gnnaudit audit` runs it, or run this command with --method {control} to see whether it is caught);              more canaries or --repeats, --bound gdp for Gaussian mechanisms, or the canary-aggregation audit add power"
+            );
+        }
+        if let Some(c) = &self.one_run {
+            println!("eps_lb_one_run {:.3} (Steinke, Nasr & Jagielski 2023, all runs' canaries)", c.eps_lb);
+        }
+        if let Some(n) = &first.note {
+            println!("note: {n}");
+        }
+        for (k, v) in &first.details {
+            // (The run's own one-run bound is in the JSON; the pooled one is printed above.)
+            if k != "coins" && k != "per_class" && k != "eps_lb_one_run" {
+                println!("  {k}: {v}");
+            }
+        }
+        println!("wall time: {seconds:.1} s");
     }
-    println!("wall time: {seconds:.1} s");
-    Ok(())
 }
 
 #[cfg(test)]

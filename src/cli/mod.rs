@@ -8,12 +8,6 @@ use clap::{Parser, Subcommand};
 pub mod account;
 pub mod attack;
 pub mod audit;
-pub mod bench;
-pub mod bench_audit;
-pub mod bench_floor;
-pub mod bench_jobs;
-pub mod bench_methods;
-pub mod bench_scale;
 pub mod check;
 pub mod doctor;
 pub mod mechanism;
@@ -51,8 +45,6 @@ pub enum Command {
     Account(account::AccountArgs),
     /// The training methods (`methods NAME`: one method's knobs and their defaults).
     Methods(methods::MethodsArgs),
-    /// Speed benchmarks against the reference libraries' anchors.
-    Bench(bench::BenchArgs),
     /// Train a target and run one privacy attack; reports AUC, TPR at low FPR and eps_lb.
     Attack(attack::AttackArgs),
     /// Mechanism-level audits: a mechanism on its worst-case pair, eps_lb vs the accountant's claim.
@@ -98,7 +90,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Train(a) => train::run(a),
         Command::Account(a) => account::run(a),
         Command::Methods(a) => methods::run(a),
-        Command::Bench(b) => bench::run(b),
         Command::Attack(a) => attack::run(a),
         Command::Mechanism(a) => mechanism::run(a),
         Command::Replay(a) => replay::run(a),

@@ -291,7 +291,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let ratios = recipe.method.spec().split;
     let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, a.split_seed)?;
     crate::methods::size::ensure_fits(&recipe, &ds)?;
-    // Where start-up, loading and preparation end: what `bench methods` sets against its floor is
+    // Where start-up, loading and preparation end: what `gnnaudit-bench methods` sets against its floor is
     // the CPU time after this point, measured in the same process.
     let cpu_before_runs = cpu_seconds();
     let mut runs = Vec::new();

@@ -13,7 +13,8 @@ use crate::error::{Error, Result};
 use crate::privacy::accountant::PrivacyUnit;
 use crate::target::{attack_graph, from_attack};
 use gnnaudit_attacks as attacks;
-use gnnaudit_attacks::stats::{certify, AuditSpec, Certificate, Verdict};
+use gnnaudit_attacks::certify_pooled;
+use gnnaudit_attacks::stats::{Certificate, Verdict};
 use gnnaudit_attacks::{
     run_attack, AdversaryKnowledge, AttackGraph, AttackKind, AttackParams, AttackResult, BlackBox, Claim, ClaimUnit,
     NodeSplit, ShadowOracle, Target, WhiteBox,
@@ -358,20 +359,11 @@ pub fn run(x: &ExternalAttack) -> Result<ExternalOutcome> {
     let claim = d.claim;
 
     // One test over all runs' scores pooled (each run an independent draw), never a maximum.
-    let first = &results[0];
-    let certificate = match &first.certificate {
-        Some(c) => {
-            let pos: Vec<f64> = results.iter().flat_map(|r| r.scores.0.iter().copied()).collect();
-            let neg: Vec<f64> = results.iter().flat_map(|r| r.scores.1.iter().copied()).collect();
-            let spec = AuditSpec {
-                bound: x.params.bound,
-                strategy: x.params.strategy,
-                confidence: first.eps_lb_confidence,
-                delta: claim.delta,
-                seed: x.seed,
-            };
-            Some(certify(&pos, &neg, &spec, &c.assumption).map_err(from_attack)?)
-        }
+    let certificate = match &results[0].certificate {
+        Some(c) => Some(
+            certify_pooled(&results, x.params.bound, x.params.strategy, claim.delta, x.seed, &c.assumption)
+                .map_err(from_attack)?,
+        ),
         None => None,
     };
     let claimed = if claim.unit == ClaimUnit::None { None } else { claim.epsilon };

@@ -468,7 +468,7 @@ fn baseline_budget(
 
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::MethodSpec;
+use crate::methods::spec::MethodSpec;
 use crate::privacy::accountant::PrivacyUnit as Unit;
 
 const SAGE_KNOBS: &[&str] =
@@ -489,13 +489,18 @@ fn sage_edp_defaults(r: &mut crate::methods::Recipe) {
     r.aggregation = Aggregation::Mean;
 }
 
-pub const SAGE: MethodSpec = entry(
-    "sage",
-    "GraphSAGE, non-private (pre-MLP, 1-5 SAGE layers, jumping knowledge, post-MLP)",
-    Unit::None,
-    SAGE_KNOBS,
-);
+pub const SAGE: MethodSpec = MethodSpec {
+    floor: Some(crate::methods::spec::FloorPlan::Sage),
+    ..entry(
+        "sage",
+        "GraphSAGE, non-private (pre-MLP, 1-5 SAGE layers, jumping knowledge, post-MLP)",
+        Unit::None,
+        SAGE_KNOBS,
+    )
+};
 pub const SAGE_EDP: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::EdgeRand),
+    floor: Some(crate::methods::spec::FloorPlan::Sage),
     defaults: sage_edp_defaults,
     // Without randomized response the perturbed graph is the real one.
     control: Some(crate::methods::Method::Sage),

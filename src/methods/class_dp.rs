@@ -329,7 +329,7 @@ pub fn fit(
 
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::MethodSpec;
+use crate::methods::spec::MethodSpec;
 
 /// The budget over the units k-means forms (their number only enters the delta check).
 fn class_dp_budget(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<Budget> {
@@ -361,6 +361,7 @@ fn class_defaults(r: &mut Recipe) {
 }
 
 pub const CLASS_DP_MLP: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::UnitDp),
     batch_norm: false,
     // The same MLP trained without clipping or noise.
     control: Some(Method::Mlp),
@@ -385,6 +386,6 @@ pub const SUBCLASS_DP_MLP: MethodSpec = MethodSpec {
     unit: PrivacyUnit::Subclass,
     own_knobs: Some(crate::methods::knobs::own::<ClassDpKnobs>()),
     // The MNIST subclass-DP model is a CNN (l.843): the 2-layer MLP of dp-mlp stands in.
-    defaults: crate::methods::registry::no_defaults,
+    defaults: crate::methods::spec::no_defaults,
     ..CLASS_DP_MLP
 };

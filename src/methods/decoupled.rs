@@ -2,7 +2,7 @@
 //! through its privacy expression in [`crate::train::accounting`] and records the budget.
 use super::checkpoint::{save_dir, Cache, Loader, Meta};
 use super::recipe::{Method, Recipe};
-use super::registry::MethodSpec;
+use super::spec::{FloorPlan, MemoryShape, MethodSpec, Replay, ReplayFamily};
 use super::{Accuracy, TrainedModel, TrainedRun};
 use crate::data::{bound_degree, Dataset, DegreeBound, Graph};
 use crate::error::Result;
@@ -640,16 +640,27 @@ const fn entry(
     }
 }
 
-pub const MLP: MethodSpec = entry(
-    "mlp",
-    "MLP on features only: perfect edge-level privacy (edge eps = 0)",
-    PrivacyUnit::Edge,
-    false,
-    MLP_KNOBS,
-    train_mlp,
-    load_mlp,
-);
+pub const MLP: MethodSpec = MethodSpec {
+    // It reads no edge: its edge-level epsilon is 0 by construction.
+    replay: Replay::Refused(
+        "it reads no edge (edge-level epsilon 0 by construction): no noise, no sensitivity to replay",
+    ),
+    memory: MemoryShape::Mlp,
+    floor: Some(FloorPlan::Mlp),
+    ..entry(
+        "mlp",
+        "MLP on features only: perfect edge-level privacy (edge eps = 0)",
+        PrivacyUnit::Edge,
+        false,
+        MLP_KNOBS,
+        train_mlp,
+        load_mlp,
+    )
+};
 pub const DP_MLP: MethodSpec = MethodSpec {
+    replay: Replay::Releases(ReplayFamily::DpMlp),
+    memory: MemoryShape::Mlp,
+    floor: Some(FloorPlan::Mlp),
     batch_norm: false,
     control: Some(Method::Mlp),
     ..entry(
@@ -662,9 +673,15 @@ pub const DP_MLP: MethodSpec = MethodSpec {
         load_mlp,
     )
 };
-pub const GAP_INF: MethodSpec =
-    entry("gap-inf", "GAP without noise (eps = inf)", PrivacyUnit::None, false, GAP_KNOBS, train_gap, load_gap);
+pub const GAP_INF: MethodSpec = MethodSpec {
+    memory: MemoryShape::HopCache,
+    floor: Some(FloorPlan::Gap),
+    ..entry("gap-inf", "GAP without noise (eps = inf)", PrivacyUnit::None, false, GAP_KNOBS, train_gap, load_gap)
+};
 pub const GAP_EDP: MethodSpec = MethodSpec {
+    replay: Replay::Releases(ReplayFamily::Gap),
+    memory: MemoryShape::HopCache,
+    floor: Some(FloorPlan::Gap),
     // The same pipeline and claim with the aggregation noise switched off.
     control: Some(Method::DemoGapEdpNoiseOff),
     ..entry(
@@ -678,6 +695,9 @@ pub const GAP_EDP: MethodSpec = MethodSpec {
     )
 };
 pub const GAP_NDP: MethodSpec = MethodSpec {
+    replay: Replay::Releases(ReplayFamily::Gap),
+    memory: MemoryShape::HopCache,
+    floor: Some(FloorPlan::Gap),
     batch_norm: false,
     control: Some(Method::GapInf),
     ..entry(
@@ -691,7 +711,12 @@ pub const GAP_NDP: MethodSpec = MethodSpec {
     )
 };
 pub const DEMO_GAP_EDP_PLANTED_BUG: MethodSpec = MethodSpec {
-    unsound: true,
+    replay: Replay::Releases(ReplayFamily::Gap),
+    memory: MemoryShape::HopCache,
+    unsound: Some(
+        "UNSOUND (demo-gap-edp-planted-bug): a planted bug for demonstrations; its PMA noise is calibrated to a \
+         sensitivity of 0.1 instead of 1, 10x too little for the epsilon it claims",
+    ),
     control: Some(Method::DemoGapEdpNoiseOff),
     ..entry(
         "demo-gap-edp-planted-bug",
@@ -705,7 +730,12 @@ pub const DEMO_GAP_EDP_PLANTED_BUG: MethodSpec = MethodSpec {
     )
 };
 pub const DEMO_GAP_EDP_NOISE_OFF: MethodSpec = MethodSpec {
-    unsound: true,
+    replay: Replay::Releases(ReplayFamily::Gap),
+    memory: MemoryShape::HopCache,
+    unsound: Some(
+        "UNSOUND (demo-gap-edp-noise-off): a planted bug for demonstrations; its aggregation noise is switched \
+         off while it claims GAP-EDP's epsilon",
+    ),
     ..entry(
         "demo-gap-edp-noise-off",
         "PLANTED BUG, a demo only: GAP-EDP with its aggregation noise switched off while it still claims \
@@ -718,10 +748,15 @@ pub const DEMO_GAP_EDP_NOISE_OFF: MethodSpec = MethodSpec {
     )
 };
 pub const PROGAP_INF: MethodSpec = MethodSpec {
+    memory: MemoryShape::StageCache,
+    floor: Some(FloorPlan::Progap),
     batch_norm: false,
     ..entry("progap-inf", "ProGAP without noise", PrivacyUnit::None, false, PROGAP_KNOBS, train_progap, load_progap)
 };
 pub const PROGAP_EDP: MethodSpec = MethodSpec {
+    replay: Replay::Releases(ReplayFamily::Progap),
+    memory: MemoryShape::StageCache,
+    floor: Some(FloorPlan::Progap),
     batch_norm: false,
     control: Some(Method::ProgapInf),
     ..entry(
@@ -735,6 +770,9 @@ pub const PROGAP_EDP: MethodSpec = MethodSpec {
     )
 };
 pub const PROGAP_NDP: MethodSpec = MethodSpec {
+    replay: Replay::Releases(ReplayFamily::Progap),
+    memory: MemoryShape::StageCache,
+    floor: Some(FloorPlan::Progap),
     epochs: 5,
     control: Some(Method::ProgapInf),
     ..entry(

@@ -35,8 +35,9 @@ use crate::models::dpar::{cap_referenced_rows, clip_columns_l1, clip_entries, cl
 use crate::models::ppr::{appr_ista, propagate, top_k, ApprParams, SparseRow};
 use crate::models::{Activation, Fwd, Mlp, MlpStyle, NormKind, ParamStore};
 use crate::privacy::accountant::dpar as acc;
-use crate::privacy::accountant::{budget, calibrate, default_delta, rdp_epsilon, Budget, Event, PrivacyUnit};
+use crate::privacy::accountant::{default_delta, rdp_epsilon, Accountant, Budget, Event, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind};
+use crate::train::accounting::Accounting;
 use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Trainee};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -259,7 +260,10 @@ impl DparConfig {
     }
 
     /// Calibrates DP-APPR from eps_pr, then DP-SGD so that the whole meets the target exactly.
-    pub fn calibrate(&self, rows: u64, delta: f64) -> Result<DparNoise> {
+    pub fn calibrate(&self, rows: u64, delta: f64, acct: &Accounting) -> Result<DparNoise> {
+        let calibrate = |target: f64, delta: f64, event: &dyn Fn(f64) -> Event| {
+            acct.calibrate_sigma(PrivacyUnit::Node, Accountant::Rdp, target, delta, event)
+        };
         let batch = (self.optimizer_batch as u64).min(rows);
         let steps = self.epochs as u64 * rows.div_ceil(batch);
         let mut noise = DparNoise { appr: None, sigma_sgd: 0.0, eps_pr: 0.0, steps, batch, rows };
@@ -277,7 +281,7 @@ impl DparConfig {
                 Some(ApprNoise::Gm { sigma: acc::thesis_gm_sigma(eps_pr, delta_pr, rows, self.c1)? })
             }
             Variant::Gm => {
-                let s = calibrate(eps_pr, delta_pr, |s| Event::gaussian(s).times(rows))?;
+                let s = calibrate(eps_pr, delta_pr, &|s| Event::gaussian(s).times(rows))?;
                 Some(ApprNoise::Gm { sigma: s * std::f64::consts::SQRT_2 * self.c1 })
             }
             Variant::Em0 | Variant::Em1 if thesis => {
@@ -288,14 +292,15 @@ impl DparConfig {
                 // v1's Laplace values get as much zCDP as the picks: eps2 = sqrt(K) eps.
                 let v1 = self.variant == Variant::Em1;
                 let eps2 = |e: f64| v1.then(|| (k as f64).sqrt() * e);
-                let s =
-                    calibrate(eps_pr, delta_pr, |s| Event::Zcdp { rho: acc::em_rho(1.0 / s, k, rows, eps2(1.0 / s)) })?;
+                let s = calibrate(eps_pr, delta_pr, &|s| Event::Zcdp {
+                    rho: acc::em_rho(1.0 / s, k, rows, eps2(1.0 / s)),
+                })?;
                 Some(ApprNoise::Em { eps: 1.0 / s, eps2: eps2(1.0 / s) })
             }
             _ => None,
         };
         noise.eps_pr = if noise.appr.is_some() { eps_pr } else { 0.0 };
-        noise.sigma_sgd = calibrate(eps, delta, |s| {
+        noise.sigma_sgd = calibrate(eps, delta, &|s| {
             let n = DparNoise { sigma_sgd: s, ..noise.clone() };
             self.event(&n)
         })?;
@@ -411,8 +416,27 @@ fn build_rows<R: Rng>(
         .collect()
 }
 
+/// The rows DP-SGD reads for the training nodes `order` (local ids of `g`), built as [`train`]
+/// builds them when DP-APPR adds no noise, the random columns drawn from `seed`: the sensitivity
+/// replay rebuilds them on a neighbouring graph. Not yet post-processed (see [`post_process`]).
+pub fn noiseless_rows(cfg: &DparConfig, g: &Graph, order: &[usize], seed: u64) -> Result<Vec<SparseRow>> {
+    let noise = DparNoise { appr: None, sigma_sgd: 0.0, eps_pr: 0.0, steps: 0, batch: 0, rows: order.len() as u64 };
+    build_rows(cfg, g, order, &noise, &mut ChaCha8Rng::seed_from_u64(seed))
+}
+
+/// The rows' post-processing over `n` columns (Alg. 9 step 1's L1 column clip, then the
+/// referenced-row cap where the variant is accounted through it); returns the entries the cap dropped.
+pub fn post_process(cfg: &DparConfig, rows: &mut [SparseRow], n: usize) -> usize {
+    clip_columns_l1(rows, n, cfg.tau);
+    if cfg.variant.capped() {
+        cap_referenced_rows(rows, n, cfg.ref_cap)
+    } else {
+        0
+    }
+}
+
 /// Rows as padded tensors: column ids [M, W] and weights [M, W] (W = the widest row, >= 1).
-fn row_tensors(rows: &[SparseRow]) -> (Tensor, Tensor) {
+pub fn row_tensors(rows: &[SparseRow]) -> (Tensor, Tensor) {
     let w = rows.iter().map(Vec::len).max().unwrap_or(1).max(1);
     let (mut ids, mut wt) = (vec![0i64; rows.len() * w], vec![0f32; rows.len() * w]);
     for (r, row) in rows.iter().enumerate() {
@@ -429,13 +453,13 @@ fn row_tensors(rows: &[SparseRow]) -> (Tensor, Tensor) {
 }
 
 /// f_theta: the 2-layer feed-forward net of PPRGo (hidden 32 by default).
-fn network(ps: &mut ParamStore, cfg: &DparConfig, d: i64, c: i64) -> Mlp {
+pub fn network(ps: &mut ParamStore, cfg: &DparConfig, d: i64, c: i64) -> Mlp {
     let style = MlpStyle { activation: cfg.activation, dropout: 0.0, norm: NormKind::None };
     Mlp::new(ps, "f", d, cfg.hidden, c, 2, true, style)
 }
 
 /// z for a batch of rows: sum_s w[b, s] f(X[ids[b, s]]), [B, C] (per-sample ops only).
-fn row_logits(net: &Mlp, x: &Tensor, ids: &Tensor, w: &Tensor, f: &mut Fwd) -> Tensor {
+pub fn row_logits(net: &Mlp, x: &Tensor, ids: &Tensor, w: &Tensor, f: &mut Fwd) -> Tensor {
     let (b, s) = (ids.size()[0], ids.size()[1]);
     let xs = x.index_select(0, &ids.flatten(0, -1)).view([b, s, -1]);
     let h = net.forward(&xs, f);
@@ -575,18 +599,19 @@ fn accuracy(logits: &Tensor, y: &[usize]) -> f64 {
 }
 
 /// The `train` arm of every `dpar-*` method.
-pub fn train_recipe(
-    recipe: &Recipe,
-    data: &Dataset,
-    seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<TrainedRun> {
-    train(data, &DparConfig::from_recipe(recipe)?, seed)
+pub fn train_recipe(recipe: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
+    train(data, &DparConfig::from_recipe(recipe)?, seed, acct)
 }
 
 /// The sound budget of a run over `noise`'s rows (training and `account budget` share it), with
 /// the thesis's own total as `paper_epsilon` and the run's figures in `info`.
-fn claim(cfg: &DparConfig, noise: &DparNoise, delta: f64, mut info: Vec<(String, f64)>) -> Result<Budget> {
+fn claim(
+    cfg: &DparConfig,
+    noise: &DparNoise,
+    delta: f64,
+    mut info: Vec<(String, f64)>,
+    acct: &Accounting,
+) -> Result<Budget> {
     Ok(if cfg.private() {
         let event = cfg.event(&noise);
         match noise.appr {
@@ -605,7 +630,7 @@ fn claim(cfg: &DparConfig, noise: &DparNoise, delta: f64, mut info: Vec<(String,
         info.push(("sigma_sgd".into(), noise.sigma_sgd));
         info.push(("q_prime".into(), cfg.q_prime));
         info.push(("paper_epsilon".into(), cfg.paper_epsilon(&noise, delta)?));
-        budget(&event, PrivacyUnit::Node, cfg.epsilon, delta, info)?
+        acct.budget_of(&event, PrivacyUnit::Node, cfg.epsilon, delta, info)?
     } else {
         Budget { noise: info, ..Budget::non_private() }
     })
@@ -613,7 +638,7 @@ fn claim(cfg: &DparConfig, noise: &DparNoise, delta: f64, mut info: Vec<(String,
 
 /// Trains DPAR on `data` (which must carry a split): the training split is the private graph,
 /// val + test the disjoint test graph.
-pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> {
+pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
     let split = data.split()?;
     let start = std::time::Instant::now();
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xd9a2_5eed);
@@ -631,11 +656,10 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> 
     order.truncate(cfg.m_rows.unwrap_or(kept.len()).min(kept.len()));
     let m = order.len() as u64;
     let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
-    let noise = cfg.calibrate(m, delta)?;
+    let noise = cfg.calibrate(m, delta, acct)?;
     // 3. DP-APPR rows and their post-processing.
     let mut rows = build_rows(cfg, &g, &order, &noise, &mut rng)?;
-    clip_columns_l1(&mut rows, g.num_nodes(), cfg.tau);
-    let dropped = if cfg.variant.capped() { cap_referenced_rows(&mut rows, g.num_nodes(), cfg.ref_cap) } else { 0 };
+    let dropped = post_process(cfg, &mut rows, g.num_nodes());
     let (ids, w) = row_tensors(&rows);
     let x_all = data.features.to_tensor().to_kind(Kind::Float);
     let x = x_all.index_select(0, &Split::index_tensor(&kept));
@@ -696,20 +720,15 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64) -> Result<TrainedRun> 
         ("cap_dropped_entries".to_string(), dropped as f64),
         ("steps".to_string(), noise.steps as f64),
     ];
-    let spent = claim(cfg, &noise, delta, info)?;
+    let spent = claim(cfg, &noise, delta, info, acct)?;
     Ok(TrainedRun { model: Box::new(model), accuracy: acc, budget: spent, seconds: start.elapsed().as_secs_f64() })
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::MethodSpec;
+use crate::methods::spec::MethodSpec;
 
 /// The budget of a run with `seed`: the same node subsampling as [`train`] fixes the row count M.
-fn dpar_budget(
-    recipe: &Recipe,
-    data: &Dataset,
-    seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<Budget> {
+fn dpar_budget(recipe: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<Budget> {
     let cfg = DparConfig::from_recipe(recipe)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xd9a2_5eed);
     let kept = data.split()?.train.iter().filter(|_| rng.gen::<f64>() < cfg.q_prime).count();
@@ -719,7 +738,7 @@ fn dpar_budget(
     );
     let m = cfg.m_rows.unwrap_or(kept).min(kept) as u64;
     let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
-    claim(&cfg, &cfg.calibrate(m, delta)?, delta, vec![])
+    claim(&cfg, &cfg.calibrate(m, delta, acct)?, delta, vec![], acct)
 }
 
 fn dpar_defaults(r: &mut Recipe) {
@@ -755,38 +774,55 @@ const fn entry(name: &'static str, about: &'static str, private: bool, knobs: &'
     }
 }
 
-pub const DPAR_GM: MethodSpec = entry(
-    "dpar-gm",
-    "DPAR (Zhang thesis ch.5): node-level DP by Gaussian DP-APPR rows (Alg. 7) + DP-SGD with the \
-     referenced-row cap; --epsilon is the node-level total",
-    true,
-    GM_KNOBS,
-);
-pub const DPAR_EM0: MethodSpec =
-    entry("dpar-em0", "DPAR with Gumbel top-K DP-APPR rows of weight 1/K (Alg. 8 option 1)", true, EM_KNOBS);
-pub const DPAR_EM1: MethodSpec = entry(
-    "dpar-em1",
-    "DPAR with Gumbel top-K DP-APPR rows carrying Laplace-noised values (Alg. 8 option 2)",
-    true,
-    EM_KNOBS,
-);
-pub const DPAR_DPSGD: MethodSpec = entry(
-    "dpar-dpsgd",
-    "DPAR baseline DPSGD: non-private APPR rows, DP-SGD at step sensitivity 2BC",
-    true,
-    DPSGD_KNOBS,
-);
-pub const DPAR_FEATURES: MethodSpec = entry(
-    "dpar-features",
-    "DPAR baseline Features: Pi = I, node-level DP-SGD on the features (Poisson batches)",
-    true,
-    FEATURES_KNOBS,
-);
-pub const DPAR_RANDOM: MethodSpec = entry(
-    "dpar-random",
-    "DPAR baseline Random: K random columns per row, DP-SGD with the referenced-row cap",
-    true,
-    RANDOM_KNOBS,
-);
+pub const DPAR_GM: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparGaussianRows),
+    ..entry(
+        "dpar-gm",
+        "DPAR (Zhang thesis ch.5): node-level DP by Gaussian DP-APPR rows (Alg. 7) + DP-SGD with the \
+         referenced-row cap; --epsilon is the node-level total",
+        true,
+        GM_KNOBS,
+    )
+};
+pub const DPAR_EM0: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparExponentialRows),
+    ..entry("dpar-em0", "DPAR with Gumbel top-K DP-APPR rows of weight 1/K (Alg. 8 option 1)", true, EM_KNOBS)
+};
+pub const DPAR_EM1: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparExponentialRows),
+    ..entry(
+        "dpar-em1",
+        "DPAR with Gumbel top-K DP-APPR rows carrying Laplace-noised values (Alg. 8 option 2)",
+        true,
+        EM_KNOBS,
+    )
+};
+pub const DPAR_DPSGD: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparSgd),
+    ..entry(
+        "dpar-dpsgd",
+        "DPAR baseline DPSGD: non-private APPR rows, DP-SGD at step sensitivity 2BC",
+        true,
+        DPSGD_KNOBS,
+    )
+};
+pub const DPAR_FEATURES: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparSgd),
+    ..entry(
+        "dpar-features",
+        "DPAR baseline Features: Pi = I, node-level DP-SGD on the features (Poisson batches)",
+        true,
+        FEATURES_KNOBS,
+    )
+};
+pub const DPAR_RANDOM: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparSgd),
+    ..entry(
+        "dpar-random",
+        "DPAR baseline Random: K random columns per row, DP-SGD with the referenced-row cap",
+        true,
+        RANDOM_KNOBS,
+    )
+};
 pub const DPAR_INF: MethodSpec =
     entry("dpar-inf", "DPAR Vanilla (PPRGo): APPR rows and plain training, no privacy", false, VANILLA_KNOBS);

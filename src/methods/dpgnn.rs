@@ -32,8 +32,9 @@ use crate::data::{bound_degree, Dataset, DegreeBound, Graph, Split};
 use crate::error::{Error, Result};
 use crate::methods::{TrainedModel, TrainedRun};
 use crate::models::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
-use crate::privacy::accountant::{budget, calibrate, default_delta, methods, Budget, Event, PrivacyUnit};
+use crate::privacy::accountant::{default_delta, methods, Accountant, Budget, Event, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind};
+use crate::train::accounting::Accounting;
 use crate::train::evaluate::Labels;
 use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Trainee};
 use tch::{Kind, Reduction, Tensor};
@@ -186,9 +187,12 @@ impl DpgnnConfig {
     /// The two noise scales (DP-SGD, test-time aggregation) for the target: the release gets
     /// `inference_budget` x epsilon on its own, DP-SGD is calibrated so that the composition
     /// meets epsilon (module doc, "Budget split").
-    pub fn calibrate(&self, num_train: usize, delta: f64) -> Result<(f64, f64)> {
-        let inference_scale = calibrate(self.inference_budget * self.epsilon, delta, |s| self.inference_event(s))?;
-        let noise_scale = calibrate(self.epsilon, delta, |s| self.event(num_train, s, inference_scale))?;
+    pub fn calibrate(&self, num_train: usize, delta: f64, acct: &Accounting) -> Result<(f64, f64)> {
+        let by_rdp = |target: f64, event: &dyn Fn(f64) -> Event| {
+            acct.calibrate_sigma(PrivacyUnit::Node, Accountant::Rdp, target, delta, event)
+        };
+        let inference_scale = by_rdp(self.inference_budget * self.epsilon, &|s| self.inference_event(s))?;
+        let noise_scale = by_rdp(self.epsilon, &|s| self.event(num_train, s, inference_scale))?;
         Ok((noise_scale, inference_scale))
     }
 }
@@ -388,12 +392,12 @@ impl Trainee for DpgnnTrainee<'_> {
 
 /// The budget of a run on `data` with the noise scales calibrated to it (training and
 /// `gnnaudit account budget` share it).
-fn spend(data: &Dataset, cfg: &DpgnnConfig) -> Result<(Budget, f64, f64)> {
+fn spend(data: &Dataset, cfg: &DpgnnConfig, acct: &Accounting) -> Result<(Budget, f64, f64)> {
     let n_train = data.split()?.train.len();
     let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
-    let (noise_scale, inference_scale) = cfg.calibrate(n_train, delta)?;
+    let (noise_scale, inference_scale) = cfg.calibrate(n_train, delta, acct)?;
     let event = cfg.event(n_train, noise_scale, inference_scale);
-    let mut spent: Budget = budget(
+    let mut spent: Budget = acct.budget_of(
         &event,
         PrivacyUnit::Node,
         Some(cfg.epsilon),
@@ -413,12 +417,12 @@ fn spend(data: &Dataset, cfg: &DpgnnConfig) -> Result<(Budget, f64, f64)> {
 
 /// Calibrates the noise scale for the target (epsilon, delta) and trains DP-GNN on `data` (which
 /// must carry a split). The degree bound is applied here, with the run's seed.
-pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64) -> Result<TrainedRun> {
+pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64, acct: &Accounting) -> Result<TrainedRun> {
     let split = data.split()?;
     cfg.validate(split.train.len())?;
     let start = std::time::Instant::now();
     let n_train = split.train.len();
-    let (spent, noise_scale, inference_scale) = spend(data, cfg)?;
+    let (spent, noise_scale, inference_scale) = spend(data, cfg, acct)?;
     tch::manual_seed(seed as i64);
     let bounded = training_graph(data, cfg, seed)?;
     let (table, table_mask) = neighbour_table(&bounded.graph, cfg.max_degree);
@@ -477,9 +481,9 @@ pub fn train_recipe(
     recipe: &crate::methods::Recipe,
     data: &Dataset,
     seed: u64,
-    _acct: &crate::train::accounting::Accounting,
+    acct: &Accounting,
 ) -> Result<TrainedRun> {
-    train(data, &config(recipe, data)?, seed)
+    train(data, &config(recipe, data)?, seed, acct)
 }
 
 /// The graph DP-GNN trains on: degrees bounded by D (in and out), or, for the unsound
@@ -543,7 +547,7 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
 
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::MethodSpec;
+use crate::methods::spec::MethodSpec;
 
 /// DP-GNN's own knob (the recipe's knob map).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -561,15 +565,10 @@ impl Default for DpgnnKnobs {
 
 impl crate::methods::knobs::Knobs for DpgnnKnobs {}
 
-fn dpgnn_budget(
-    recipe: &crate::methods::Recipe,
-    data: &Dataset,
-    _seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<Budget> {
+fn dpgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64, acct: &Accounting) -> Result<Budget> {
     let cfg = config(recipe, data)?;
     cfg.validate(data.split()?.train.len())?;
-    spend(data, &cfg).map(|s| s.0)
+    spend(data, &cfg, acct).map(|s| s.0)
 }
 
 fn dpgnn_defaults(r: &mut crate::methods::Recipe) {
@@ -592,6 +591,7 @@ const KNOBS: &[&str] = &[
 ];
 
 pub const DPGNN: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::Dpgnn),
     epochs: 10,
     batch_norm: false,
     knobs: KNOBS,
@@ -611,7 +611,7 @@ pub const DPGNN_ROWCLIP: MethodSpec = MethodSpec {
     about: "UNSOUND, for auditing only: DP-GNN as the reference code runs it (in-degree bound only, one \
             clipped gradient per row of each batch's 1-hop subgraph) under DP-GNN's noise, which assumes \
             K+1 clipped terms per node; `gnnaudit replay` flags it",
-    unsound: true,
+    unsound: Some(rowclip::UNSOUND_NOTE),
     ..DPGNN
 };
 

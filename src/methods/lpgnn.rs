@@ -623,8 +623,9 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// The `train` arm for `--method lpgnn`. Dropout and weight decay keep LPGNN's defaults (0.5 and
-/// 1e-3) unless the recipe sets them to non-zero values.
+/// The `train` arm for `--method lpgnn`. Dropout and weight decay are the recipe's, zero
+/// included; a recipe that leaves them unset starts from LPGNN's defaults (0.5 and 1e-3), which
+/// the registry's `lpgnn_defaults` writes into it.
 pub fn train_recipe(
     recipe: &crate::methods::Recipe,
     data: &Dataset,
@@ -681,7 +682,7 @@ pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::MethodSpec;
+use crate::methods::spec::MethodSpec;
 
 fn lpgnn_defaults(r: &mut crate::methods::Recipe) {
     let d = LpgnnConfig::default();

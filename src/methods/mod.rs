@@ -22,12 +22,13 @@ pub mod registry;
 pub mod release;
 pub mod rgnn;
 pub mod size;
+pub mod spec;
 pub mod white_box;
 
 pub use crate::train::Accuracy;
 pub use checkpoint::{load_model, LoadedModel};
 pub use recipe::{Method, Recipe, UtilityMetric};
-pub use registry::MethodSpec;
+pub use spec::MethodSpec;
 
 /// A trained target as a deployment exposes it. Attacks reach it only through the adapters in
 /// `audit`, which hand each attack what its threat model allows.

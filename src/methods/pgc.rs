@@ -336,7 +336,7 @@ pub fn config(recipe: &crate::methods::Recipe) -> PgcConfig {
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::MethodSpec;
+use crate::methods::spec::MethodSpec;
 
 fn pgc_defaults(r: &mut crate::methods::Recipe) {
     // Table 2.2, Cora row; hidden 32 (section 2.6.4).

@@ -417,7 +417,7 @@ pub fn config(recipe: &Recipe) -> VgaeConfig {
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::MethodSpec;
+use crate::methods::spec::MethodSpec;
 
 fn vgae_defaults(r: &mut Recipe) {
     // Table 2.2, Cora VGAE row; encoder widths 32 -> 16 (section 2.6.4).

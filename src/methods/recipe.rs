@@ -36,7 +36,7 @@ impl Method {
     }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
     pub fn is_unsound(self) -> bool {
-        self.spec().unsound
+        self.spec().unsound.is_some()
     }
     pub fn is_gap(self) -> bool {
         matches!(
@@ -360,7 +360,7 @@ impl Recipe {
         let set = serde_json::to_value(Recipe { knobs: Default::default(), ..self.clone() })?;
         let default = serde_json::to_value(Recipe::new(self.method, self.epsilon))?;
         for (k, v) in set.as_object().into_iter().flatten() {
-            let read = super::registry::ALWAYS_READ.contains(&k.as_str()) || spec.knobs.contains(&k.as_str());
+            let read = super::spec::ALWAYS_READ.contains(&k.as_str()) || spec.knobs.contains(&k.as_str());
             if !read && default.get(k) != Some(v) {
                 return Err(Error::invalid(k, super::registry::unread_knob(self.method, k)));
             }

@@ -1,94 +1,12 @@
 //! The only list of methods. Each method's module declares a [`MethodSpec`] (its name, unit,
-//! knobs, defaults, training, budget and checkpoint loader) and [`methods!`] turns one line per
-//! method into the `Method` enum that the CLI, the audit configs, checkpoints, `account` and the
-//! docs read. Adding a method is one module plus one line below.
-use super::checkpoint::Loader;
-use super::recipe::{Recipe, UtilityMetric};
-use super::TrainedRun;
-use crate::data::Dataset;
+//! knobs, defaults, training, budget, checkpoint loader, replay, memory shape and benchmark floor)
+//! and [`methods!`] turns one line per method into the `Method` enum that the CLI, the audit
+//! configs, checkpoints, `account`, `replay` and the docs read. Adding a method is one module
+//! plus one line below.
+use super::recipe::Recipe;
+pub use super::spec::*;
 use crate::error::Result;
-use crate::privacy::accountant::{Budget, PrivacyUnit};
-
-/// Everything the rest of gnnaudit needs to know about one method.
-pub struct MethodSpec {
-    /// The name `--method` and configs spell.
-    pub name: &'static str,
-    /// One line for `train --help`, `gnnaudit methods` and the README table.
-    pub about: &'static str,
-    /// The unit its guarantee protects (None: not private).
-    pub unit: PrivacyUnit,
-    /// Calibrates noise to `--epsilon` (LPGNN-style local methods take `epsilon_x`/`epsilon_y`).
-    pub takes_epsilon: bool,
-    /// What its utility measures.
-    pub utility: UtilityMetric,
-    /// The split its paper uses when a run does not set one.
-    pub split: crate::data::SplitRatios,
-    /// An audit's epsilon grid sets `epsilon_x` or `epsilon_y` (its `sweep`), not `epsilon`.
-    pub sweeps_local_budgets: bool,
-    /// Epochs when the recipe leaves them unset.
-    pub epochs: usize,
-    /// Whether normalisation is on when the recipe leaves `batch_norm` unset.
-    pub batch_norm: bool,
-    /// Recipe fields it reads besides [`ALWAYS_READ`]; any other field set away from the
-    /// method's default is refused by name.
-    pub knobs: &'static [&'static str],
-    /// Its own knob struct (in its module), read from the recipe's knob map: the CLI flags, the
-    /// docs and the refusal of unknown names all come from it.
-    pub own_knobs: Option<super::knobs::OwnKnobs>,
-    /// Its defaults on top of `Recipe::default()` (the paper's hyper-parameters).
-    pub defaults: fn(&mut Recipe),
-    /// Range checks of its own knobs (beyond the generic ones in `Recipe::validate`).
-    pub check: fn(&Recipe) -> Result<()>,
-    pub train: fn(&Recipe, &Dataset, u64, &crate::train::accounting::Accounting) -> Result<TrainedRun>,
-    /// The budget a run on `data` with a seed claims, from the same events and calibration as
-    /// `train`, without training: `gnnaudit account budget` prints it and audits check it before any cell runs.
-    pub budget: fn(&Recipe, &Dataset, u64, &crate::train::accounting::Accounting) -> Result<Budget>,
-    /// Rebuilds a saved model (None: the method cannot be saved).
-    pub load: Option<Loader>,
-    /// Deliberately broken (a demo or an unsound reference variant): never a default.
-    pub unsound: bool,
-    /// The positive control of its audits: the method with its noise switched off (or its
-    /// non-private variant). An audit may call a claim `not refuted` only when the same attack
-    /// refutes that claim on this control; None leaves the method's rows `inconclusive`.
-    pub control: Option<Method>,
-}
-
-impl MethodSpec {
-    /// A method with the common choices, which a registry entry overrides where it differs:
-    /// guarantee calibrated to `--epsilon` unless the unit is none, accuracy, GAP's 75/10/15 split,
-    /// 100 epochs, normalisation on, no knobs, defaults or checks of its own, no checkpoint.
-    pub const fn new(
-        name: &'static str,
-        about: &'static str,
-        unit: PrivacyUnit,
-        train: fn(&Recipe, &Dataset, u64, &crate::train::accounting::Accounting) -> Result<TrainedRun>,
-        budget: fn(&Recipe, &Dataset, u64, &crate::train::accounting::Accounting) -> Result<Budget>,
-    ) -> MethodSpec {
-        MethodSpec {
-            name,
-            about,
-            unit,
-            takes_epsilon: !matches!(unit, PrivacyUnit::None),
-            utility: UtilityMetric::Accuracy,
-            split: crate::data::SplitRatios::GAP,
-            sweeps_local_budgets: false,
-            epochs: 100,
-            batch_norm: true,
-            knobs: &[],
-            own_knobs: None,
-            defaults: no_defaults,
-            check: no_check,
-            train,
-            budget,
-            load: None,
-            unsound: false,
-            control: None,
-        }
-    }
-}
-
-/// Recipe fields every method reads.
-pub const ALWAYS_READ: &[&str] = &["method", "epsilon", "delta", "epochs", "lr"];
+use crate::privacy::accountant::PrivacyUnit;
 
 /// Every knob `method` reads besides [`ALWAYS_READ`]: the recipe fields it lists, then its own.
 pub fn knob_names(method: Method) -> Vec<String> {
@@ -108,14 +26,6 @@ pub fn unread_knob(method: Method, knob: &str) -> String {
     };
     format!("{} does not use {knob} ({who}; {} reads {})", spec.name, spec.name, knob_names(method).join(", "))
 }
-
-/// No extra checks.
-pub fn no_check(_: &Recipe) -> Result<()> {
-    Ok(())
-}
-
-/// No extra defaults.
-pub fn no_defaults(_: &mut Recipe) {}
 
 /// Generates `Method` (one variant per line, named by its spec), `Method::ALL` and
 /// `Method::spec`, with serde and clap spelling each method by its spec's name.

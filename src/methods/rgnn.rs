@@ -701,7 +701,7 @@ pub fn config(recipe: &crate::methods::Recipe) -> Result<RgnnConfig> {
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::MethodSpec;
+use crate::methods::spec::MethodSpec;
 
 fn rgnn_defaults(r: &mut crate::methods::Recipe) {
     r.ky = 16; // the RGNN code's K_y (LPGNN's Cora default is 8)

@@ -3,7 +3,8 @@
 //! knob that asked for it (`--hidden 1000000000`) is then nowhere to be seen.
 use crate::data::{memory, Dataset};
 use crate::error::Result;
-use crate::methods::{Method, Recipe};
+use crate::methods::spec::MemoryShape;
+use crate::methods::Recipe;
 
 /// A lower bound on the bytes a run of `recipe` on `ds` allocates: every weight matrix four times
 /// (value, gradient, Adam's two moments) plus the best-epoch snapshot, and one float per node and
@@ -13,30 +14,20 @@ pub fn bytes_needed(recipe: &Recipe, ds: &Dataset) -> (f64, &'static str) {
     let h = recipe.hidden as f64;
     // Only matrices the method surely builds, so that the bound never refuses a run that fits:
     // input -> hidden and hidden -> classes, plus the MLP's hidden -> hidden layers in between.
-    let hidden_to_hidden = match recipe.method {
-        Method::Mlp | Method::DpMlp => recipe.mlp_layers.saturating_sub(2) as f64,
+    let shape = recipe.method.spec().memory;
+    let hidden_to_hidden = match shape {
+        MemoryShape::Mlp => recipe.mlp_layers.saturating_sub(2) as f64,
         _ => 0.0,
     };
     let layers = hidden_to_hidden + 2.0;
-    let hops = if recipe.method.is_gap() {
-        recipe.hops() as f64
-    } else if recipe.method.is_progap() {
-        recipe.depth() as f64
-    } else {
-        0.0
-    };
+    let hops = cached_aggregations(recipe).map_or(0.0, |(_, k)| k as f64);
     let weights = 5.0 * 4.0 * (f * h + hidden_to_hidden * h * h + h * c);
     let activations = 4.0 * n * h * (layers - 1.0);
     let cached = 4.0 * n * h * hops;
     // The cache grows with hidden x hops: blame hops only when it is the larger factor.
-    let field = if cached > weights + activations && hops > h {
-        if recipe.method.is_gap() {
-            "hops"
-        } else {
-            "depth"
-        }
-    } else {
-        "hidden"
+    let field = match cached_aggregations(recipe) {
+        Some((knob, _)) if cached > weights + activations && hops > h => knob,
+        _ => "hidden",
     };
     (weights + activations + cached, field)
 }
@@ -50,7 +41,10 @@ pub fn ensure_fits(recipe: &Recipe, ds: &Dataset) -> Result<()> {
             "{} with hidden = {}{} on {} nodes x {} features",
             recipe.method.name(),
             recipe.hidden,
-            if field == "hidden" { String::new() } else { format!(" and {field} = {}", bytes_hops(recipe)) },
+            match cached_aggregations(recipe) {
+                Some((knob, k)) if knob == field => format!(" and {field} = {k}"),
+                _ => String::new(),
+            },
             ds.num_nodes(),
             ds.num_features()
         ),
@@ -58,11 +52,11 @@ pub fn ensure_fits(recipe: &Recipe, ds: &Dataset) -> Result<()> {
     )
 }
 
-/// The hop (GAP) or stage (ProGAP) count that the cached inputs scale with.
-fn bytes_hops(recipe: &Recipe) -> usize {
-    if recipe.method.is_gap() {
-        recipe.hops()
-    } else {
-        recipe.depth()
+/// The knob and count of the cached aggregations (GAP's hops, ProGAP's stages), if any.
+fn cached_aggregations(recipe: &Recipe) -> Option<(&'static str, usize)> {
+    match recipe.method.spec().memory {
+        MemoryShape::HopCache => Some(("hops", recipe.hops())),
+        MemoryShape::StageCache => Some(("depth", recipe.depth())),
+        MemoryShape::TwoLayers | MemoryShape::Mlp => None,
     }
 }

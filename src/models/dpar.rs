@@ -63,6 +63,12 @@ pub fn clip_entries(row: &[(usize, f64)], c: f64) -> SparseRow {
     row.iter().map(|&(i, v)| (i, v.min(c))).collect()
 }
 
+/// The change of one entry-clipped APPR score between neighbouring graphs that the exponential
+/// mechanism's Gumbel scale (sensitivity / epsilon) assumes: every entry lies in [0, c2].
+pub fn em_score_sensitivity(c2: f64) -> f64 {
+    c2
+}
+
 /// Gumbel(0, beta) by inversion: -beta ln(-ln U).
 fn gumbel<R: Rng>(rng: &mut R, beta: f64) -> f64 {
     let u: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
@@ -109,7 +115,7 @@ pub fn private_row<R: Rng>(
             for &(i, v) in &clipped {
                 dense[i] = v;
             }
-            let beta = c2 / epsilon;
+            let beta = em_score_sensitivity(c2) / epsilon;
             let noisy: SparseRow = dense.iter().enumerate().map(|(i, &v)| (i, v + gumbel(rng, beta))).collect();
             let picked = top_k(&noisy, k);
             Ok(match *mech {

@@ -8,6 +8,11 @@
 //! (the training nodes' induced subgraph, q' = 1: a subsample's rows obey the same bound on its
 //! own subgraph) and recomputes every row on both graphs. One release per removed node: the
 //! largest change over the other rows; and its own row's norm.
+//!
+//! `dpar-em0`/`dpar-em1` (Alg. 8) release rows by the exponential mechanism: Gumbel top-K picks
+//! over the APPR entries clipped to C2 (and, option 2, Laplace values of the picked entries).
+//! Their scores' declared sensitivity is per entry ([`em_score_sensitivity`]: C2), so that replay
+//! compares the entry-clipped rows in L-infinity.
 use super::units::{self, Unit};
 use super::{Release, ReplayOptions};
 use crate::data::{Dataset, Graph};
@@ -15,7 +20,7 @@ use crate::ensure;
 use crate::error::{Error, Result};
 use crate::methods::dpar::{induced_undirected, DparConfig, Variant};
 use crate::methods::Recipe;
-use crate::models::dpar::clip_l2;
+use crate::models::dpar::{clip_entries, clip_l2, em_score_sensitivity};
 use crate::models::ppr::{appr_ista, ApprParams, SparseRow};
 use crate::privacy::accountant::dpar::gm_event;
 use crate::privacy::accountant::Event;
@@ -41,8 +46,8 @@ pub fn declared_sensitivity(c1: f64) -> f64 {
     1.0 / multiplier(&gm_event(1.0, c1, 1)).expect("DP-APPR (GM) is a composed Gaussian")
 }
 
-/// L2 distance of two sparse rows.
-fn distance(a: &SparseRow, b: &SparseRow) -> f64 {
+/// The entry-wise differences of two sparse rows.
+fn differences(a: &SparseRow, b: &SparseRow) -> Vec<f64> {
     let mut m = std::collections::BTreeMap::new();
     for &(i, v) in a {
         *m.entry(i).or_insert(0.0) += v;
@@ -50,7 +55,56 @@ fn distance(a: &SparseRow, b: &SparseRow) -> f64 {
     for &(i, v) in b {
         *m.entry(i).or_insert(0.0) -= v;
     }
-    m.values().map(|d: &f64| d * d).sum::<f64>().sqrt()
+    m.into_values().collect()
+}
+
+/// L2 distance of two sparse rows.
+pub fn l2_distance(a: &SparseRow, b: &SparseRow) -> f64 {
+    differences(a, b).iter().map(|d| d * d).sum::<f64>().sqrt()
+}
+
+/// L-infinity distance of two sparse rows.
+pub fn linf_distance(a: &SparseRow, b: &SparseRow) -> f64 {
+    differences(a, b).iter().fold(0.0, |m, d| m.max(d.abs()))
+}
+
+/// The exponential mechanism's pre-noise scores of row `v`: APPR entries clipped to `c2`.
+pub fn shipped_scores(g: &Graph, v: usize, appr: &ApprParams, c2: f64) -> Result<SparseRow> {
+    Ok(clip_entries(&appr_ista(g, v, appr)?, c2))
+}
+
+/// Replays `dpar-em0`/`dpar-em1`'s shipped scores against the shipped Gumbel scale.
+pub fn replay_exponential(r: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<(String, Vec<Release>)> {
+    let c2 = DparConfig::from_recipe(r)?.c2;
+    replay_exponential_with(r, data, opts, shipped_scores, em_score_sensitivity(c2))
+}
+
+/// Replays the scores `row` against `declared` (tests plant an unclipped score).
+pub fn replay_exponential_with(
+    r: &Recipe,
+    data: &Dataset,
+    opts: &ReplayOptions,
+    row: RowRelease,
+    declared: f64,
+) -> Result<(String, Vec<Release>)> {
+    let cfg = DparConfig::from_recipe(r)?;
+    ensure!(
+        matches!(cfg.variant, Variant::Em0 | Variant::Em1),
+        Error::invalid("method", "the DP-APPR score replay covers dpar-em0 and dpar-em1 only")
+    );
+    let release = |g: &Graph, v: usize| row(g, v, &cfg.appr, cfg.c2);
+    let names = (
+        "DP-APPR scores (L-infinity)",
+        "DP-APPR own scores (L-infinity)",
+        linf_distance as fn(&SparseRow, &SparseRow) -> f64,
+    );
+    let out = rows_on_neighbours(data, opts, &release, names, declared)?;
+    Ok((
+        "one training node and its edges removed from the training nodes' induced graph (q' = 1); every row's \
+         entry-clipped APPR scores recomputed on both graphs, compared entry by entry"
+            .into(),
+        out,
+    ))
 }
 
 /// Replays the shipped rows against the shipped calibration.
@@ -72,27 +126,46 @@ pub fn replay_with(
         cfg.variant == Variant::Gm,
         Error::invalid("method", "the DP-APPR row replay covers dpar-gm (the Gaussian rows) only")
     );
+    let release = |g: &Graph, v: usize| row(g, v, &cfg.appr, cfg.c1);
+    let names = ("DP-APPR row", "DP-APPR own row", l2_distance as fn(&SparseRow, &SparseRow) -> f64);
+    let out = rows_on_neighbours(data, opts, &release, names, declared)?;
+    Ok((
+        "one training node and its edges removed from the training nodes' induced graph (q' = 1); every row's \
+         clipped APPR recomputed on both graphs"
+            .into(),
+        out,
+    ))
+}
+
+/// For each removed training node: the largest change of another row, and the removed node's
+/// own row (gone on the neighbour), by `metric`, each against `declared`.
+fn rows_on_neighbours(
+    data: &Dataset,
+    opts: &ReplayOptions,
+    row: &dyn Fn(&Graph, usize) -> Result<SparseRow>,
+    (what, own_name, metric): (&str, &str, fn(&SparseRow, &SparseRow) -> f64),
+    declared: f64,
+) -> Result<Vec<Release>> {
     let train = &data.split()?.train;
     let g = induced_undirected(&data.graph, train)?;
     let local: Vec<usize> = (0..g.num_nodes()).collect();
-    let rows: Vec<SparseRow> = local.iter().map(|&v| row(&g, v, &cfg.appr, cfg.c1)).collect::<Result<_>>()?;
+    let rows: Vec<SparseRow> = local.iter().map(|&v| row(&g, v)).collect::<Result<_>>()?;
     let mut out = vec![];
     for ch in units::nodes(&g, &local, opts.random_units, opts.seed)? {
         let Unit::Node(w) = ch.unit else { unreachable!("node units") };
         let g2 = ch.unit.remove_from(&g)?;
         let mut worst = (0.0f64, w);
         for &v in local.iter().filter(|&&v| v != w) {
-            let d = distance(&rows[v], &row(&g2, v, &cfg.appr, cfg.c1)?);
+            let d = metric(&rows[v], &row(&g2, v)?);
             if d > worst.0 {
                 worst = (d, v);
             }
         }
-        let own = distance(&rows[w], &Vec::new());
+        let own = metric(&rows[w], &Vec::new());
         let label = format!("node {} (training node {w} of the induced graph, degree {})", train[w], g.in_degree(w));
-        for (name, observed) in [
-            (format!("DP-APPR row (largest change: row of node {})", train[worst.1]), worst.0),
-            ("DP-APPR own row".into(), own),
-        ] {
+        for (name, observed) in
+            [(format!("{what} (largest change: row of node {})", train[worst.1]), worst.0), (own_name.to_string(), own)]
+        {
             out.push(Release {
                 name,
                 unit: label.clone(),
@@ -103,10 +176,5 @@ pub fn replay_with(
             });
         }
     }
-    Ok((
-        "one training node and its edges removed from the training nodes' induced graph (q' = 1); every row's \
-         clipped APPR recomputed on both graphs"
-            .into(),
-        out,
-    ))
+    Ok(out)
 }

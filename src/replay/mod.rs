@@ -12,6 +12,7 @@
 //! two runs differ only by the removed unit. Noise is left out: it would cancel in the difference.
 //! A ratio above 1 + 1e-6 is a sensitivity bug that no black-box attack has the power to see.
 pub mod dpar_rows;
+pub mod dpar_sgd;
 mod families;
 pub mod pate_votes;
 pub mod unit_dp;
@@ -19,6 +20,7 @@ pub mod units;
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::methods::spec::{Replay, ReplayFamily};
 use crate::methods::{Method, Recipe};
 use serde::Serialize;
 
@@ -88,55 +90,34 @@ pub fn verdict(max_ratio: f64) -> &'static str {
     }
 }
 
-/// Checks that `method` has sensitivity-bounded releases to replay.
-pub fn check_method(method: Method) -> Result<()> {
-    match method {
-        Method::Lpgnn | Method::Rgnn => Err(Error::invalid(
-            "method",
-            format!(
-                "{} is local DP (randomised feature and label reports): each node's report is bounded by \
-                 construction and there is no sensitivity-calibrated release to replay; audit its mechanisms \
-                 with the mechanism audit instead",
-                method.name()
-            ),
-        )),
-        Method::Pgc => Err(Error::invalid(
-            "method",
-            "pgc is local DP per feature: no sensitivity-calibrated release to replay; use the mechanism audit",
-        )),
-        m if m.is_dpar() && m != Method::DparGm => Err(Error::invalid(
-            "method",
-            format!(
-                "{} has no sensitivity replay yet (dpar-gm's Gaussian DP-APPR rows are replayed; the exponential \
-                 rows and the capped DP-SGD are not)",
-                m.name()
-            ),
-        )),
-        m if !m.takes_epsilon() => {
-            Err(Error::invalid("method", format!("{} is not private: it declares no sensitivity to replay", m.name())))
+/// The release family `method`'s registry entry names, or its refusal (exit 2) with the reason
+/// the entry gives.
+pub fn check_method(method: Method) -> Result<ReplayFamily> {
+    match method.spec().replay {
+        Replay::Releases(family) => Ok(family),
+        Replay::Refused(why) => {
+            Err(Error::invalid("method", format!("{} has no sensitivity replay: {why}", method.name())))
         }
-        _ => Ok(()),
     }
 }
 
 /// Replays every pre-noise release of `recipe.method` on `data` (which must carry a split).
 pub fn replay(recipe: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<ReplayReport> {
-    check_method(recipe.method)?;
+    let family = check_method(recipe.method)?;
     recipe.validate()?;
     data.split()?;
     let start = std::time::Instant::now();
-    let (neighbouring, releases) = match recipe.method {
-        Method::GapEdp | Method::GapNdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => {
-            families::gap(recipe, data, opts)?
-        }
-        Method::ProgapEdp | Method::ProgapNdp => families::progap(recipe, data, opts)?,
-        Method::DpMlp => families::dp_mlp(recipe, data, opts)?,
-        Method::SageEdp => families::edge_rand(data, opts)?,
-        Method::Dpgnn | Method::DpgnnRowclip => families::dpgnn(recipe, data, opts)?,
-        Method::ClassDpMlp | Method::SubclassDpMlp => unit_dp::replay(recipe, data, opts)?,
-        Method::DparGm => dpar_rows::replay(recipe, data, opts)?,
-        Method::GraphPate => pate_votes::replay(recipe, data, opts)?,
-        m => unreachable!("{} was refused by check_method", m.name()),
+    let (neighbouring, releases) = match family {
+        ReplayFamily::Gap => families::gap(recipe, data, opts)?,
+        ReplayFamily::Progap => families::progap(recipe, data, opts)?,
+        ReplayFamily::DpMlp => families::dp_mlp(recipe, data, opts)?,
+        ReplayFamily::EdgeRand => families::edge_rand(data, opts)?,
+        ReplayFamily::Dpgnn => families::dpgnn(recipe, data, opts)?,
+        ReplayFamily::UnitDp => unit_dp::replay(recipe, data, opts)?,
+        ReplayFamily::DparGaussianRows => dpar_rows::replay(recipe, data, opts)?,
+        ReplayFamily::DparExponentialRows => dpar_rows::replay_exponential(recipe, data, opts)?,
+        ReplayFamily::DparSgd => dpar_sgd::replay(recipe, data, opts)?,
+        ReplayFamily::PateVotes => pate_votes::replay(recipe, data, opts)?,
     };
     let max_of = |worst: Option<bool>| {
         releases.iter().filter(|r| worst.is_none_or(|w| r.worst_case == w)).map(|r| r.ratio).fold(None, |a, x| {
@@ -157,7 +138,7 @@ pub fn replay(recipe: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<R
         max_ratio_worst_case: max_of(Some(true)).unwrap_or(f64::NAN),
         max_ratio_random: max_of(Some(false)),
         verdict: verdict(max_ratio).to_string(),
-        unsound: recipe.method.is_unsound().then(|| crate::methods::dpgnn::rowclip::UNSOUND_NOTE.to_string()),
+        unsound: recipe.method.spec().unsound.map(str::to_string),
         seed: opts.seed,
         units: units.len(),
         releases,

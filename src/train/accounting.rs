@@ -31,6 +31,9 @@ pub struct Accounting {
     /// Calibrations done through this value: the PLD part of a budget costs seconds, the training
     /// it accounts for sometimes less.
     done: RefCell<HashMap<CalibrationKey, (f64, Budget)>>,
+    /// Noise levels calibrated without a budget of their own (the first stage of DP-GNN's and
+    /// DPAR's split targets).
+    sigmas: RefCell<HashMap<CalibrationKey, f64>>,
 }
 
 /// What a calibration depends on: the expression (named by its event at sigma = 1, in canonical
@@ -57,7 +60,7 @@ impl Accounting {
     /// `pld_epsilon`: whether budgets also state the PLD epsilon (seconds each); without it they
     /// state the RDP epsilon only (`gnnaudit train --no-pld`, replay, the tests).
     pub fn new(pld_epsilon: bool) -> Self {
-        Accounting { pld_epsilon, done: RefCell::new(HashMap::new()) }
+        Accounting { pld_epsilon, done: RefCell::new(HashMap::new()), sigmas: RefCell::new(HashMap::new()) }
     }
     /// Budgets by RDP only.
     pub fn rdp_only() -> Self {
@@ -65,6 +68,37 @@ impl Accounting {
     }
     pub fn pld_epsilon(&self) -> bool {
         self.pld_epsilon
+    }
+    /// How many calibrations this value holds (a caller sharing it pays for each once).
+    pub fn calibrations(&self) -> usize {
+        self.done.borrow().len() + self.sigmas.borrow().len()
+    }
+
+    /// Calibrates the noise of `event_for` to (target, delta) by `accountant`, without a budget:
+    /// for methods that split their target between mechanisms (DP-GNN's test-time release and
+    /// DP-SGD, DPAR's DP-APPR and DP-SGD) and record one budget for the whole ([`Self::budget_of`]).
+    pub fn calibrate_sigma(
+        &self,
+        unit: PrivacyUnit,
+        accountant: acc::Accountant,
+        target: f64,
+        delta: f64,
+        event_for: impl Fn(f64) -> Event,
+    ) -> Result<f64> {
+        let key = CalibrationKey {
+            event: serde_json::to_string(&event_for(1.0))?,
+            unit,
+            target_bits: target.to_bits(),
+            delta_bits: delta.to_bits(),
+            accountant,
+            pld_epsilon: false,
+        };
+        if let Some(hit) = self.sigmas.borrow().get(&key) {
+            return Ok(*hit);
+        }
+        let sigma = acc::calibrate_by(accountant, target, delta, event_for)?;
+        self.sigmas.borrow_mut().insert(key, sigma);
+        Ok(sigma)
     }
 
     /// Calibrates sigma of `expr` to (target, delta) by `accountant` and returns sigma with the
@@ -102,12 +136,23 @@ impl Accounting {
     /// The budget (RDP and, if asked for, PLD epsilon, per-component breakdown) `expr` spends at
     /// a given sigma.
     pub fn budget(&self, expr: &Expression, sigma: f64, target: Option<f64>, delta: f64) -> Result<Budget> {
-        let event = (expr.event)(sigma);
-        let noise = vec![("sigma".into(), sigma)];
+        self.budget_of(&(expr.event)(sigma), expr.unit, target, delta, vec![("sigma".into(), sigma)])
+    }
+
+    /// The budget `event` spends (RDP and, if asked for, PLD epsilon, per-component breakdown),
+    /// with the run's noise levels and figures in `noise`.
+    pub fn budget_of(
+        &self,
+        event: &Event,
+        unit: PrivacyUnit,
+        target: Option<f64>,
+        delta: f64,
+        noise: Vec<(String, f64)>,
+    ) -> Result<Budget> {
         if self.pld_epsilon {
-            return acc::budget(&event, expr.unit, target, delta, noise);
+            return acc::budget(event, unit, target, delta, noise);
         }
-        let total = acc::rdp_epsilon(&event, delta)?;
+        let total = acc::rdp_epsilon(event, delta)?;
         let components = event
             .components()
             .into_iter()
@@ -120,7 +165,7 @@ impl Accounting {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Budget {
-            privacy_unit: expr.unit,
+            privacy_unit: unit,
             target_epsilon: target,
             delta,
             epsilon_rdp: total.epsilon,

@@ -381,7 +381,7 @@ pub fn load_checkpoint(
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::registry::MethodSpec;
+use crate::methods::spec::MethodSpec;
 
 /// The budget of answering the query set: `queries`, or every public validation node.
 fn pate_budget(
@@ -396,6 +396,7 @@ fn pate_budget(
 }
 
 pub const GRAPH_PATE: MethodSpec = MethodSpec {
+    replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::PateVotes),
     own_knobs: Some(crate::methods::knobs::own::<PateKnobs>()),
     knobs: &["backbone", "hidden", "dropout", "weight_decay"],
     check: check_recipe,

@@ -701,7 +701,8 @@ mod tests {
     fn subsampled_gaussian_matches_dp_accounting() {
         // dpsgd_q0.01_s0.8_T1000_d1e-05: eps_pld_dp_accounting = 3.1410183192645444.
         let e = pld_epsilon(&Event::poisson_gaussian(0.01, 0.8).times(1000), 1e-5).unwrap();
-        assert!((e - 3.1410183192645444).abs() / 3.14 < 1e-3, "{e}");
+        let reference = 3.1410183192645444;
+        assert!((e - reference).abs() / reference < 1e-3, "{e}");
     }
 
     #[test]

@@ -1,13 +1,14 @@
-//! `gnnaudit bench methods`: runs the cells of the reference anchors table
+//! `gnnaudit-bench methods`: runs the cells of the reference anchors table
 //! (benches/anchors/reference_progap.md) for MLP, DP-MLP, GAP, ProGAP, GraphSAGE, SAGE-EDP and
 //! DP-GNN, one child process per (cell, seed) so that wall time and peak RSS are whole-process figures like the anchors', and
 //! prints accuracy, time and memory next to the reference with the ratios, and each cell's
-//! in-process CPU time against its compute floor ([`super::bench_floor`]): sampled, in one pass and
+//! in-process CPU time against its compute floor ([`crate::floor`]): sampled, in one pass and
 //! in the run's order.
-use super::bench_floor::{children_cpu_seconds, floor as compute_floor, thread_cpu_seconds, Floor, Shapes, Timing};
-use crate::error::{Error, Result};
-use crate::methods::{Method, Recipe};
+use crate::floor::{children_cpu_seconds, floor as compute_floor, thread_cpu_seconds, Floor, Shapes, Timing};
+use crate::reference::Cell;
 use clap::Args;
+use gnnaudit::error::{Error, Result};
+use gnnaudit::methods::{Method, Recipe};
 use std::process::Command;
 use std::time::Instant;
 
@@ -32,131 +33,9 @@ pub struct BenchMethodsArgs {
     pub no_all_cores: bool,
 }
 
-/// One anchors row: accuracy mean and population sd (%), wall seconds per process, max RSS MB.
-struct Reference {
-    acc: f64,
-    sd: f64,
-    wall: f64,
-    rss: f64,
-}
-
-struct Cell {
-    label: &'static str,
-    args: &'static [&'static str],
-    cora: Reference,
-    cornell5: Reference,
-}
-
-const fn r(acc: f64, sd: f64, wall: f64, rss: f64) -> Reference {
-    Reference { acc, sd, wall, rss }
-}
-
-/// The anchors' cells for these methods. Edge-level rows are the "explicit delta" ones (1e-5 on
-/// Cora, 1e-7 on Cornell5), which is what our default delta gives; eps = inf rows are GAP/ProGAP
-/// run without noise.
-fn cells() -> Vec<Cell> {
-    vec![
-        Cell {
-            label: "MLP",
-            args: &["--method", "mlp"],
-            cora: r(71.27, 1.69, 6.3, 976.),
-            cornell5: r(52.16, 0.28, 7.4, 1029.),
-        },
-        Cell {
-            label: "GAP-EDP eps=1",
-            args: &["--method", "gap-edp", "--epsilon", "1"],
-            cora: r(71.35, 1.71, 6.5, 979.),
-            cornell5: r(71.58, 0.39, 9.0, 1040.),
-        },
-        Cell {
-            label: "GAP-EDP eps=4",
-            args: &["--method", "gap-edp", "--epsilon", "4"],
-            cora: r(74.47, 0.82, 6.6, 969.),
-            cornell5: r(79.34, 0.66, 8.7, 1039.),
-        },
-        Cell {
-            label: "GAP-inf",
-            args: &["--method", "gap-inf"],
-            cora: r(84.56, 1.01, 6.7, 969.),
-            cornell5: r(81.69, 1.12, 8.9, 1038.),
-        },
-        Cell {
-            label: "ProGAP-EDP eps=1",
-            args: &["--method", "progap-edp", "--epsilon", "1"],
-            cora: r(63.87, 2.17, 13.0, 999.),
-            cornell5: r(81.42, 0.17, 24.2, 1106.),
-        },
-        Cell {
-            label: "ProGAP-EDP eps=4",
-            args: &["--method", "progap-edp", "--epsilon", "4"],
-            cora: r(66.91, 1.34, 13.4, 997.),
-            cornell5: r(87.63, 0.29, 24.1, 1087.),
-        },
-        Cell {
-            label: "ProGAP-inf",
-            args: &["--method", "progap-inf"],
-            cora: r(86.70, 0.88, 13.4, 1000.),
-            cornell5: r(89.18, 0.18, 24.0, 1091.),
-        },
-        Cell {
-            label: "DP-MLP eps=8",
-            args: &["--method", "dp-mlp", "--epsilon", "8"],
-            cora: r(67.32, 0.90, 7.0, 1008.),
-            cornell5: r(51.02, 0.22, 7.5, 1007.),
-        },
-        Cell {
-            label: "GAP-NDP eps=8",
-            args: &["--method", "gap-ndp", "--epsilon", "8"],
-            cora: r(56.57, 0.84, 7.5, 1011.),
-            cornell5: r(64.06, 0.04, 10.4, 1080.),
-        },
-        Cell {
-            label: "ProGAP-NDP eps=8",
-            args: &["--method", "progap-ndp", "--epsilon", "8"],
-            cora: r(43.76, 0.64, 9.3, 1018.),
-            cornell5: r(74.28, 0.99, 18.3, 1091.),
-        },
-        // The anchors' extra row: the node-level script's 5 epochs per stage doubled.
-        Cell {
-            label: "ProGAP-NDP eps=8, 10 epochs/stage",
-            args: &["--method", "progap-ndp", "--epsilon", "8", "--epochs", "10"],
-            cora: r(55.91, 0.53, 12.2, 1018.),
-            cornell5: r(72.89, 1.14, 30.9, 1120.),
-        },
-        Cell {
-            label: "GraphSAGE",
-            args: &["--method", "sage"],
-            cora: r(84.89, 0.95, 7.5, 964.),
-            cornell5: r(85.13, 1.08, 25.6, 1140.),
-        },
-        // The reference's `gnn edge` at eps = inf: ARR is the identity, mean aggregation.
-        Cell {
-            label: "SAGE-EDP eps=inf",
-            args: &["--method", "sage-edp"],
-            cora: r(85.14, 1.71, 7.7, 965.),
-            cornell5: r(85.90, 0.48, 26.8, 2659.),
-        },
-        Cell {
-            label: "SAGE-EDP eps=1",
-            args: &["--method", "sage-edp", "--epsilon", "1"],
-            cora: r(66.75, 1.45, 7.4, 963.),
-            cornell5: r(49.67, 1.85, 26.4, 2669.),
-        },
-        Cell {
-            label: "SAGE-EDP eps=4",
-            args: &["--method", "sage-edp", "--epsilon", "4"],
-            cora: r(65.93, 0.82, 7.7, 964.),
-            cornell5: r(56.63, 0.33, 26.6, 2672.),
-        },
-        // The reference's DP-GNN row is not a floor to meet on Cora (20.03%, below the 31.53%
-        // majority class; anchors caveat 2); the ordering check below compares it with DP-MLP.
-        Cell {
-            label: "DP-GNN eps=8",
-            args: &["--method", "dpgnn", "--epsilon", "8"],
-            cora: r(20.03, 4.78, 13.5, 1061.),
-            cornell5: r(61.20, 1.85, 161.3, 1469.),
-        },
-    ]
+/// The anchors' cells for these methods (`bench/reference.toml`).
+fn cells() -> Result<Vec<Cell>> {
+    Ok(crate::reference::load()?.methods)
 }
 
 struct Measured {
@@ -183,7 +62,7 @@ fn run_child(
     threads: i32,
     data_dir: &Option<std::path::PathBuf>,
 ) -> Result<Measured> {
-    let exe = std::env::current_exe()?;
+    let exe = crate::gnnaudit_exe()?;
     let mut cmd = Command::new(exe);
     cmd.args([
         "train",
@@ -196,7 +75,7 @@ fn run_child(
         "--threads",
         &threads.to_string(),
     ]);
-    cmd.args(extra).args(cell.args);
+    cmd.args(extra).args(&cell.args);
     if let Some(d) = data_dir {
         cmd.arg("--data-dir").arg(d);
     }
@@ -228,7 +107,7 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
 
 /// The recipe a cell's arguments describe (for its compute floor).
 fn cell_recipe(cell: &Cell) -> Option<Recipe> {
-    let value = |flag: &str| cell.args.iter().position(|a| *a == flag).and_then(|i| cell.args.get(i + 1));
+    let value = |flag: &str| cell.args.iter().position(|a| a == flag).and_then(|i| cell.args.get(i + 1));
     let method = <Method as clap::ValueEnum>::from_str(value("--method")?, true).ok()?;
     let mut r = Recipe::new(method, value("--epsilon").and_then(|e| e.parse().ok()));
     r.epochs = value("--epochs").and_then(|e| e.parse().ok());
@@ -239,7 +118,7 @@ fn cell_recipe(cell: &Cell) -> Option<Recipe> {
 /// libtorch's shared libraries and static initialisers, loaded once as in a `--threads 1` run,
 /// which skips the OpenMP re-execution); the least of three.
 fn start_up_cpu() -> Result<f64> {
-    let exe = std::env::current_exe()?;
+    let exe = crate::gnnaudit_exe()?;
     let mut best = f64::INFINITY;
     for _ in 0..3 {
         let before = children_cpu_seconds();
@@ -257,17 +136,20 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
     let extra: &[&str] = if cornell { &["--min-class-count", "1000"] } else { &[] };
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as i32;
     println!(
-        "gnnaudit bench methods: {} ({} seeds, {} torch thread(s); one process per run, wall time includes start-up; budgets by RDP only, --no-pld, as the reference)",
+        "gnnaudit-bench methods: {} ({} seeds, {} torch thread(s); one process per run, wall time includes start-up; budgets by RDP only, --no-pld, as the reference)",
         a.dataset, a.seeds, a.threads
     );
+    let cells = cells()?;
+    let sources: std::collections::BTreeSet<&str> = cells.iter().map(|c| c.source.as_str()).collect();
+    println!("reference figures: bench/reference.toml, from {}", sources.into_iter().collect::<Vec<_>>().join(", "));
     // The fixed costs of every run, and the shapes of the compute floors.
     let start_up = start_up_cpu()?;
     let t = thread_cpu_seconds();
-    let raw = crate::data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
+    let raw = gnnaudit::data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     let load = thread_cpu_seconds() - t;
     let t = thread_cpu_seconds();
     let min_class = if cornell { 1000 } else { 1 };
-    let ds = crate::data::transforms::prepare_like_gap(&raw, min_class, Default::default(), 0)?;
+    let ds = gnnaudit::data::transforms::prepare_like_gap(&raw, min_class, Default::default(), 0)?;
     let prepare = thread_cpu_seconds() - t;
     tch::set_num_threads(a.threads);
     let shapes = Shapes::of(&ds)?;
@@ -288,7 +170,7 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
     const TIMINGS: [Timing; 3] = [Timing::Sampled, Timing::Pass, Timing::Interleaved];
     let mut breakdowns = Vec::new();
     let mut means = std::collections::HashMap::new();
-    for cell in cells() {
+    for cell in cells {
         if a.only.as_ref().is_some_and(|o| !cell.label.contains(o.as_str())) {
             continue;
         }
@@ -321,7 +203,7 @@ pub fn run(a: BenchMethodsArgs) -> Result<()> {
             format!("{:.2}", run_child(&a.dataset, extra, &cell, 1, cores, &a.data_dir)?.wall)
         };
         let ok = acc >= reference.acc - 2.0 * reference.sd;
-        means.insert(cell.label, acc);
+        means.insert(cell.label.clone(), acc);
         // Per floor: its seconds and the in-process time over it.
         let against = floors
             .iter()

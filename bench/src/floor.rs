@@ -23,11 +23,12 @@
 //! the order of the run's epochs. Left out (so the floor stays a lower bound):
 //! accuracy read-outs, dropout in DP-SGD stacks, and norms in validation forwards of DP-SGD
 //! stacks.
-use crate::data::Dataset;
-use crate::methods::{Method, Recipe};
-use crate::models::aggregation::aggregation_operator;
-use crate::models::sparse;
-use crate::privacy::dpsgd::{Optimizer, OptimizerKind};
+use gnnaudit::data::Dataset;
+use gnnaudit::methods::spec::FloorPlan;
+use gnnaudit::methods::Recipe;
+use gnnaudit::models::aggregation::aggregation_operator;
+use gnnaudit::models::sparse;
+use gnnaudit::privacy::dpsgd::{Optimizer, OptimizerKind};
 use tch::{Kind, Tensor};
 
 /// CPU seconds of this thread (the floor is timed on a loaded machine, where wall time lies).
@@ -40,7 +41,7 @@ pub fn thread_cpu_seconds() -> f64 {
 
 /// User + system CPU seconds of this process's finished children.
 pub fn children_cpu_seconds() -> f64 {
-    super::train::rusage_cpu_seconds(libc::RUSAGE_CHILDREN)
+    gnnaudit::cli::train::rusage_cpu_seconds(libc::RUSAGE_CHILDREN)
 }
 
 /// The shapes every plan draws on, with the real sparse operands (features restricted to the
@@ -62,16 +63,16 @@ pub struct Shapes {
     /// A^T, CSR [n, n].
     adj: Tensor,
     /// The graph, for the node-level methods' degree bound.
-    graph: crate::data::Graph,
+    graph: gnnaudit::data::Graph,
 }
 
 impl Shapes {
-    pub fn of(data: &Dataset) -> crate::Result<Self> {
+    pub fn of(data: &Dataset) -> gnnaudit::Result<Self> {
         let split = data.split()?;
         let x = data.features.to_tensor().to_kind(Kind::Float);
-        let train = crate::data::Split::index_tensor(&split.train);
+        let train = gnnaudit::data::Split::index_tensor(&split.train);
         let xt = x.index_select(0, &train);
-        let xv = x.index_select(0, &crate::data::Split::index_tensor(&split.val));
+        let xv = x.index_select(0, &gnnaudit::data::Split::index_tensor(&split.val));
         Ok(Shapes {
             n: data.num_nodes() as i64,
             n_train: split.train.len() as i64,
@@ -248,7 +249,7 @@ impl Work {
                     selu_outs.push(Some(y.shallow_clone()));
                     let out = match groups {
                         Some(g) => {
-                            let g = crate::models::group_count(*g, widths[i + 1]);
+                            let g = gnnaudit::models::group_count(*g, widths[i + 1]);
                             let leaf = y.detach().set_requires_grad(true);
                             let xhat =
                                 tch::with_grad(|| leaf.group_norm(g, None::<Tensor>, None::<Tensor>, 1e-5, false));
@@ -268,7 +269,7 @@ impl Work {
                     let y = Tensor::zeros([b], (Kind::Int64, tch::Device::Cpu));
                     tch::with_grad(|| {
                         let logits = pooled(&[b, *classes]).detach().set_requires_grad(true);
-                        let logp = crate::models::log_softmax_rows(&logits);
+                        let logp = gnnaudit::models::log_softmax_rows(&logits);
                         logp.g_nll_loss::<Tensor>(&y, None, tch::Reduction::Sum, -100).backward();
                     });
                 }
@@ -296,7 +297,7 @@ impl Work {
                     }
                 }
                 // Clip factors and the clipped sums.
-                let factor = crate::privacy::dpsgd::tape::clip_factor(&norm2.sqrt(), 1.0).unsqueeze(1);
+                let factor = gnnaudit::privacy::dpsgd::tape::clip_factor(&norm2.sqrt(), 1.0).unsqueeze(1);
                 for (i, g) in &linear_g {
                     let cg = g * &factor;
                     let _ = (cg.tr().mm(&acts[*i]), cg.sum_dim_intlist([0i64].as_slice(), false, Kind::Float));
@@ -316,7 +317,7 @@ impl Work {
                 let _ = sparse::mm(&s.adj, &pooled(&[s.n, *width]));
             }
             Work::DegreeBound { max_degree } => {
-                let bounded = crate::data::bound_degree(&s.graph, crate::data::DegreeBound::Out, *max_degree, 0);
+                let bounded = gnnaudit::data::bound_degree(&s.graph, gnnaudit::data::DegreeBound::Out, *max_degree, 0);
                 bounded.expect("the recipe's max_degree was validated");
             }
             Work::Selu { rows, width, backward } => {
@@ -329,7 +330,7 @@ impl Work {
                 let xs: Vec<Tensor> = parts.iter().map(|&w| pooled(&[*rows, w])).collect();
                 let g = backward.then(|| pooled(&[*rows, parts.iter().sum()]));
                 let refs: Vec<&Tensor> = xs.iter().collect();
-                let ran = crate::libtorch::normalized_concat_kernels(&refs, g.as_ref());
+                let ran = gnnaudit::libtorch::normalized_concat_kernels(&refs, g.as_ref());
                 assert!(ran, "the floor's operands are float CPU matrices, which the fused kernels take");
             }
             Work::Step { rows, normed, norm, dropout, loss, params, backward } => {
@@ -374,7 +375,7 @@ impl Work {
                     let y = Tensor::zeros([rows], (Kind::Int64, tch::Device::Cpu));
                     tch::with_grad(|| {
                         let logits = pooled(&[rows, classes]).detach().set_requires_grad(true);
-                        crate::models::cross_entropy(&logits, &y).backward();
+                        gnnaudit::models::cross_entropy(&logits, &y).backward();
                     });
                 }
                 // Adam over the parameters as one flat vector: the optimiser's route when a step
@@ -547,10 +548,10 @@ impl StepStyle {
     fn of(recipe: &Recipe) -> Self {
         let norm = recipe.norm();
         let groups = match norm {
-            crate::models::NormKind::Group(g) => Some(g),
+            gnnaudit::models::NormKind::Group(g) => Some(g),
             _ => None,
         };
-        StepStyle { batch_norm: norm == crate::models::NormKind::Batch, groups, dropout: recipe.dropout }
+        StepStyle { batch_norm: norm == gnnaudit::models::NormKind::Batch, groups, dropout: recipe.dropout }
     }
     /// The step of a dense stack: norms after its activated layers, the loss where it ends in
     /// the classes, Adam over its weights [out, in] and biases [out].
@@ -655,13 +656,14 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
     let epochs = recipe.epochs();
     let dp = (recipe.method.is_node_level() && recipe.epsilon.is_some()).then(|| {
         let b = recipe.batch_size().unwrap_or(256).min(s.n_train as usize).max(1);
-        (b as i64, crate::privacy::dpsgd::steps_per_epoch(s.n_train as usize, b))
+        (b as i64, gnnaudit::privacy::dpsgd::steps_per_epoch(s.n_train as usize, b))
     });
     let mut items = Vec::new();
     // Where each training loop's items begin (GAP's encoder, its classifier; ProGAP's stages):
     // the interleaved timing runs each loop's items in turn, as its epochs do.
     let mut loops = vec![0];
-    if matches!(recipe.method, Method::GapNdp | Method::ProgapNdp) {
+    let plan = recipe.method.spec().floor?;
+    if matches!(plan, FloorPlan::Gap | FloorPlan::Progap) && recipe.method.is_node_level() {
         let work = Work::DegreeBound { max_degree: recipe.max_degree };
         items.push(Item { what: "degree bound", count: 1, work });
     }
@@ -672,11 +674,11 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
         w.push(out);
         w
     };
-    match recipe.method {
-        Method::Mlp | Method::DpMlp => {
+    match plan {
+        FloorPlan::Mlp => {
             phase(&mut items, s, "MLP", epochs, dp, mlp_widths(f, recipe.mlp_layers, c), dp.is_none(), PLAIN, &step);
         }
-        Method::GapEdp | Method::GapInf | Method::GapNdp => {
+        FloorPlan::Gap => {
             let hops = recipe.hops();
             // Encoder layers then its head (the norm between them is left out).
             let mut enc = mlp_widths(f, recipe.encoder_layers, h);
@@ -729,7 +731,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
                 &step,
             );
         }
-        Method::ProgapEdp | Method::ProgapInf | Method::ProgapNdp => {
+        FloorPlan::Progap => {
             let depth = recipe.depth();
             for stage in 0..=depth {
                 loops.push(items.len());
@@ -780,7 +782,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
                 );
             }
         }
-        Method::Sage | Method::SageEdp if recipe.epsilon.is_none() => {
+        FloorPlan::Sage if recipe.epsilon.is_none() => {
             let layers = recipe.mp_layers.unwrap_or(2);
             let pre = mlp_widths(f, recipe.base_layers(), h);
             // The head reads the jumping-knowledge concatenation; its first layer projects it back

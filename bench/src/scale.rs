@@ -1,4 +1,4 @@
-//! `gnnaudit bench scale`: wall time and peak RSS of GAP-EDP, ProGAP-EDP and the canary-edge
+//! `gnnaudit-bench scale`: wall time and peak RSS of GAP-EDP, ProGAP-EDP and the canary-edge
 //! audit on CSBM graphs of growing size (issue 18, point 4: the cost must grow linearly in the
 //! edges). Every (size, workload) is its own child process (`gnnaudit train --json` or
 //! `gnnaudit attack --json`), so that peaks do not accumulate: wall time is the parent's clock
@@ -9,9 +9,9 @@
 //! in both. The fit is least squares on log(cost) against log(edges) (the exponent; fixed costs
 //! such as start-up pull it below 1 at small sizes) and on RSS against edges (the marginal bytes
 //! per edge, which the fixed libtorch footprint does not distort).
-use crate::data::memory::{available_bytes, show_bytes};
-use crate::data::Csbm;
-use crate::error::{Error, Result};
+use gnnaudit::data::memory::{available_bytes, show_bytes};
+use gnnaudit::data::Csbm;
+use gnnaudit::error::{Error, Result};
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -68,7 +68,7 @@ struct Measure {
 
 /// Runs `gnnaudit ARGS` as a child; its wall time and peak RSS (wait4's ru_maxrss, in KiB on Linux).
 fn measure(args: &[String]) -> Result<Measure> {
-    let exe = std::env::current_exe()?;
+    let exe = crate::gnnaudit_exe()?;
     let t = Instant::now();
     let mut child = Command::new(exe).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
     let mut err_pipe = child.stderr.take().expect("piped");
@@ -87,7 +87,10 @@ fn measure(args: &[String]) -> Result<Measure> {
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let seconds = t.elapsed().as_secs_f64();
     let err = err_reader.join().unwrap_or_default();
-    crate::ensure!(r == pid, Error::Other(format!("wait4 on child {pid} failed: {}", std::io::Error::last_os_error())));
+    gnnaudit::ensure!(
+        r == pid,
+        Error::Other(format!("wait4 on child {pid} failed: {}", std::io::Error::last_os_error()))
+    );
     if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
         let tail: String =
             err.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
@@ -152,18 +155,18 @@ pub fn run(a: BenchScaleArgs) -> Result<()> {
     } else {
         a.sizes.clone()
     };
-    crate::ensure!(
+    gnnaudit::ensure!(
         sizes.len() >= 2,
         Error::invalid("sizes", format!("{} size(s): fitting an exponent needs at least two", sizes.len()))
     );
-    crate::ensure!(
+    gnnaudit::ensure!(
         a.degree.is_finite() && a.degree > 0.0,
         Error::invalid("degree", format!("{} must be > 0", a.degree))
     );
-    crate::ensure!(a.epochs >= 1, Error::invalid("epochs", "must be at least 1"));
-    crate::ensure!(
-        (1..=crate::cli::train::MAX_THREADS).contains(&a.threads),
-        Error::invalid("threads", format!("{} is outside 1..={}", a.threads, crate::cli::train::MAX_THREADS))
+    gnnaudit::ensure!(a.epochs >= 1, Error::invalid("epochs", "must be at least 1"));
+    gnnaudit::ensure!(
+        (1..=gnnaudit::cli::train::MAX_THREADS).contains(&a.threads),
+        Error::invalid("threads", format!("{} is outside 1..={}", a.threads, gnnaudit::cli::train::MAX_THREADS))
     );
     // Every generator is checked before the first child runs (bad sizes fail here, exit 2).
     let mut graphs = Vec::new();
@@ -171,7 +174,7 @@ pub fn run(a: BenchScaleArgs) -> Result<()> {
         let nodes = (2.0 * e as f64 / a.degree).round() as usize;
         let csbm = Csbm { nodes, classes: a.classes, mean_degree: a.degree, features: a.features, ..Csbm::default() };
         csbm.validate().map_err(|err| Error::invalid("sizes", format!("{e} edges ({nodes} nodes): {err}")))?;
-        crate::ensure!(
+        gnnaudit::ensure!(
             4 * a.canaries <= nodes,
             Error::invalid(
                 "canaries",

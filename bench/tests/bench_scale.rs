@@ -1,4 +1,4 @@
-//! `gnnaudit bench scale` on tiny sizes, and the CSBM generator at a medium size: its edge count,
+//! `gnnaudit-bench scale` on tiny sizes, and the CSBM generator at a medium size: its edge count,
 //! class balance and homophily, and a peak memory within its own up-front estimate (no second
 //! copy of the edges). The tests share one lock: the memory test reads this process's peak RSS.
 use gnnaudit::data::Csbm;
@@ -6,6 +6,19 @@ use std::process::Command;
 use std::sync::Mutex;
 
 static ALONE: Mutex<()> = Mutex::new(());
+
+/// The benchmark binary; its whole-process runs start the `gnnaudit` built beside it, which
+/// `cargo build --workspace` (and `cargo nextest run --workspace`) builds.
+fn bench() -> std::path::PathBuf {
+    let exe = std::path::PathBuf::from(env!("CARGO_BIN_EXE_gnnaudit-bench"));
+    let gnnaudit = exe.with_file_name(format!("gnnaudit{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        gnnaudit.is_file() || std::env::var_os("GNNAUDIT_BIN").is_some(),
+        "{} is missing: build the workspace (cargo build --workspace) or set GNNAUDIT_BIN",
+        gnnaudit.display()
+    );
+    exe
+}
 
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     ALONE.lock().unwrap_or_else(|e| e.into_inner())
@@ -27,8 +40,8 @@ fn number_before(line: &str, unit: &str) -> Vec<f64> {
 #[test]
 fn bench_scale_fits_exponents_with_finite_bytes_per_edge() {
     let _g = lock();
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(["bench", "scale", "--sizes", "3000,6000", "--degree", "10", "--features", "16"])
+    let out = Command::new(bench())
+        .args(["scale", "--sizes", "3000,6000", "--degree", "10", "--features", "16"])
         .args(["--epochs", "2", "--canaries", "20"])
         .output()
         .expect("run gnnaudit");
@@ -52,10 +65,7 @@ fn bench_scale_fits_exponents_with_finite_bytes_per_edge() {
         assert!(bytes.len() == 2 && bytes.iter().all(|b| b.is_finite()) && bytes[1] > 0.0, "{line}");
     }
     // A single size cannot be fitted: refused as bad input.
-    let one = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(["bench", "scale", "--sizes", "3000"])
-        .output()
-        .expect("run gnnaudit");
+    let one = Command::new(bench()).args(["scale", "--sizes", "3000"]).output().expect("run gnnaudit");
     assert_eq!(one.status.code(), Some(2), "{}", String::from_utf8_lossy(&one.stderr));
 }
 

@@ -1,4 +1,4 @@
-//! `gnnaudit bench audit`: audit throughput (issue 18, point 5). LiRA with 64 shadow models on
+//! `gnnaudit-bench audit`: audit throughput (issue 18, point 5). LiRA with 64 shadow models on
 //! cora, and the canary-edge audit with 40 repeats, each as `gnnaudit attack` runs it (same
 //! seeds, same split, same results), with their total and per-model cost.
 //!
@@ -7,11 +7,11 @@
 //! a second time with that sharing off and checks that the scores are identical. What a shadow
 //! cannot share under the threat model: GAP's and ProGAP's cached aggregations are of embeddings
 //! from an encoder trained on the shadow's own labels, so each shadow computes its own.
-use crate::data::{self, Split, SplitRatios};
-use crate::error::{Error, Result};
-use crate::methods::{self, Method, Recipe};
-use crate::target::{attack_graph, from_attack, node_split, RecipeOracle};
-use crate::target::{claim_of, dataset_from, CpuWhiteBox, ModelBlackBox};
+use gnnaudit::data::{self, Split, SplitRatios};
+use gnnaudit::error::{Error, Result};
+use gnnaudit::methods::{self, Method, Recipe};
+use gnnaudit::target::{attack_graph, from_attack, node_split, RecipeOracle};
+use gnnaudit::target::{claim_of, dataset_from, CpuWhiteBox, ModelBlackBox};
 use gnnaudit_attacks::lira::LiraParams;
 use gnnaudit_attacks::stats::{certify, AuditSpec};
 use gnnaudit_attacks::{
@@ -96,7 +96,7 @@ fn attack_once(raw: &data::Dataset, recipe: &Recipe, params: &AttackParams, seed
     let prep_seconds = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let run = methods::train(recipe, &ds, seed)?;
-    crate::target::ensure_converged(&run, recipe)?;
+    gnnaudit::target::ensure_converged(&run, recipe)?;
     let target_seconds = t.elapsed().as_secs_f64();
     let bb = ModelBlackBox::new(run.model.as_ref());
     let g = attack_graph(&ds)?;
@@ -172,7 +172,7 @@ fn lira(a: &BenchAuditArgs, raw: &data::Dataset) -> Result<()> {
             100.0 * (per - before) / before,
             dataset_build_seconds(raw, a.seed)?
         );
-        crate::ensure!(same, Error::Other("LiRA's scores changed with shadow sharing".into()));
+        gnnaudit::ensure!(same, Error::Other("LiRA's scores changed with shadow sharing".into()));
     }
     Ok(())
 }
@@ -234,9 +234,9 @@ fn canary(a: &BenchAuditArgs, raw: &data::Dataset) -> Result<()> {
 }
 
 pub fn run(a: BenchAuditArgs) -> Result<()> {
-    crate::ensure!(a.shadows >= 2 && a.shadows % 2 == 0, Error::invalid("shadows", "must be even and at least 2"));
-    crate::ensure!(a.repeats >= 1, Error::invalid("repeats", "must be at least 1"));
-    crate::cli::train::set_threads(Some(a.threads))?;
+    gnnaudit::ensure!(a.shadows >= 2 && a.shadows % 2 == 0, Error::invalid("shadows", "must be even and at least 2"));
+    gnnaudit::ensure!(a.repeats >= 1, Error::invalid("repeats", "must be at least 1"));
+    gnnaudit::cli::train::set_threads(Some(a.threads))?;
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;
     println!(
         "bench audit: {} torch thread(s), one process, models timed through the attacks' shadow oracle",

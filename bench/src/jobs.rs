@@ -1,10 +1,10 @@
-//! `gnnaudit bench jobs`: audit throughput with `--jobs 1` against `--jobs N` on one machine
+//! `gnnaudit-bench jobs`: audit throughput with `--jobs 1` against `--jobs N` on one machine
 //! (issue: a 20-cell audit on 2 cores should reach 1.6x the sequential throughput). Each run is
 //! a separate `gnnaudit audit` process into a fresh folder, one torch thread per cell; the two
 //! reports must agree outside their `run` block, which the bench checks too. A third run,
 //! `--jobs 1 --threads <cores>`, shows what intra-op threads alone give (its figures differ:
 //! a cell's numbers depend on its thread count).
-use crate::error::{Error, Result};
+use gnnaudit::error::{Error, Result};
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -49,7 +49,7 @@ epochs = 60
 }
 
 fn audit(config: &Path, out: &Path, jobs: usize, threads: usize) -> Result<f64> {
-    let exe = std::env::current_exe()?;
+    let exe = crate::gnnaudit_exe()?;
     let t = Instant::now();
     let o = Command::new(exe)
         .arg("audit")
@@ -81,10 +81,10 @@ fn reproducible(path: &Path) -> Result<String> {
 }
 
 pub fn run(a: BenchJobsArgs) -> Result<()> {
-    crate::ensure!(a.seeds >= 1, Error::invalid("--seeds", "must be at least 1"));
-    let cores = crate::audit::parallel::cores();
+    gnnaudit::ensure!(a.seeds >= 1, Error::invalid("--seeds", "must be at least 1"));
+    let cores = gnnaudit::audit::parallel::cores();
     let jobs = a.jobs.unwrap_or(cores);
-    crate::ensure!(jobs >= 1, Error::invalid("--jobs", "must be at least 1"));
+    gnnaudit::ensure!(jobs >= 1, Error::invalid("--jobs", "must be at least 1"));
     let cells = 5 * a.seeds;
     let dir = tempfile::tempdir()?;
     let cfg = dir.path().join("bench-jobs.toml");
@@ -94,8 +94,8 @@ pub fn run(a: BenchJobsArgs) -> Result<()> {
     println!(
         "bench jobs: {cells}-cell audit (gap-edp, synthetic {} nodes), {cores} cores, 1 torch thread per cell, {}={}",
         a.nodes,
-        crate::libtorch::WAIT_POLICY_ENV,
-        crate::libtorch::wait_policy()
+        gnnaudit::libtorch::WAIT_POLICY_ENV,
+        gnnaudit::libtorch::wait_policy()
     );
     let l0 = load();
     let per = |name: &str| cell_seconds(&dir.path().join(name).join("report.json"));
@@ -129,6 +129,6 @@ pub fn run(a: BenchJobsArgs) -> Result<()> {
     );
     println!("reports identical outside `run`: {same}; load average before/after: {l0} / {}", load());
     println!("(a cell's own time growing with --jobs means the cores were not free: compare the load with {cores})");
-    crate::ensure!(same, Error::Other("the reports of --jobs 1 and --jobs N differ".into()));
+    gnnaudit::ensure!(same, Error::Other("the reports of --jobs 1 and --jobs N differ".into()));
     Ok(())
 }
