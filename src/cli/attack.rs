@@ -101,8 +101,9 @@ pub struct AttackArgs {
     /// split seed and training seed). Its recipe (from the checkpoint) drives the shadow models.
     #[arg(long)]
     pub target: Option<PathBuf>,
-    /// The bound behind eps_lb: clopper-pearson (default, any mechanism) | gdp (Gaussian
-    /// trade-off curve) | one-run | one-run-fdp.
+    /// The bound behind eps_lb: clopper-pearson (default, any mechanism) | gdp | one-run |
+    /// one-run-fdp. gdp and one-run-fdp assume a Gaussian trade-off curve (Gaussian noise,
+    /// DP-SGD) and are invalid for non-Gaussian mechanisms.
     #[arg(long, default_value = "clopper-pearson", value_parser = parse_bound)]
     pub bound: BoundKind,
     /// How the bound's threshold is chosen: split (default; chosen on half the trials, certified
@@ -618,6 +619,9 @@ pub fn run(a: AttackArgs) -> Result<()> {
         ),
         (Some(c), None) => println!("eps_lb {:.3} (non-private target: evidence of leakage)", c.eps_lb),
         _ => println!("eps_lb: not computed (the game does not match the claimed privacy unit)"),
+    }
+    if let Some(why) = certificate.as_ref().and_then(|c| c.cannot_certify.as_ref()) {
+        println!("cannot certify: {why}");
     }
     if verdict == Verdict::Inconclusive {
         let control = recipe.method.spec().control.map_or("none in the registry".to_string(), |m| m.name().to_string());
