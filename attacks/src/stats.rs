@@ -621,7 +621,8 @@ fn scan_one_run<R: Copy>(
             clopper_pearson_lower(c, g, beta.min(0.5))
         }
     };
-    let mut keyed: Vec<(f64, (usize, usize, usize, R))> = candidates.into_iter().map(|c| (precision_lo(&c), c)).collect();
+    let mut keyed: Vec<(f64, (usize, usize, usize, R))> =
+        candidates.into_iter().map(|c| (precision_lo(&c), c)).collect();
     keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut best: Option<(f64, R)> = None;
     for (_, (guesses, correct, canaries, rule)) in keyed {
