@@ -20,9 +20,7 @@
 use crate::error::{Error, Result};
 use crate::privacy::accountant::Event;
 use gnnaudit_attacks::metrics::{clopper_pearson_lower, clopper_pearson_upper, ScoreSummary};
-use gnnaudit_attacks::stats::{
-    certify, fixed_test_bound, AuditSpec, BoundKind, Certificate, ThresholdStrategy, Verdict,
-};
+use gnnaudit_attacks::stats::{certify, gdp_epsilon, AuditSpec, BoundKind, Certificate, ThresholdStrategy, Verdict};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal};
@@ -222,18 +220,47 @@ pub fn run(
 }
 
 /// The threshold whose expected counts with `n` trials per input give the largest bound.
-/// (The bound `stats::certify` computes, evaluated on expected rather than observed counts;
-/// `certify` then evaluates the chosen test on the samples.)
+/// (The same bounds as `stats::certify` computes, evaluated on expected rather than observed
+/// counts; `certify` then evaluates the chosen test on the samples.)
 pub fn plan(candidates: &[Candidate], bound: BoundKind, n: usize, alpha: f64, delta: f64) -> Option<f64> {
     let count = |r: f64| ((r * n as f64).round() as usize).min(n);
     candidates
         .iter()
-        .map(|c| (fixed_test_bound(bound, count(c.tpr), count(c.fpr), n, n, alpha, delta), c.threshold))
+        .map(|c| (expected_bound(bound, count(c.tpr), count(c.fpr), n, alpha, delta), c.threshold))
         .fold(None, |best: Option<(f64, f64)>, (b, t)| match best {
             Some((bb, _)) if bb >= b => best,
             _ => Some((b, t)),
         })
         .map(|(_, t)| t)
+}
+
+/// The bound of one test with `tp` of `n` positives and `fp` of `n` negatives called positive.
+fn expected_bound(bound: BoundKind, tp: usize, fp: usize, n: usize, alpha: f64, delta: f64) -> f64 {
+    match bound {
+        BoundKind::Gdp => {
+            let fpr_hi = clopper_pearson_upper(fp, n, alpha / 2.0);
+            let fnr_hi = clopper_pearson_upper(n - tp, n, alpha / 2.0);
+            if fpr_hi.max(fnr_hi) >= 1.0 - delta {
+                return 0.0;
+            }
+            let z = std_normal();
+            let mu = z.inverse_cdf(1.0 - fpr_hi) - z.inverse_cdf(fnr_hi);
+            if mu > 0.0 {
+                gdp_epsilon(mu, delta)
+            } else {
+                0.0
+            }
+        }
+        _ => {
+            let tpr_lo = clopper_pearson_lower(tp, n, alpha / 2.0);
+            let fpr_hi = clopper_pearson_upper(fp, n, alpha / 2.0);
+            if tpr_lo > delta && fpr_hi > 0.0 {
+                ((tpr_lo - delta) / fpr_hi).ln().max(0.0)
+            } else {
+                0.0
+            }
+        }
+    }
 }
 
 pub fn std_normal() -> Normal {
@@ -351,7 +378,7 @@ mod tests {
         let count = |r: f64, n: usize| (r * n as f64).round() as usize;
         let best = c.iter().find(|x| x.threshold == large).unwrap();
         let n = 1_000_000_000;
-        let eps = fixed_test_bound(BoundKind::ClopperPearson, count(best.tpr, n), count(best.fpr, n), n, n, 0.05, 0.0);
+        let eps = expected_bound(BoundKind::ClopperPearson, count(best.tpr, n), count(best.fpr, n), n, 0.05, 0.0);
         let truth = (best.tpr / best.fpr).ln();
         assert!(eps > 0.9 * truth && eps < truth, "{eps} vs ln(tpr/fpr) = {truth}");
     }
