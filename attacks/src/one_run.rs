@@ -64,11 +64,27 @@ fn widest_window_mean(v: usize, r: usize, q: f64) -> f64 {
 /// The largest eps that `correct` of `guesses` refutes at significance `beta` (0 if none):
 /// bisection on the p-value, which increases with eps.
 pub fn one_run_epsilon(canaries: usize, guesses: usize, correct: usize, delta: f64, beta: f64) -> f64 {
-    if guesses == 0 || one_run_p_value(canaries, guesses, correct, 0.0, delta) >= beta {
-        return 0.0;
+    one_run_epsilon_above(0.0, canaries, guesses, correct, delta, beta)
+}
+
+/// The largest eps above `floor` that `correct` of `guesses` refutes, or `floor` when none is.
+/// Fails fast: delta only raises the p-value, so the p-value without it (one binomial tail, no
+/// window) at `floor` rules most candidates out before the one with delta, and the bisection
+/// runs only when the candidate beats `floor`.
+pub fn one_run_epsilon_above(
+    floor: f64,
+    canaries: usize,
+    guesses: usize,
+    correct: usize,
+    delta: f64,
+    beta: f64,
+) -> f64 {
+    let p = |eps: f64| one_run_p_value(canaries, guesses, correct, eps, delta);
+    if guesses == 0 || one_run_p_value(canaries, guesses, correct, floor, 0.0) >= beta || p(floor) >= beta {
+        return floor;
     }
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while one_run_p_value(canaries, guesses, correct, hi, delta) < beta {
+    let (mut lo, mut hi) = (floor, (2.0 * floor).max(1.0));
+    while p(hi) < beta {
         lo = hi;
         hi *= 2.0;
         if hi > 1e3 {
@@ -77,7 +93,7 @@ pub fn one_run_epsilon(canaries: usize, guesses: usize, correct: usize, delta: f
     }
     for _ in 0..60 {
         let mid = 0.5 * (lo + hi);
-        if one_run_p_value(canaries, guesses, correct, mid, delta) < beta {
+        if p(mid) < beta {
             lo = mid;
         } else {
             hi = mid;

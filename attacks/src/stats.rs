@@ -6,32 +6,69 @@
 //! them, the number of trials and the threshold used, the game's independence assumption, the
 //! bound `eps_lb`, and the largest bound the test could have certified at all (a perfect attack
 //! with the same numbers of trials), from which `verdict` tells `violated`, `holds` and
-//! `inconclusive` apart.
+//! `inconclusive` apart; when even that is 0, `cannot_certify` says why.
 //!
 //! Every bound is a one-sided test at level alpha = 1 - confidence: if the mechanism is
 //! (claim, delta)-DP, the probability that `eps_lb` exceeds the claim is at most alpha. That only
 //! holds when the threshold (and direction) of the test is not chosen by looking at the data it
 //! is certified on, which the strategies ensure:
 //! - `split` (default): choose the test on a random part of the trials, certify it on the rest;
-//! - `bonferroni`: try every threshold at level alpha / (number of tests);
+//! - `bonferroni`: every test of a family at once, each at a share of alpha (below);
 //! - `explicit`: a threshold fixed in advance ("score >= t means positive").
 //!
 //! Repeated runs (seeds) are pooled by concatenating their scores into one test: never a maximum
 //! over runs.
 //!
-//! Bounds (semantics of jax_privacy's `CanaryScoreAuditor`):
-//! - `clopper-pearson` (Jagielski et al. 2020): one-sided Clopper-Pearson bounds on TPR and FPR,
-//!   each at alpha / 2, give eps >= ln((TPR_lo - delta) / FPR_hi); valid for every mechanism.
-//! - `gdp` (Nasr et al. 2023): the same two bounds give a lower bound on mu of the Gaussian
-//!   trade-off curve, converted to epsilon at delta. It assumes the mechanism's trade-off curve
-//!   is Gaussian (Gaussian noise, DP-SGD); for other mechanisms use `clopper-pearson`.
+//! Bounds:
+//! - `clopper-pearson` (Jagielski et al. 2020): one-sided Clopper-Pearson bounds TPR_lo and
+//!   FPR_hi of a test refute every eps with TPR_lo > e^eps FPR_hi + delta and, the neighbouring
+//!   datasets swapped, every eps with TNR_lo > e^eps FNR_hi + delta, where TNR_lo = 1 - FPR_hi and
+//!   FNR_hi = 1 - TPR_lo are the same two intervals: the second hypothesis costs no alpha. The
+//!   reversed test ("low scores are positives") gives the other two of the four hypotheses
+//!   (FNR <= e^eps TNR + delta, FPR <= e^eps TPR + delta). Valid for every mechanism.
+//! - `gdp` (Nasr et al. 2023): the same two intervals give a lower bound on mu of the Gaussian
+//!   trade-off curve, converted to epsilon at delta (the curve is symmetric, so swapping the
+//!   datasets gives the same mu). **Invalid for non-Gaussian mechanisms**: it assumes the
+//!   mechanism's trade-off curve is Gaussian (Gaussian noise, DP-SGD); use `clopper-pearson`.
 //! - `one-run` (Steinke, Nasr & Jagielski 2023): canaries with independent coins, the auditor
-//!   guesses "included" above the threshold and abstains below.
+//!   guesses "included" for high scores and abstains on the rest.
 //! - `one-run-fdp` (Mahloujifar, Melis & Chaudhuri 2025): the same guesses, judged against the
 //!   Gaussian trade-off curve of (epsilon, delta), which gives tighter bounds for Gaussian noise.
+//!   **Invalid for non-Gaussian mechanisms**, like `gdp`.
+//!
+//! The family `bonferroni` counts. For the two-interval bounds it is every threshold in both
+//! directions, yet alpha is split over 2 (n_pos + n_neg) interval events, not over the tests,
+//! because a Clopper-Pearson bound can fail only at an order statistic. Proof for the lower bound
+//! on p(t) = P[X >= t] from the count K(t) of the n scores >= t (the other three bounds are the
+//! same argument mirrored): let c_k be the bound for the count k, increasing in k. If it fails at
+//! some t with K(t) = k >= 1, then t <= X_(k) (the k-th largest score), so c_k > p(t) >=
+//! p(X_(k)): the event A_k = {p(X_(k)) < c_k}. The set {s : p(s) < c_k} is an upper set of
+//! probability at most c_k, and X_(k) lies in it iff k scores do, so P[A_k] <= P[Bin(n, c_k) >= k]
+//! = a, the interval's significance. Failures at every threshold thus lie in the union of A_1..A_n
+//! (n events; the count 0 never fails), whatever the data; the TPR needs n_pos such events per
+//! bound, the FPR n_neg, and the two directions need one lower and one upper bound on each:
+//! a = alpha / (2 (n_pos + n_neg)) keeps the union within alpha. The count of distinct scores
+//! does not enter (0/1 scores and continuous ones that separate alike certify alike).
+//! For the one-run bounds the family is the rules "the r highest scores are included" for
+//! r = 1, 2, 4, ... up to m, fixed by m alone: log2(m) + 1 tests, each at alpha over that count.
+//! Counting one test per distinct score instead made the 2·m·delta term of the one-run p-value
+//! exceed the significance for m beyond ~720 canaries at delta = 1e-5, even for a perfect attack.
+//!
+//! Where this module differs from jax_privacy's `CanaryScoreAuditor` (2.0.0), which it otherwise
+//! agrees with on identical score sets:
+//! - the family: jax's `Bonferroni` divides alpha by the number of (Pareto-frontier) thresholds
+//!   and then by 2 per interval; here by the order-statistic events above (and the top-r rules
+//!   for one-run), which does not depend on the number of distinct scores;
+//! - the hypotheses: jax's two-sided Clopper-Pearson evaluates "TPR <= e^eps FPR + delta" and
+//!   "TNR <= e^eps FNR + delta" for "score >= t" only; here every strategy evaluates both, and
+//!   the reversed test ("score < t") adds the other two hypotheses, inside the counted family;
+//! - the sign of mu: jax's GDP bound takes |mu|, which counts a test that worked in reverse
+//!   without paying for it (it false-alarms on almost every null run); here mu must be positive,
+//!   and a reversed test is a test of its own, in the family or chosen on the split;
+//! - jax's GDP bound always corrects over every threshold; here it follows the strategy.
 use crate::error::{check, Result};
 use crate::metrics::{clopper_pearson_lower, clopper_pearson_upper};
-use crate::one_run::one_run_epsilon;
+use crate::one_run::one_run_epsilon_above;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -63,21 +100,26 @@ impl BoundKind {
     pub fn parse(s: &str) -> Option<BoundKind> {
         BoundKind::ALL.into_iter().find(|b| b.name() == s)
     }
-    /// Two-hypothesis bounds test "high scores are positives" and "low scores are positives";
-    /// the one-run bounds only guess "included" for high scores (as jax_privacy does).
-    fn two_sided(self) -> bool {
-        matches!(self, BoundKind::ClopperPearson | BoundKind::Gdp)
+    /// The one-run bounds only guess "included" for high scores (as jax_privacy does); the
+    /// others test both "high scores are positives" and "low scores are positives".
+    fn one_run(self) -> bool {
+        matches!(self, BoundKind::OneRun | BoundKind::OneRunFdp)
+    }
+    /// Whether the bound is valid only for mechanisms with a Gaussian trade-off curve.
+    pub fn assumes_gaussian(self) -> bool {
+        matches!(self, BoundKind::Gdp | BoundKind::OneRunFdp)
     }
     /// The paper the bound follows and what it assumes, for reports.
     pub fn describe(self) -> &'static str {
         match self {
             BoundKind::ClopperPearson => {
-                "Clopper-Pearson two-hypothesis bound (Jagielski et al. 2020): eps >= ln((TPR_lo - delta) / FPR_hi), \
-                 valid for every mechanism"
+                "Clopper-Pearson bound (Jagielski et al. 2020): eps >= ln((TPR_lo - delta) / FPR_hi) or, the \
+                 neighbouring datasets swapped, ln((TNR_lo - delta) / FNR_hi); valid for every mechanism"
             }
             BoundKind::Gdp => {
                 "Gaussian-DP bound (Nasr et al. 2023): a lower confidence bound on mu from TPR/FPR, converted to eps at \
-                 the claimed delta; assumes a Gaussian trade-off curve (Gaussian noise, DP-SGD)"
+                 the claimed delta; invalid for non-Gaussian mechanisms (it assumes a Gaussian trade-off curve: \
+                 Gaussian noise, DP-SGD)"
             }
             BoundKind::OneRun => {
                 "one-run bound (Steinke, Nasr & Jagielski 2023): correct 'included' guesses among canaries with \
@@ -85,7 +127,7 @@ impl BoundKind {
             }
             BoundKind::OneRunFdp => {
                 "one-run f-DP bound (Mahloujifar, Melis & Chaudhuri 2025): the one-run guesses judged against the \
-                 Gaussian trade-off curve of (eps, delta)"
+                 Gaussian trade-off curve of (eps, delta); invalid for non-Gaussian mechanisms"
             }
         }
     }
@@ -199,10 +241,18 @@ pub struct Certificate {
     /// no test was chosen (e.g. all scores equal under `split`).
     pub threshold: Option<f64>,
     pub reversed: bool,
+    /// One-run bounds under `bonferroni`: the rule certified guessed "included" for this many
+    /// highest scores (`threshold` is then the lowest of them).
+    #[serde(default)]
+    pub top_guesses: Option<usize>,
     pub eps_lb: f64,
     /// The bound a perfect attack would certify with the same trials and strategy: claims above
     /// it cannot be refuted by this test, however strong the attack.
     pub max_certifiable: f64,
+    /// When `max_certifiable` is 0: why this bound and strategy cannot certify anything here,
+    /// and what would.
+    #[serde(default)]
+    pub cannot_certify: Option<String>,
     /// The independence assumption of the game that makes the trials a valid sample.
     pub assumption: String,
 }
@@ -278,20 +328,34 @@ impl Certificate {
 /// Certifies a bound from the scores of positives and negatives (higher = "positive").
 /// `assumption` states why the trials are independent (e.g. "independent coins per canary").
 pub fn certify(pos: &[f64], neg: &[f64], spec: &AuditSpec, assumption: &str) -> Result<Certificate> {
+    certify_with_cost(pos, neg, spec, assumption).map(|(c, _)| c)
+}
+
+/// `certify`, with the work its threshold scan did.
+fn certify_with_cost(pos: &[f64], neg: &[f64], spec: &AuditSpec, assumption: &str) -> Result<(Certificate, ScanCost)> {
     spec.validate()?;
     check!(!pos.is_empty(), "scores", "no positive trials");
     check!(!neg.is_empty(), "scores", "no negative trials");
     check!(pos.iter().chain(neg).all(|s| s.is_finite()), "scores", "a score is not finite (NaN or infinite)");
     let alpha = 1.0 - spec.confidence;
-    let (test, cert_pos, cert_neg, level) = match spec.strategy {
+    let one_run = spec.bound.one_run();
+    let mut cost = ScanCost::default();
+    let (rule, cert_pos, cert_neg, significance, top_family) = match spec.strategy {
         ThresholdStrategy::Explicit { threshold } => {
-            (Some(Test { threshold, reversed: false }), pos.to_vec(), neg.to_vec(), alpha)
+            let rule = Rule::Threshold(Test { threshold, reversed: false });
+            (Some(rule), pos.to_vec(), neg.to_vec(), single_test_significance(spec.bound, alpha), None)
+        }
+        ThresholdStrategy::Bonferroni if one_run => {
+            let family = top_guess_family(pos.len() + neg.len());
+            let beta = alpha / family.len() as f64;
+            let best = best_top_guesses(pos, neg, &family, spec, beta, &mut cost);
+            (best.map(Rule::Top), pos.to_vec(), neg.to_vec(), beta, Some(family))
         }
         ThresholdStrategy::Bonferroni => {
-            let tests = candidate_tests(pos, neg, spec.bound);
-            let level = alpha / tests.len() as f64;
-            let best = best_test(pos, neg, &tests, spec, level, None);
-            (best, pos.to_vec(), neg.to_vec(), level)
+            let significance = alpha / order_statistic_events(pos.len(), neg.len());
+            let tests = candidate_tests(pos, neg);
+            let best = best_test(pos, neg, &tests, spec, significance, None);
+            (best.map(Rule::Threshold), pos.to_vec(), neg.to_vec(), significance, None)
         }
         ThresholdStrategy::Split { fraction } => {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed);
@@ -304,31 +368,124 @@ pub fn certify(pos: &[f64], neg: &[f64], spec: &AuditSpec, assumption: &str) -> 
                 pos.len(),
                 neg.len()
             );
-            let tests = candidate_tests(&sel_pos, &sel_neg, spec.bound);
-            let best = best_test(&sel_pos, &sel_neg, &tests, spec, alpha, Some((cert_pos.len(), cert_neg.len())));
-            (best, cert_pos, cert_neg, alpha)
+            let significance = single_test_significance(spec.bound, alpha);
+            let project_to = Some((cert_pos.len(), cert_neg.len()));
+            let best = if one_run {
+                best_one_run_threshold(&sel_pos, &sel_neg, spec, significance, project_to, &mut cost)
+            } else {
+                best_test(&sel_pos, &sel_neg, &candidate_tests(&sel_pos, &sel_neg), spec, significance, project_to)
+            };
+            (best.map(Rule::Threshold), cert_pos, cert_neg, significance, None)
         }
     };
-    let eps_lb = test.map_or(0.0, |t| {
-        let (tp, fp) = t.counts(&cert_pos, &cert_neg);
-        bound_at(spec.bound, tp, fp, cert_pos.len(), cert_neg.len(), level, spec.delta)
-    });
-    let max_certifiable = bound_at(spec.bound, cert_pos.len(), 0, cert_pos.len(), cert_neg.len(), level, spec.delta);
-    Ok(Certificate {
+    let (np, nn) = (cert_pos.len(), cert_neg.len());
+    let eps_lb = match rule {
+        None => 0.0,
+        Some(Rule::Threshold(t)) => {
+            let (tp, fp) = t.counts(&cert_pos, &cert_neg);
+            bound_at(spec.bound, tp, fp, np, nn, significance, spec.delta)
+        }
+        Some(Rule::Top(r)) => {
+            let (_, correct) = top_guess_counts(&cert_pos, &cert_neg, r);
+            one_run_at(spec.bound, np + nn, r, correct, spec.delta, significance, 0.0)
+        }
+    };
+    let max_certifiable = match (&top_family, one_run) {
+        // A perfect attack ranks every positive first: rule r then makes min(r, np) correct guesses.
+        (Some(family), _) => perfect_one_run(spec.bound, np, nn, family, spec.delta, significance),
+        (None, true) => {
+            let ladder = top_guess_family(np).into_iter().chain([np]).collect::<Vec<_>>();
+            perfect_one_run(spec.bound, np, nn, &ladder, spec.delta, significance)
+        }
+        (None, false) => bound_at(spec.bound, np, 0, np, nn, significance, spec.delta),
+    };
+    let (threshold, reversed, top_guesses) = match rule {
+        None => (None, false, None),
+        Some(Rule::Threshold(t)) => (Some(t.threshold), t.reversed, None),
+        Some(Rule::Top(r)) => (top_guess_threshold(&cert_pos, &cert_neg, r), false, Some(r)),
+    };
+    let cannot_certify = (max_certifiable <= 0.0).then(|| cannot_certify_message(spec, np, nn, significance));
+    let certificate = Certificate {
         bound: spec.bound,
         strategy: spec.strategy.name().to_string(),
         confidence: spec.confidence,
         delta: spec.delta,
         positives: pos.len(),
         negatives: neg.len(),
-        certified_positives: cert_pos.len(),
-        certified_negatives: cert_neg.len(),
-        threshold: test.map(|t| t.threshold),
-        reversed: test.is_some_and(|t| t.reversed),
+        certified_positives: np,
+        certified_negatives: nn,
+        threshold,
+        reversed,
+        top_guesses,
         eps_lb,
         max_certifiable,
+        cannot_certify,
         assumption: assumption.to_string(),
-    })
+    };
+    Ok((certificate, cost))
+}
+
+/// The bound `certify` gives a test fixed in advance that called `tp` of `np` positives and `fp`
+/// of `nn` negatives positive, at level `alpha`: for planning a test on expected counts.
+pub fn fixed_test_bound(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, alpha: f64, delta: f64) -> f64 {
+    bound_at(bound, tp, fp, np, nn, single_test_significance(bound, alpha), delta)
+}
+
+/// Why no attack, however strong, can make this test certify a bound above 0.
+fn cannot_certify_message(spec: &AuditSpec, np: usize, nn: usize, significance: f64) -> String {
+    let why = if spec.bound.one_run() && spec.delta > 0.0 {
+        format!(
+            "the 2·m·delta term of the one-run p-value (m = {}, delta = {:e}) stays above its significance {:.3e}; \
+             fewer canaries, a smaller delta or the split strategy can certify",
+            np + nn,
+            spec.delta,
+            significance
+        )
+    } else {
+        format!(
+            "{np} + {nn} trials are too few for confidence {} at delta {:e}; more trials can certify",
+            spec.confidence, spec.delta
+        )
+    };
+    format!(
+        "even a perfect attack certifies 0 with the {} bound and the {} strategy: {why}",
+        spec.bound.name(),
+        spec.strategy.name()
+    )
+}
+
+/// The significance of each Clopper-Pearson interval (two-interval bounds) or of the one p-value
+/// (one-run bounds) when a single test, fixed in advance, is certified at level alpha.
+fn single_test_significance(bound: BoundKind, alpha: f64) -> f64 {
+    if bound.one_run() {
+        alpha
+    } else {
+        alpha / 2.0
+    }
+}
+
+/// The number of events `bonferroni` splits alpha over for the two-interval bounds: a
+/// Clopper-Pearson bound can fail only at an order statistic (module doc), so the lower and the
+/// upper bound on the TPR over every threshold are `np` events each, and those on the FPR `nn`.
+fn order_statistic_events(np: usize, nn: usize) -> f64 {
+    2.0 * (np + nn) as f64
+}
+
+/// The one-run rules `bonferroni` certifies: "the r highest scores are included" for r = 1, 2,
+/// 4, ... up to m. Fixed by m alone, before any score is seen, so that the correction counts
+/// log2(m) + 1 tests instead of one per distinct score (whose 2·m·delta term would otherwise
+/// forbid any bound beyond a few hundred canaries).
+fn top_guess_family(m: usize) -> Vec<usize> {
+    std::iter::successors(Some(1usize), |r| r.checked_mul(2)).take_while(|&r| r <= m).collect()
+}
+
+/// The rule chosen by a strategy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rule {
+    /// A threshold on the score.
+    Threshold(Test),
+    /// One-run: guess "included" for the r highest scores (abstaining on a tie across the r-th).
+    Top(usize),
 }
 
 /// One decision rule: "score >= threshold" means positive, or "score < threshold" when reversed.
@@ -346,62 +503,78 @@ impl Test {
     }
 }
 
+/// The scores sorted from the highest, each with whether it is a positive.
+fn ranked(pos: &[f64], neg: &[f64]) -> Vec<(f64, bool)> {
+    let mut all: Vec<(f64, bool)> = pos.iter().map(|&s| (s, true)).chain(neg.iter().map(|&s| (s, false))).collect();
+    all.sort_by(|a, b| b.0.total_cmp(&a.0));
+    all
+}
+
+/// The guesses the top-`r` rule makes: the r highest scores, less those tied with the r-th when
+/// the tie crosses it (a tie is broken by abstaining, never by the labels).
+fn top_guesses_made(all: &[(f64, bool)], r: usize) -> usize {
+    let r = r.min(all.len());
+    if r == 0 || r == all.len() || all[r].0 != all[r - 1].0 {
+        return r;
+    }
+    let boundary = all[r - 1].0;
+    all.partition_point(|&(s, _)| s > boundary)
+}
+
+/// (guesses made, correct guesses) of the top-`r` rule.
+fn top_guess_counts(pos: &[f64], neg: &[f64], r: usize) -> (usize, usize) {
+    let all = ranked(pos, neg);
+    let made = top_guesses_made(&all, r);
+    (made, all[..made].iter().filter(|(_, p)| *p).count())
+}
+
+/// The lowest score the top-`r` rule guessed "included" for (None when it guessed nothing).
+fn top_guess_threshold(pos: &[f64], neg: &[f64], r: usize) -> Option<f64> {
+    let all = ranked(pos, neg);
+    let made = top_guesses_made(&all, r);
+    (made > 0).then(|| all[made - 1].0)
+}
+
 /// Every distinct score as a threshold (plus +inf, which calls nothing positive), in both
-/// directions for two-sided bounds.
-fn candidate_tests(pos: &[f64], neg: &[f64], bound: BoundKind) -> Vec<Test> {
+/// directions.
+fn candidate_tests(pos: &[f64], neg: &[f64]) -> Vec<Test> {
     let mut thresholds: Vec<f64> = pos.iter().chain(neg).copied().collect();
     thresholds.sort_by(f64::total_cmp);
     thresholds.dedup();
     thresholds.push(f64::INFINITY);
     let mut tests: Vec<Test> = thresholds.iter().map(|&t| Test { threshold: t, reversed: false }).collect();
-    if bound.two_sided() {
-        tests.extend(thresholds.iter().map(|&t| Test { threshold: t, reversed: true }));
-    }
+    tests.extend(thresholds.iter().map(|&t| Test { threshold: t, reversed: true }));
     tests
 }
 
-/// The test with the largest bound at `level`, from counts swept in one pass over sorted scores.
-/// With `project_to` (the split's certification sizes), each test is judged by the bound its
-/// observed rates would give on that many trials: the maximum of the selection part's own bounds
-/// favours extreme thresholds that a few lucky scores pass, which then certify little.
+/// Counts on `n` trials rescaled to `to` trials (the split's certification part).
+fn projected(k: usize, n: usize, to: usize) -> usize {
+    ((k as f64 * to as f64 / n as f64).round() as usize).min(to)
+}
+
+/// The two-interval test with the largest bound, from counts swept in one pass over sorted
+/// scores. With `project_to` (the split's certification sizes), each test is judged by the bound
+/// its observed rates would give on that many trials: the maximum of the selection part's own
+/// bounds favours extreme thresholds that a few lucky scores pass, which then certify little.
 fn best_test(
     pos: &[f64],
     neg: &[f64],
     tests: &[Test],
     spec: &AuditSpec,
-    level: f64,
+    significance: f64,
     project_to: Option<(usize, usize)>,
 ) -> Option<Test> {
     let (np, nn) = (pos.len(), neg.len());
-    let mut p = pos.to_vec();
-    let mut q = neg.to_vec();
-    p.sort_by(f64::total_cmp);
-    q.sort_by(f64::total_cmp);
-    // Number of scores >= t in a sorted slice.
-    let at_least = |v: &[f64], t: f64| v.len() - v.partition_point(|&s| s < t);
+    let (p, q) = (sorted(pos), sorted(neg));
     let mut best: Option<(f64, Test)> = None;
-    let one_run = matches!(spec.bound, BoundKind::OneRun | BoundKind::OneRunFdp);
     for &t in tests {
         let (tp, fp) = (at_least(&p, t.threshold), at_least(&q, t.threshold));
         let (tp, fp) = if t.reversed { (np - tp, nn - fp) } else { (tp, fp) };
-        if one_run {
-            // Guesses no more precise than e^eps / (1 + e^eps) of the best so far cannot refute a
-            // larger eps (their bisection is the costly part).
-            let best_q = best.map_or(0.5, |(b, _)| 1.0 / (1.0 + (-b).exp()));
-            if tp + fp == 0 || (tp as f64) / ((tp + fp) as f64) <= best_q {
-                if best.is_none() {
-                    best = Some((0.0, t));
-                }
-                continue;
-            }
-        }
         let eps = match project_to {
             Some((cp, cn)) => {
-                let scale =
-                    |k: usize, n: usize, to: usize| ((k as f64 * to as f64 / n as f64).round() as usize).min(to);
-                bound_at(spec.bound, scale(tp, np, cp), scale(fp, nn, cn), cp, cn, level, spec.delta)
+                bound_at(spec.bound, projected(tp, np, cp), projected(fp, nn, cn), cp, cn, significance, spec.delta)
             }
-            None => bound_at(spec.bound, tp, fp, np, nn, level, spec.delta),
+            None => bound_at(spec.bound, tp, fp, np, nn, significance, spec.delta),
         };
         if best.is_none_or(|(b, _)| eps > b) {
             best = Some((eps, t));
@@ -410,21 +583,170 @@ fn best_test(
     best.map(|(_, t)| t)
 }
 
+fn sorted(v: &[f64]) -> Vec<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Number of scores >= t in an ascending slice.
+fn at_least(v: &[f64], t: f64) -> usize {
+    v.len() - v.partition_point(|&s| s < t)
+}
+
+/// The work of a one-run scan: the candidates whose bound was evaluated at all (the rest were
+/// pruned by their precision) and those that raised the best bound (a full bisection each).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct ScanCost {
+    evaluated: usize,
+    improved: usize,
+}
+
+/// One-run scan over candidates (guesses, correct, canaries, rule): in order of decreasing
+/// precision, a candidate is skipped when its precision is no better than e^eps / (1 + e^eps)
+/// of the best eps so far (it cannot refute a larger eps), and otherwise evaluated first at the
+/// best eps (one p-value), bisecting only when it beats it. Returns the best rule.
+fn scan_one_run<R: Copy>(
+    candidates: Vec<(usize, usize, usize, R)>,
+    spec: &AuditSpec,
+    beta: f64,
+    cost: &mut ScanCost,
+) -> Option<R> {
+    // Decreasing Clopper-Pearson lower bound on the precision: the strongest candidates first,
+    // so that the bound rises early and the pruning skips most of the rest.
+    let precision_lo = |&(g, c, _, _): &(usize, usize, usize, R)| {
+        if g == 0 {
+            -1.0
+        } else {
+            clopper_pearson_lower(c, g, beta.min(0.5))
+        }
+    };
+    let mut keyed: Vec<(f64, (usize, usize, usize, R))> =
+        candidates.into_iter().map(|c| (precision_lo(&c), c)).collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut best: Option<(f64, R)> = None;
+    for (_, (guesses, correct, canaries, rule)) in keyed {
+        let floor = best.map_or(0.0, |(b, _)| b);
+        let q = 1.0 / (1.0 + (-floor).exp());
+        if guesses == 0 || (correct as f64) <= q * guesses as f64 {
+            best.get_or_insert((0.0, rule));
+            continue;
+        }
+        cost.evaluated += 1;
+        let eps = one_run_at(spec.bound, canaries, guesses, correct, spec.delta, beta, floor);
+        if eps > floor {
+            cost.improved += 1;
+            best = Some((eps, rule));
+        } else {
+            best.get_or_insert((eps, rule));
+        }
+    }
+    best.map(|(_, r)| r)
+}
+
+/// The one-run threshold with the largest bound on the selection part (projected to the
+/// certification part's size).
+fn best_one_run_threshold(
+    pos: &[f64],
+    neg: &[f64],
+    spec: &AuditSpec,
+    beta: f64,
+    project_to: Option<(usize, usize)>,
+    cost: &mut ScanCost,
+) -> Option<Test> {
+    let (np, nn) = (pos.len(), neg.len());
+    let (p, q) = (sorted(pos), sorted(neg));
+    let mut thresholds: Vec<f64> = p.iter().chain(&q).copied().collect();
+    thresholds.sort_by(f64::total_cmp);
+    thresholds.dedup();
+    thresholds.push(f64::INFINITY);
+    let candidates = thresholds
+        .into_iter()
+        .map(|t| {
+            let (tp, fp) = (at_least(&p, t), at_least(&q, t));
+            let (tp, fp, canaries) = match project_to {
+                Some((cp, cn)) => (projected(tp, np, cp), projected(fp, nn, cn), cp + cn),
+                None => (tp, fp, np + nn),
+            };
+            (tp + fp, tp, canaries, Test { threshold: t, reversed: false })
+        })
+        .collect();
+    scan_one_run(candidates, spec, beta, cost)
+}
+
+/// The top-r rule of `family` with the largest bound at `beta` on all the trials.
+fn best_top_guesses(
+    pos: &[f64],
+    neg: &[f64],
+    family: &[usize],
+    spec: &AuditSpec,
+    beta: f64,
+    cost: &mut ScanCost,
+) -> Option<usize> {
+    let all = ranked(pos, neg);
+    let m = all.len();
+    let candidates = family
+        .iter()
+        .map(|&r| {
+            let made = top_guesses_made(&all, r);
+            let correct = all[..made].iter().filter(|(_, p)| *p).count();
+            // The p-value counts the rule's budget r: abstentions only make it conservative.
+            (r, correct, m, r)
+        })
+        .collect();
+    scan_one_run(candidates, spec, beta, cost)
+}
+
+/// The largest one-run bound a perfect attack (every positive ranked first) reaches with one of
+/// the guess counts `rules`.
+fn perfect_one_run(bound: BoundKind, np: usize, nn: usize, rules: &[usize], delta: f64, beta: f64) -> f64 {
+    let mut best = 0.0f64;
+    for &r in rules.iter().rev() {
+        best = best.max(one_run_at(bound, np + nn, r, r.min(np), delta, beta, best));
+    }
+    best
+}
+
+/// The one-run bound of `correct` of `guesses` among `canaries`, or `floor` when it does not
+/// refute any eps above `floor`.
+fn one_run_at(
+    bound: BoundKind,
+    canaries: usize,
+    guesses: usize,
+    correct: usize,
+    delta: f64,
+    beta: f64,
+    floor: f64,
+) -> f64 {
+    match bound {
+        BoundKind::OneRunFdp => one_run_fdp_epsilon_above(floor, canaries, guesses, correct, delta, beta),
+        _ => one_run_epsilon_above(floor, canaries, guesses, correct, delta, beta),
+    }
+}
+
 /// The bound of one test: `tp` of `np` positives and `fp` of `nn` negatives called positive.
-fn bound_at(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, level: f64, delta: f64) -> f64 {
+/// `significance` is that of each Clopper-Pearson interval (two-interval bounds) or of the
+/// p-value (one-run bounds, whose guesses are the tp + fp trials called positive).
+fn bound_at(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, significance: f64, delta: f64) -> f64 {
     match bound {
         BoundKind::ClopperPearson => {
-            let tpr_lo = clopper_pearson_lower(tp, np, level / 2.0);
-            let fpr_hi = clopper_pearson_upper(fp, nn, level / 2.0);
-            if tpr_lo > delta && fpr_hi > 0.0 {
-                ((tpr_lo - delta) / fpr_hi).ln().max(0.0)
-            } else {
-                0.0
-            }
+            let tpr_lo = clopper_pearson_lower(tp, np, significance);
+            let fpr_hi = clopper_pearson_upper(fp, nn, significance);
+            let refuted = |hit_lo: f64, miss_hi: f64| {
+                if hit_lo > delta && miss_hi > 0.0 {
+                    ((hit_lo - delta) / miss_hi).ln().max(0.0)
+                } else {
+                    0.0
+                }
+            };
+            // "TPR <= e^eps FPR + delta", and with the neighbouring datasets swapped
+            // "TNR <= e^eps FNR + delta": the same two intervals bound both.
+            refuted(tpr_lo, fpr_hi).max(refuted(1.0 - fpr_hi, 1.0 - tpr_lo))
         }
         BoundKind::Gdp => {
-            let fpr_hi = clopper_pearson_upper(fp, nn, level / 2.0);
-            let fnr_hi = clopper_pearson_upper(np - tp, np, level / 2.0);
+            // The Gaussian trade-off curve is symmetric: swapping the datasets gives the same mu.
+            let fpr_hi = clopper_pearson_upper(fp, nn, significance);
+            let fnr_hi = clopper_pearson_upper(np - tp, np, significance);
             if fpr_hi.max(fnr_hi) >= 1.0 - delta {
                 return 0.0;
             }
@@ -436,8 +758,7 @@ fn bound_at(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, level:
                 0.0
             }
         }
-        BoundKind::OneRun => one_run_epsilon(np + nn, tp + fp, tp, delta, level),
-        BoundKind::OneRunFdp => one_run_fdp_epsilon(np + nn, tp + fp, tp, delta, level),
+        BoundKind::OneRun | BoundKind::OneRunFdp => one_run_at(bound, np + nn, tp + fp, tp, delta, significance, 0.0),
     }
 }
 
@@ -526,10 +847,23 @@ fn fdp_objective(canaries: usize, guesses: usize, correct: usize, eps: f64, delt
 
 /// The largest eps whose Gaussian trade-off curve `correct` of `guesses` refutes (0 if none).
 pub fn one_run_fdp_epsilon(canaries: usize, guesses: usize, correct: usize, delta: f64, beta: f64) -> f64 {
-    if guesses == 0 || correct == 0 || fdp_objective(canaries, guesses, correct, 0.0, delta, beta) <= 0.0 {
-        return 0.0;
+    one_run_fdp_epsilon_above(0.0, canaries, guesses, correct, delta, beta)
+}
+
+/// The largest eps above `floor` whose Gaussian trade-off curve `correct` of `guesses` refutes,
+/// or `floor` when none is: one evaluation at `floor` decides, the bisection runs only above it.
+pub fn one_run_fdp_epsilon_above(
+    floor: f64,
+    canaries: usize,
+    guesses: usize,
+    correct: usize,
+    delta: f64,
+    beta: f64,
+) -> f64 {
+    if guesses == 0 || correct == 0 || fdp_objective(canaries, guesses, correct, floor, delta, beta) <= 0.0 {
+        return floor;
     }
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    let (mut lo, mut hi) = (floor, (2.0 * floor).max(1.0));
     while fdp_objective(canaries, guesses, correct, hi, delta, beta) > 0.0 {
         lo = hi;
         hi *= 2.0;
@@ -604,14 +938,19 @@ mod tests {
     }
 
     /// Null calibration: with identical score distributions no mechanism leaks, so a bound above
-    /// 0 is a false alarm. For every bound and strategy, 2,000 null audits (fixed seeds) raise at
-    /// most alpha + 3 binomial standard deviations of them.
+    /// 0 is a false alarm. For every bound, strategy and delta (0 where the bound allows it),
+    /// 2,000 null audits (fixed seeds) raise at most alpha + 3 binomial standard deviations of
+    /// them: 18 combinations, with the order-statistic family, the swapped hypothesis and the
+    /// one-run top-r family among them.
     #[test]
     fn null_audits_false_alarm_within_alpha() {
         let trials = 2000usize;
         let alpha: f64 = 0.05;
         let limit = alpha + 3.0 * (alpha * (1.0 - alpha) / trials as f64).sqrt();
-        for spec in specs(1e-5) {
+        let zero_delta = specs(0.0).into_iter().filter(|s| !s.bound.assumes_gaussian());
+        let all: Vec<AuditSpec> = specs(1e-5).into_iter().chain(zero_delta).collect();
+        assert_eq!(all.len(), 18);
+        for spec in all {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
             let mut alarms = 0;
             for i in 0..trials {
@@ -625,11 +964,144 @@ mod tests {
             let rate = alarms as f64 / trials as f64;
             assert!(
                 rate <= limit,
-                "{} / {}: false-alarm rate {rate} > {limit}",
+                "{} / {} / delta {}: false-alarm rate {rate} > {limit}",
                 spec.bound.name(),
-                spec.strategy.name()
+                spec.strategy.name(),
+                spec.delta
             );
         }
+    }
+
+    /// The one-run top-r family on many canaries: null audits of 2,000 canaries false-alarm
+    /// within alpha, and a perfect attack on them certifies a bound (it certified 0 when the
+    /// family counted one test per distinct score).
+    #[test]
+    fn one_run_bonferroni_is_calibrated_and_certifies_on_many_canaries() {
+        let trials = 400usize;
+        let limit = 0.05 + 3.0 * (0.05f64 * 0.95 / trials as f64).sqrt();
+        for bound in [BoundKind::OneRun, BoundKind::OneRunFdp] {
+            let spec = AuditSpec { strategy: ThresholdStrategy::Bonferroni, ..AuditSpec::new(bound, 1e-5) };
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+            let mut alarms = 0;
+            for _ in 0..trials {
+                let (pos, neg) = gaussian_scores(1000, 0.0, &mut rng);
+                alarms += (certify(&pos, &neg, &spec, "test").unwrap().eps_lb > 0.0) as usize;
+            }
+            let rate = alarms as f64 / trials as f64;
+            assert!(rate <= limit, "{}: false-alarm rate {rate} > {limit}", bound.name());
+            let pos: Vec<f64> = (0..1000).map(|i| 1.0 + i as f64).collect();
+            let neg: Vec<f64> = (0..1000).map(|i| -(i as f64)).collect();
+            let c = certify(&pos, &neg, &spec, "test").unwrap();
+            assert!(c.eps_lb > 1.0 && c.cannot_certify.is_none(), "{}: {c:?}", bound.name());
+            // The chosen rule guessed a power of two of the highest scores, all of them included.
+            let r = c.top_guesses.unwrap();
+            assert!(r.is_power_of_two() && r <= 1000 && c.threshold.unwrap() >= 1.0, "{c:?}");
+            assert!((c.eps_lb - c.max_certifiable).abs() < 1e-9, "{c:?}");
+        }
+    }
+
+    /// A rule "the r highest scores" never breaks a tie by the labels: it abstains on the tie.
+    #[test]
+    fn top_r_rules_abstain_on_a_tie_across_the_boundary() {
+        let pos = [3.0, 2.0, 2.0];
+        let neg = [2.0, 1.0];
+        assert_eq!(top_guess_counts(&pos, &neg, 1), (1, 1));
+        assert_eq!(top_guess_counts(&pos, &neg, 2), (1, 1)); // 3 of the 2s tie across rank 2
+        assert_eq!(top_guess_counts(&pos, &neg, 4), (4, 3));
+        assert_eq!(top_guess_counts(&pos, &neg, 5), (5, 3));
+        assert_eq!(top_guess_threshold(&pos, &neg, 2), Some(3.0));
+        assert_eq!(top_guess_family(1000), vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512]);
+    }
+
+    /// When no attack could certify, the certificate says so and why: one-run at delta = 0.01 on
+    /// 2,000 canaries (2·m·delta = 40), and clopper-pearson on 3 + 3 trials.
+    #[test]
+    fn a_test_that_cannot_certify_says_so() {
+        let pos: Vec<f64> = (0..1000).map(|i| 1.0 + i as f64).collect();
+        let neg: Vec<f64> = (0..1000).map(|i| -(i as f64)).collect();
+        for strategy in [ThresholdStrategy::Bonferroni, ThresholdStrategy::default()] {
+            let spec = AuditSpec { strategy, ..AuditSpec::new(BoundKind::OneRun, 0.01) };
+            let c = certify(&pos, &neg, &spec, "test").unwrap();
+            assert_eq!((c.eps_lb, c.max_certifiable), (0.0, 0.0));
+            let why = c.cannot_certify.unwrap();
+            assert!(why.contains("perfect attack") && why.contains("2·m·delta"), "{why}");
+        }
+        let spec =
+            AuditSpec { strategy: ThresholdStrategy::Bonferroni, ..AuditSpec::new(BoundKind::ClopperPearson, 0.0) };
+        let c = certify(&[1.0; 3], &[0.0; 3], &spec, "test").unwrap();
+        assert!(c.max_certifiable == 0.0 && c.cannot_certify.unwrap().contains("3 + 3 trials are too few"));
+        let c = certify(&[1.0; 100], &[0.0; 100], &spec, "test").unwrap();
+        assert!(c.max_certifiable > 0.0 && c.cannot_certify.is_none());
+    }
+
+    /// At m = 20,000 canaries the one-run scans stay cheap: in decreasing order of precision,
+    /// most of the ~10,000 thresholds are pruned without evaluating their bound (at most 15% are
+    /// evaluated, mostly one p-value at the best eps so far) and few need a bisection.
+    #[test]
+    fn one_run_scans_prune_at_twenty_thousand_canaries() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let (pos, neg) = gaussian_scores(10_000, 2.0, &mut rng);
+        for bound in [BoundKind::OneRun, BoundKind::OneRunFdp] {
+            for strategy in [ThresholdStrategy::default(), ThresholdStrategy::Bonferroni] {
+                let spec = AuditSpec { strategy, ..AuditSpec::new(bound, 1e-5) };
+                let (c, cost) = certify_with_cost(&pos, &neg, &spec, "test").unwrap();
+                assert!(c.eps_lb > 0.5, "{} / {}: {c:?}", bound.name(), strategy.name());
+                assert!(
+                    cost.evaluated <= 1_500 && cost.improved <= 10,
+                    "{} / {}: {cost:?} of ~10,000 thresholds",
+                    bound.name(),
+                    strategy.name()
+                );
+            }
+        }
+    }
+
+    /// The bonferroni family counts order-statistic events, not distinct scores: perfect
+    /// separation certifies the same with 0/1 scores and with continuous ones, the closed form
+    /// of the all-correct counts at a = alpha / (2 (n_pos + n_neg)).
+    #[test]
+    fn bonferroni_does_not_depend_on_the_number_of_distinct_scores() {
+        let n = 1000usize;
+        let spec =
+            AuditSpec { strategy: ThresholdStrategy::Bonferroni, ..AuditSpec::new(BoundKind::ClopperPearson, 0.0) };
+        let binary = certify(&vec![1.0; n], &vec![0.0; n], &spec, "test").unwrap();
+        let pos: Vec<f64> = (0..n).map(|i| 1.0 + i as f64 / n as f64).collect();
+        let neg: Vec<f64> = (0..n).map(|i| i as f64 / n as f64).collect();
+        let continuous = certify(&pos, &neg, &spec, "test").unwrap();
+        let a: f64 = 0.05 / (2.0 * 2.0 * n as f64);
+        let tpr_lo = (a.ln() / n as f64).exp();
+        let fpr_hi = -(a.ln() / n as f64).exp_m1();
+        let want = (tpr_lo / fpr_hi).ln();
+        assert!((binary.eps_lb - want).abs() < 1e-9, "{} vs {want}", binary.eps_lb);
+        assert!((continuous.eps_lb - want).abs() < 1e-9, "{} vs {want}", continuous.eps_lb);
+        assert!((binary.max_certifiable - want).abs() < 1e-9);
+    }
+
+    /// The swapped hypothesis "TNR <= e^eps FNR + delta" comes from the same two intervals: a
+    /// test that calls every positive and half the negatives positive refutes little as
+    /// "TPR <= e^eps FPR + delta" and much as its twin, and certifies the larger.
+    #[test]
+    fn the_swapped_hypothesis_is_certified_from_the_same_intervals() {
+        let pos = vec![1.0; 100];
+        let neg: Vec<f64> = (0..100).map(|i| (i % 2) as f64).collect();
+        let delta = 1e-5;
+        let spec = AuditSpec {
+            strategy: ThresholdStrategy::Explicit { threshold: 0.5 },
+            ..AuditSpec::new(BoundKind::ClopperPearson, delta)
+        };
+        let c = certify(&pos, &neg, &spec, "test").unwrap();
+        let tpr_lo = clopper_pearson_lower(100, 100, 0.025);
+        let fpr_hi = clopper_pearson_upper(50, 100, 0.025);
+        let direct = ((tpr_lo - delta) / fpr_hi).ln();
+        let swapped = ((1.0 - fpr_hi - delta) / (1.0 - tpr_lo)).ln();
+        assert!(swapped > 3.0 * direct && direct > 0.0, "{direct} {swapped}");
+        assert!((c.eps_lb - swapped).abs() < 1e-12, "{} vs {swapped}", c.eps_lb);
+        // The GDP bound is symmetric in the swap: its value is unchanged by it.
+        let gdp = AuditSpec { bound: BoundKind::Gdp, ..spec };
+        let g = certify(&pos, &neg, &gdp, "test").unwrap();
+        let z = std_normal();
+        let mu = z.inverse_cdf(1.0 - fpr_hi) - z.inverse_cdf(1.0 - tpr_lo);
+        assert!((g.eps_lb - gdp_epsilon(mu, delta)).abs() < 1e-9);
     }
 
     /// Ties everywhere (discrete scores, as posteriors of a model that ignores the unit) are null

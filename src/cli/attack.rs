@@ -677,6 +677,9 @@ impl Pooled {
             (Some(c), None) => println!("eps_lb {:.3} (non-private target: evidence of leakage)", c.eps_lb),
             _ => println!("eps_lb: not computed (the game does not match the claimed privacy unit)"),
         }
+        if let Some(why) = self.certificate.as_ref().and_then(|c| c.cannot_certify.as_ref()) {
+            println!("cannot certify: {why}");
+        }
         if verdict == Verdict::Inconclusive {
             let control =
                 recipe.method.spec().control.map_or("none in the registry".to_string(), |m| m.name().to_string());

@@ -169,6 +169,9 @@ pub fn render(r: &MechanismAudit) -> String {
     );
     o +=
         &format!("tightness     {:.3} (eps_lb / claimed eps; max certifiable {:.3})\n", r.tightness, c.max_certifiable);
+    if let Some(why) = &c.cannot_certify {
+        o += &format!("cannot certify {why}\n");
+    }
     o += &format!(
         "control       eps_lb {:.4} with the noise switched off (the same trials and test: the audit's power)\n",
         r.control_eps_lb

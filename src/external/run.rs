@@ -493,6 +493,9 @@ pub fn print(x: &ExternalAttack, o: &ExternalOutcome, seconds: f64) {
         (Some(c), None) => println!("eps_lb {:.3} (no claim declared: evidence of leakage)", c.eps_lb),
         _ => println!("eps_lb: not computed (the game does not match the claimed privacy unit)"),
     }
+    if let Some(why) = o.certificate.as_ref().and_then(|c| c.cannot_certify.as_ref()) {
+        println!("cannot certify: {why}");
+    }
     if let Some(n) = &first.note {
         println!("note: {n}");
     }
