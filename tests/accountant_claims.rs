@@ -37,6 +37,7 @@ fn cell(delta: f64, seed: u64) -> CellRecord {
             budget: BudgetRecord::from(&b),
             recipe: serde_json::json!({ "method": "gap-edp", "hops": 2, "delta": delta }),
             attacks: vec![],
+            baseline: None,
             seconds: CellSeconds::default(),
         },
     }

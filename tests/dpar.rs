@@ -302,6 +302,8 @@ const SMALL: &[&str] = &[
     "0.09",
     "--m-rows",
     "30",
+    "--ref-cap",
+    "4",
     "--epochs",
     "5",
     "--threads",

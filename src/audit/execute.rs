@@ -12,6 +12,7 @@ use crate::methods::{self, Method};
 use crate::report::config::DatasetSpec;
 use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
 use crate::report::DatasetInfo;
+use crate::train::baseline::Baseline;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -96,6 +97,10 @@ impl CellRunner for RealRunner {
         let recipe = build_recipe(&cell.method.method, &cell.method.params, key.epsilon, cell.delta)
             .map_err(|(field, msg)| Error::invalid(format!("{}.{field}", cell.method.label()), msg))?;
         let ds = prepare(self.raw(cell.dataset)?, cell.dataset, key.seed, Some(recipe.method))?;
+        let baseline = match recipe.method.utility_metric() {
+            methods::UtilityMetric::RocAuc => Baseline::link_prediction(),
+            methods::UtilityMetric::Accuracy => Baseline::of_classes(&ds)?,
+        };
         progress.set_message(Stage::Training, format!("{key}"));
         let clock = Instant::now();
         let run = methods::train_with(&recipe, &ds, key.seed, &self.accounting)?;
@@ -113,6 +118,7 @@ impl CellRunner for RealRunner {
             budget: BudgetRecord::from(&run.budget),
             recipe: serde_json::to_value(&recipe)?,
             attacks,
+            baseline: Some(baseline),
             seconds: CellSeconds { train: train_seconds, attacks: attack_seconds },
         })
     }

@@ -75,6 +75,7 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
     let clock = Instant::now();
     let mut records = vec![];
     let mut utility = None;
+    let mut baseline_split = None;
     for (i, a) in cell.attacks.iter().enumerate() {
         let (kind, knowledge, mut params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
             .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
@@ -86,6 +87,7 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
         let (result, split) = d.attack(kind, &knowledge, &params, seed)?;
         if utility.is_none() {
             utility = d.accuracy(&split)?;
+            baseline_split = utility.is_some().then_some(split);
         }
         records.push(record(a, &result));
         progress.done(Stage::Attack);
@@ -93,6 +95,8 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
     // Canary audits never query the deployed model: its utility is then unknown (reported as 0,
     // with `utility_measured = false` in the recipe).
     let measured = utility.is_some();
+    let baseline = baseline_split
+        .map(|s| crate::train::baseline::Baseline::of_labels(&d.graph.labels, d.graph.num_classes, &s.train, &s.test));
     let (train, val, test) = utility.unwrap_or((0.0, 0.0, 0.0));
     Ok(CellMeasurement {
         privacy_unit: d.claim_report.as_ref().map_or(crate::privacy::accountant::PrivacyUnit::None, |r| r.unit),
@@ -108,6 +112,7 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
             "utility_measured": measured,
         }),
         attacks: records,
+        baseline,
         seconds: CellSeconds { train: load_seconds, attacks: clock.elapsed().as_secs_f64() },
     })
 }

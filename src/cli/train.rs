@@ -4,6 +4,7 @@ use crate::data;
 use crate::error::{Error, Result};
 use crate::methods::{self, Method, Recipe};
 use crate::models::Activation;
+use crate::train::baseline::{at_chance, Baseline, ChanceVerdict, DEFAULT_CHANCE_CONFIDENCE};
 use clap::Args;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -299,6 +300,10 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let mut budget = None;
     let mut diagnostics: Vec<Vec<(String, f64)>> = vec![];
     let metric = recipe.method.utility_metric();
+    let baseline = match metric {
+        methods::UtilityMetric::RocAuc => Baseline::link_prediction(),
+        methods::UtilityMetric::Accuracy => Baseline::of_classes(&ds)?,
+    };
     for (i, &seed) in seeds.iter().enumerate() {
         let run = methods::train_with(&recipe, &ds, seed, &accounting)?;
         diagnostics.push(run.model.diagnostics());
@@ -326,6 +331,10 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let (mean, ci) = bootstrap_ci(&tests);
     let seconds = start.elapsed().as_secs_f64();
     let delta = if recipe.is_private() { Some(budget.delta) } else { None };
+    let verdicts: Vec<Option<ChanceVerdict>> =
+        tests.iter().map(|&t| at_chance(t, &baseline, DEFAULT_CHANCE_CONFIDENCE)).collect();
+    let at_chance_seeds: Vec<u64> =
+        seeds.iter().zip(&verdicts).filter(|(_, v)| v.as_ref().is_some_and(|v| v.at_chance)).map(|(s, _)| *s).collect();
     if a.json {
         let out = json!({
             "method": recipe.method.name(),
@@ -337,6 +346,9 @@ pub fn run(a: TrainArgs) -> Result<()> {
             "delta": delta,
             "utility_metric": metric,
             "test_accuracy": {"mean": mean, "ci95": ci, "runs": tests},
+            "baseline": baseline,
+            "chance_test": verdicts,
+            "at_chance": !at_chance_seeds.is_empty(),
             "link_prediction": (!links.is_empty()).then(|| json!({
                 "test_roc_auc": links.iter().map(|l| l.test_auc).collect::<Vec<_>>(),
                 "test_average_precision": links.iter().map(|l| l.test_ap).collect::<Vec<_>>(),
@@ -376,14 +388,30 @@ pub fn run(a: TrainArgs) -> Result<()> {
         tests.len(),
         if tests.len() == 1 { "" } else { "s" }
     );
+    println!("{}", baseline_line(&baseline));
     for (i, (acc, s)) in runs.iter().enumerate() {
         println!(
-            "  seed {}: test {:.2}%  val {:.2}%  train {:.2}%  ({:.2} s)",
+            "  seed {}: test {:.2}%  val {:.2}%  train {:.2}%  ({:.2} s){}",
             seeds[i],
             100.0 * acc.test,
             100.0 * acc.val,
             100.0 * acc.train,
-            s
+            s,
+            if at_chance_seeds.contains(&seeds[i]) { "  AT CHANCE" } else { "" }
+        );
+    }
+    if let Some(v) = verdicts.iter().flatten().find(|v| v.at_chance) {
+        println!(
+            "at chance: {} of {} run(s) do not clear the majority class ({:.2}%): e.g. {} of {} test nodes \
+             correct, {:.0}% lower bound {:.2}% ({}): indistinguishable from always answering the majority class",
+            at_chance_seeds.len(),
+            seeds.len(),
+            100.0 * v.majority_accuracy,
+            v.correct,
+            v.test_nodes,
+            100.0 * v.confidence,
+            100.0 * v.accuracy_lower,
+            v.test
         );
     }
     for (i, d) in diagnostics.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
@@ -401,6 +429,19 @@ pub fn run(a: TrainArgs) -> Result<()> {
     println!("wall time: {seconds:.2} s ({} torch threads)", tch::get_num_threads());
     print_budget(&budget, recipe.is_private());
     Ok(())
+}
+
+/// The baselines a utility is read against, in one line.
+pub fn baseline_line(b: &Baseline) -> String {
+    match (b.majority_class, b.majority_accuracy) {
+        (Some(c), Some(m)) => format!(
+            "baselines: chance {:.2}%, majority class (class {c}, the train split's most frequent) {:.2}% of {} test nodes",
+            100.0 * b.chance,
+            100.0 * m,
+            b.test_nodes
+        ),
+        _ => format!("baseline: chance (random scores) {:.2}%", 100.0 * b.chance),
+    }
 }
 
 pub fn print_budget(b: &crate::privacy::accountant::Budget, private: bool) {

@@ -138,7 +138,8 @@ pub struct DparKnobs {
     pub ref_cap: usize,
     /// Node subsampling rate q' (thesis Cora-ML 0.09).
     pub q_prime: f64,
-    /// GM/EM: share of the (unamplified) epsilon spent on DP-APPR.
+    /// GM/EM: share of the (unamplified) epsilon spent on DP-APPR (default 0.2: under the sound
+    /// account the DP-APPR rows are noise at any share swept, 0.2 to 0.8, so DP-SGD gets the rest).
     pub epsilon_pr_fraction: f64,
     /// GM/EM: DP-APPR noise from the accountant (tight) or the thesis's closed forms (thesis).
     pub calibration: DparCalibration,
@@ -153,9 +154,10 @@ impl Default for DparKnobs {
             c1: 0.01,
             c2: 0.001,
             tau: 1.0,
-            ref_cap: 4,
+            // The sweep's best on Cornell5 (node eps 8); on cora caps 1 and 4 tie (thesis: 4).
+            ref_cap: 1,
             q_prime: 1.0,
-            epsilon_pr_fraction: 0.5,
+            epsilon_pr_fraction: 0.2,
             calibration: DparCalibration::default(),
         }
     }
@@ -741,9 +743,19 @@ fn dpar_budget(recipe: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) ->
     claim(&cfg, &cfg.calibrate(m, delta, acct)?, delta, vec![], acct)
 }
 
+/// Epochs and batch of the private variants: the best sound setting of the sweep
+/// (scripts/sweep-dpar-pate.sh; cora, node-level eps 8, chosen on validation accuracy). The
+/// thesis's 200 epochs of batch 60 take 6,800 DP-SGD steps on cora, whose noise (sigma 46 for GM)
+/// drowns the model below the majority class (test 20.4% against 32.8%); 20 epochs of 256 reach
+/// the majority class for GM/EM and 74.9% for Features.
+pub const PRIVATE_EPOCHS: usize = 20;
+pub const PRIVATE_BATCH: usize = 256;
+
 fn dpar_defaults(r: &mut Recipe) {
-    // Thesis l.1241: 2-layer net, hidden 32, lr 0.005, batch 60, 200 epochs (PPRGo: ReLU).
-    (r.hidden, r.lr, r.activation, r.batch_size, r.epochs) = (32, 0.005, Activation::Relu, Some(60), Some(200));
+    // Thesis l.1241: 2-layer net, hidden 32, lr 0.005, batch 60, 200 epochs (PPRGo: ReLU); the
+    // private variants train shorter on larger batches (see PRIVATE_EPOCHS).
+    let (batch, epochs) = if r.method == Method::DparInf { (60, 200) } else { (PRIVATE_BATCH, PRIVATE_EPOCHS) };
+    (r.hidden, r.lr, r.activation, r.batch_size, r.epochs) = (32, 0.005, Activation::Relu, Some(batch), Some(epochs));
 }
 
 /// The knobs of each variant: the network and DP-SGD ones, plus what its rows need (APPR's alpha,
@@ -761,7 +773,7 @@ const VANILLA_KNOBS: &[&str] = &["m_rows", "tau", "q_prime", "alpha_ppr", "top_k
 const fn entry(name: &'static str, about: &'static str, private: bool, knobs: &'static [&'static str]) -> MethodSpec {
     let unit = if private { PrivacyUnit::Node } else { PrivacyUnit::None };
     MethodSpec {
-        epochs: 200,
+        epochs: if private { PRIVATE_EPOCHS } else { 200 },
         // dpar-inf adds no noise, so it has no clip.
         knobs: if private { NET } else { NET.split_at(NET.len() - 1).0 },
         own_knobs: Some(crate::methods::knobs::own_some::<DparKnobs>(knobs)),
@@ -776,50 +788,46 @@ const fn entry(name: &'static str, about: &'static str, private: bool, knobs: &'
 
 pub const DPAR_GM: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparGaussianRows),
-    ..entry(
-        "dpar-gm",
-        "DPAR (Zhang thesis ch.5): node-level DP by Gaussian DP-APPR rows (Alg. 7) + DP-SGD with the \
-         referenced-row cap; --epsilon is the node-level total",
+    ..entry("dpar-gm", "DPAR (Zhang thesis ch.5): node-level DP by Gaussian DP-APPR rows (Alg. 7) + DP-SGD with the \
+     referenced-row cap; --epsilon is the node-level total. At sound budgets it stays at or just above the \
+     majority class with every setting swept (node eps 8: cora 32.8% test = the majority class; Cornell5 20.1% \
+     against 17.6%; its DP-APPR rows are noise)",
         true,
         GM_KNOBS,
     )
 };
 pub const DPAR_EM0: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparExponentialRows),
-    ..entry("dpar-em0", "DPAR with Gumbel top-K DP-APPR rows of weight 1/K (Alg. 8 option 1)", true, EM_KNOBS)
+    ..entry("dpar-em0", "DPAR with Gumbel top-K DP-APPR rows of weight 1/K (Alg. 8 option 1). At sound budgets it does not beat the \
+     majority class with any setting swept (node eps 8, cora: 32.8% test = the majority class)", true, EM_KNOBS)
 };
 pub const DPAR_EM1: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparExponentialRows),
-    ..entry(
-        "dpar-em1",
-        "DPAR with Gumbel top-K DP-APPR rows carrying Laplace-noised values (Alg. 8 option 2)",
+    ..entry("dpar-em1", "DPAR with Gumbel top-K DP-APPR rows carrying Laplace-noised values (Alg. 8 option 2). At sound budgets it \
+     does not beat the majority class with any setting swept (node eps 8, cora: at most 9.9% test, majority 32.8%)",
         true,
         EM_KNOBS,
     )
 };
 pub const DPAR_DPSGD: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparSgd),
-    ..entry(
-        "dpar-dpsgd",
-        "DPAR baseline DPSGD: non-private APPR rows, DP-SGD at step sensitivity 2BC",
+    ..entry("dpar-dpsgd", "DPAR baseline DPSGD: non-private APPR rows, DP-SGD at step sensitivity 2BC. At sound budgets it does not \
+     beat the majority class with any setting swept (node eps 8, cora: at most 10.6% test, majority 32.8%)",
         true,
         DPSGD_KNOBS,
     )
 };
 pub const DPAR_FEATURES: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparSgd),
-    ..entry(
-        "dpar-features",
-        "DPAR baseline Features: Pi = I, node-level DP-SGD on the features (Poisson batches)",
+    ..entry("dpar-features", "DPAR baseline Features: Pi = I, node-level DP-SGD on the features (Poisson batches)",
         true,
         FEATURES_KNOBS,
     )
 };
 pub const DPAR_RANDOM: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparSgd),
-    ..entry(
-        "dpar-random",
-        "DPAR baseline Random: K random columns per row, DP-SGD with the referenced-row cap",
+    ..entry("dpar-random", "DPAR baseline Random: K random columns per row, DP-SGD with the referenced-row cap. It does not beat the \
+     majority class with any setting swept (node eps 8, cora: 32.8% test = the majority class)",
         true,
         RANDOM_KNOBS,
     )

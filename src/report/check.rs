@@ -33,6 +33,10 @@ pub struct Thresholds {
     /// verdict is `inconclusive` (no positive control refuted the claim), not `not refuted`.
     #[serde(default)]
     pub require_power: bool,
+    /// Fail on every row whose test accuracy does not clear the majority class (`at_chance` in
+    /// report.json): a model that learned nothing makes any epsilon beside it meaningless.
+    #[serde(default)]
+    pub forbid_at_chance: bool,
     /// How seeds are combined: "mean" (default) or "worst" (every seed must pass).
     #[serde(default)]
     pub aggregate: Aggregate,
@@ -352,6 +356,33 @@ pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
         };
         let limits = t.limits_for(d, m, e, None);
         let measured: Vec<_> = cells.iter().filter(|c| c.utility_measured()).collect();
+        if t.forbid_at_chance {
+            match (&row.baseline, row.at_chance) {
+                (Some(b), Some(true)) => findings.push(finding(
+                    None,
+                    format!(
+                        "at chance: test accuracy {} does not clear the majority class {} in {} of {} seeds \
+                         ({:.0}% {}, {} test nodes) (forbid_at_chance = true)",
+                        super::table::pct(row.test_accuracy),
+                        b.majority_accuracy.map_or("-".into(), super::table::pct),
+                        b.at_chance_seeds,
+                        b.tested_seeds,
+                        100.0 * b.confidence,
+                        b.test,
+                        b.test_nodes
+                    ),
+                )),
+                (Some(_), Some(false)) => {}
+                _ if measured.is_empty() => notes.push(format!(
+                    "{d} / {m} / eps={e}: forbid_at_chance not checked: the target's utility was not measured"
+                )),
+                (None, _) => notes.push(format!(
+                    "{d} / {m} / eps={e}: forbid_at_chance not checked: the report records no baseline for this row \
+                     (written before baselines were recorded; rerun the audit)"
+                )),
+                (Some(_), None) => {}
+            }
+        }
         if let (Some(floor), true) = (limits.min_test_accuracy, measured.is_empty()) {
             notes.push(format!(
                 "{d} / {m} / eps={e}: min_test_accuracy {floor:.3} not checked: the target's utility was not measured \

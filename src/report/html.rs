@@ -10,7 +10,7 @@ body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0 a
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
 table{border-collapse:collapse;margin:.8em 0;font-size:.9em}th,td{border:1px solid #ddd;padding:.3em .6em;text-align:right}
 th{background:#f4f4f4}td.l,th.l{text-align:left}code{font-size:.9em}
-tr.violation td{background:#fde2e1}td.violation{color:#b00;font-weight:bold}td.not-refuted{color:#2a7a2a}td.inconclusive{color:#a60}td.na{color:#888}
+tr.violation td{background:#fde2e1}td.violation{color:#b00;font-weight:bold}td.not-refuted{color:#2a7a2a}td.inconclusive{color:#a60}td.na{color:#888}p.at-chance{color:#b00}
 figure{margin:1em 0;border:1px solid #eee;padding:.5em;display:inline-block;max-width:100%}
 figure svg{max-width:100%;height:auto;display:block}figcaption{font-size:.85em;color:#555;max-width:760px}
 .muted{color:#666;font-size:.9em}nav a{margin-right:1em}
@@ -77,7 +77,14 @@ pub fn render(r: &Report) -> String {
     super::tightness::html(&mut o, r);
 
     let _ = writeln!(o, "<h2 id=\"utility\">Utility</h2>");
+    let _ = writeln!(
+        o,
+        "<p>Test accuracy beside the majority class (the train split's most frequent class, scored on the test split) and chance (1 / classes; ROC-AUC 0.5).</p>"
+    );
     table_html(&mut o, &table::utility(r));
+    if let Some(note) = table::at_chance_note(r) {
+        let _ = writeln!(o, "<p class=\"at-chance\">{}</p>", esc(&note));
+    }
     for f in figs.iter().filter(|f| f.id.starts_with("acc-")) {
         figure_html(&mut o, f);
     }

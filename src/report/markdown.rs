@@ -55,9 +55,12 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "\n## Utility and claimed budget\n");
     let _ = writeln!(
         o,
-        "Accuracy in % (ROC-AUC where marked: link prediction), mean ± sd over seeds. The claimed epsilon is the accountant's (the tighter of RDP and PLD).\n"
+        "Accuracy in % (ROC-AUC where marked: link prediction), mean ± sd over seeds, beside the majority class (the train split's most frequent class, scored on the test split) and chance (1 / classes; ROC-AUC 0.5). The claimed epsilon is the accountant's (the tighter of RDP and PLD).\n"
     );
     table_md(&mut o, &table::utility(r));
+    if let Some(note) = table::at_chance_note(r) {
+        let _ = writeln!(o, "\n{}", cell(&note));
+    }
 
     let claims = table::recomputed_claims(r);
     if !claims.rows.is_empty() {

@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
 use crate::methods::{Accuracy, UtilityMetric};
 use crate::privacy::accountant::PrivacyUnit;
+use crate::train::baseline::{at_chance, Baseline, ChanceVerdict, CHANCE_TEST};
 use claim::{check_claim, ClaimCheck};
 use config::AuditConfig;
 use provenance::ToolInfo;
@@ -103,6 +104,12 @@ pub struct ReportCell {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<schema::Record>")]
     pub claim: Option<ClaimCheck>,
+    /// Chance and majority-class utility on the cell's split (absent in older reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Baseline>,
+    /// Whether the test accuracy clears the majority class, by the named test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chance_test: Option<ChanceVerdict>,
 }
 
 impl ReportCell {
@@ -180,7 +187,53 @@ pub struct SummaryRow {
     pub epsilon_pld: Option<Epsilon>,
     pub delta: f64,
     pub attacks: Vec<AttackSummary>,
+    /// The row's baselines over its seeds (absent in older reports and where no cell recorded one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<RowBaseline>,
+    /// True when any seed's test accuracy does not clear the majority class (see `baseline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_chance: Option<bool>,
 }
+
+/// One (dataset, method, epsilon)'s baselines over its seeds and the `at chance` test's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RowBaseline {
+    /// Uniform guessing: 1 / classes, or a ROC-AUC of 0.5 for link prediction.
+    pub chance: f64,
+    /// Test accuracy of the train split's majority class (link prediction: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub majority_accuracy: Option<Stat>,
+    /// Seeds tested, and those whose accuracy does not clear the majority class.
+    pub tested_seeds: usize,
+    pub at_chance_seeds: usize,
+    /// Test nodes per seed (the test's number of trials) and the test's confidence.
+    pub test_nodes: usize,
+    pub confidence: f64,
+    pub test: String,
+}
+
+impl RowBaseline {
+    /// Gathers the cells' baselines and chance tests; None when no cell recorded a baseline.
+    fn of(cells: &[&ReportCell]) -> Option<RowBaseline> {
+        let bs: Vec<&Baseline> = cells.iter().filter_map(|c| c.baseline.as_ref()).collect();
+        let first = bs.first()?;
+        let majority: Vec<f64> = bs.iter().filter_map(|b| b.majority_accuracy).collect();
+        let tests: Vec<&ChanceVerdict> = cells.iter().filter_map(|c| c.chance_test.as_ref()).collect();
+        Some(RowBaseline {
+            chance: first.chance,
+            majority_accuracy: (!majority.is_empty()).then(|| Stat::of(&majority)),
+            tested_seeds: tests.len(),
+            at_chance_seeds: tests.iter().filter(|v| v.at_chance).count(),
+            test_nodes: first.test_nodes,
+            confidence: CHANCE_CONFIDENCE,
+            test: CHANCE_TEST.into(),
+        })
+    }
+}
+
+/// The confidence of every cell's `at chance` test in a report.
+pub const CHANCE_CONFIDENCE: f64 = crate::train::baseline::DEFAULT_CHANCE_CONFIDENCE;
 
 /// One attack on one (dataset, method, epsilon) over its seeds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -294,6 +347,11 @@ impl Report {
                 budget: r.result.budget.clone(),
                 recipe: r.result.recipe.clone(),
                 attacks: r.result.attacks.clone(),
+                baseline: r.result.baseline,
+                chance_test: r.result.baseline.as_ref().and_then(|b| {
+                    let measured = r.result.recipe.get("utility_measured").and_then(|v| v.as_bool()) != Some(false);
+                    measured.then(|| at_chance(r.result.utility.test, b, CHANCE_CONFIDENCE)).flatten()
+                }),
             })
             .collect();
         Report {
@@ -384,7 +442,10 @@ pub fn summarize(cells: &[ReportCell]) -> Vec<SummaryRow> {
                     control: combined_control(&runs.iter().map(|(_, a)| a.control.as_ref()).collect::<Vec<_>>()),
                 });
             }
+            let baseline = RowBaseline::of(&cs);
             SummaryRow {
+                at_chance: baseline.as_ref().filter(|b| b.tested_seeds > 0).map(|b| b.at_chance_seeds > 0),
+                baseline,
                 privacy_unit: cs[0].privacy_unit,
                 test_accuracy: Stat::of(&cs.iter().map(|c| c.utility.test).collect::<Vec<_>>()),
                 train_accuracy: Stat::of(&cs.iter().map(|c| c.utility.train).collect::<Vec<_>>()),

@@ -6,6 +6,7 @@
 //! everywhere: a positive number, or `inf`. TOML has a native `inf` float and JSON has none, so
 //! the serde form is a number when finite and the string "inf" otherwise; reports stay valid JSON.
 use crate::privacy::accountant::{Budget, Event, PrivacyUnit};
+use crate::train::baseline::Baseline;
 use crate::train::Accuracy;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -158,6 +159,10 @@ pub struct CellMeasurement {
     /// can rerun the cell and see that shadow models matched the target.
     pub recipe: serde_json::Value,
     pub attacks: Vec<AttackRecord>,
+    /// The trivial predictors' utility on the cell's split (absent from cells stored before it
+    /// was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Baseline>,
     /// Wall time; not deterministic, so the report keeps it apart from the results.
     pub seconds: CellSeconds,
 }

@@ -169,6 +169,52 @@ fn utility_cell(s: &crate::report::SummaryRow, v: crate::report::Stat) -> String
     }
 }
 
+/// The marker of a row whose test accuracy does not clear the majority class.
+pub const AT_CHANCE_MARK: &str = "(at chance)";
+
+/// The row's majority-class and chance utility in % ("-" where no cell recorded them).
+fn baseline_cell(s: &SummaryRow) -> String {
+    match &s.baseline {
+        None => "-".into(),
+        Some(b) => {
+            let majority = b.majority_accuracy.map_or("-".into(), pct);
+            format!("{majority} / {}", fmt_num(100.0 * b.chance, 1))
+        }
+    }
+}
+
+/// The sentence under the utility table: which rows are at chance, by which test. None when no
+/// row is.
+pub fn at_chance_note(r: &Report) -> Option<String> {
+    let rows: Vec<String> = r
+        .summary
+        .iter()
+        .filter(|s| s.at_chance == Some(true))
+        .map(|s| {
+            let b = s.baseline.as_ref();
+            format!(
+                "{} / {} / ε={} ({} of {} seeds)",
+                s.dataset,
+                s.method,
+                fmt_eps(s.epsilon),
+                b.map_or(0, |b| b.at_chance_seeds),
+                b.map_or(0, |b| b.tested_seeds)
+            )
+        })
+        .collect();
+    let b = r.summary.iter().find(|s| s.at_chance == Some(true))?.baseline.as_ref()?;
+    Some(format!(
+        "{AT_CHANCE_MARK}: the test accuracy does not clear the majority class (the train split's most frequent \
+         class, scored on the test nodes): its {:.0}% {} over the test nodes ({} per seed) is at or below the \
+         majority class's accuracy for at least one seed. Such a model learned nothing its ε could protect: \
+         {}.",
+        100.0 * b.confidence,
+        b.test,
+        b.test_nodes,
+        rows.join("; ")
+    ))
+}
+
 /// Accuracy (or ROC-AUC, marked) and claimed budget of each (dataset, method, ε).
 pub fn utility(r: &Report) -> Table {
     let mut t = Table::new(vec![
@@ -177,6 +223,7 @@ pub fn utility(r: &Report) -> Table {
         col("privacy unit", "privacy unit", L),
         col("target ε", "target ε", R),
         col("test acc", "test acc %", R),
+        col("majority / chance", "majority / chance %", R),
         col("train acc", "train acc %", R),
         col("claimed ε", "claimed ε", R),
         col("ε (RDP)", "ε RDP", R),
@@ -192,7 +239,12 @@ pub fn utility(r: &Report) -> Table {
             s.method.clone(),
             unit_cell(s),
             fmt_eps(s.epsilon),
-            shown(s.test_accuracy),
+            if measured && s.at_chance == Some(true) {
+                format!("{} {AT_CHANCE_MARK}", shown(s.test_accuracy))
+            } else {
+                shown(s.test_accuracy)
+            },
+            baseline_cell(s),
             shown(s.train_accuracy),
             claimed_cell(s),
             fmt_eps(s.epsilon_rdp),

@@ -138,6 +138,7 @@ impl CellRunner for FakeRunner {
             budget: BudgetRecord::from(&budget),
             recipe: serde_json::json!({ "method": cell.method.method, "params": cell.method.params }),
             attacks,
+            baseline: None,
             seconds: CellSeconds { train: 0.5 + cell.key.seed as f64 * 1e-3, attacks: 0.25 },
         })
     }
