@@ -211,7 +211,9 @@ pub fn run(target: &PythonTarget, inputs: AuditInputs) -> Result<Value, Error> {
             format!("returns {} classes but y holds labels up to {}", released.classes, classes - 1)
         )
     );
-    let oracle: Option<&dyn ShadowOracle> = target.shadow.as_ref().map(|_| target as &dyn ShadowOracle);
+    // Always offered: without a train_fn, its refusal tells the user what an attack with
+    // shadow models needs.
+    let oracle: Option<&dyn ShadowOracle> = Some(target);
     let attack_target = Target { graph: &graph, split: &split, black_box: &released, white_box: None, oracle, claim };
 
     let started = std::time::SystemTime::now();
