@@ -3,8 +3,8 @@
 1. Train a 2-layer GCNConv model on a random half of the nodes (the members).
 2. Audit it: link stealing (are two nodes linked?), a metric membership inference attack, and
    LiRA, whose shadow models come from the same `train_gcn` function (passed as train_fn).
-3. Audit a variant with noisy aggregation (Gaussian noise on each normalised aggregation, as GAP
-   does) under a declared edge-level claim, with its noise-off variant as the positive control:
+3. Audit a variant with noisy aggregation (Gaussian noise on each aggregation's output) under a
+   declared edge-level claim with canary edges, its noise-off training as the positive control:
    a "not refuted" verdict needs the control to show that the same audit catches a violation.
 
 Usage: python examples/python/pyg_gcn.py [--graph tests/fixtures/cora.npz] [--out DIR] [--quick]
@@ -85,19 +85,27 @@ def main() -> None:
     for row in report.rows:
         print(f"{row['attack']:>14}: AUC {row['auc']:.3f}  TPR@1%FPR {row['tpr_at_1pct_fpr']:.3f}  eps_lb {row['eps_lb']}")
 
-    # The noisy variant under a declared edge-level claim, with its noise-off twin as the control.
+    # The noisy variant under a declared edge-level claim, audited by canary edges: gnnaudit inserts
+    # canary edges with independent coins and trains with the variant's own train_fn. Its noise-off
+    # twin (a train_fn) is the control: it must show that the same audit refutes the claim.
     sigma = 2.0
-    noisy = train_gcn(x, edge_index, y, members, seed=0, noise=sigma)
     claim = {"mechanism": "aggregation", "unit": "edge", "epsilon": 1.0, "delta": 1e-5, "sigma": sigma, "hops": 2}
+
+    def train_noisy(x, edge_index, y, mask, seed):
+        return train_gcn(x, edge_index, y, mask, seed, noise=sigma)
+
+    noisy = train_noisy(x, edge_index, y, members, 0)
+    canaries = {"kind": "canary-edge", "runs": 1, "canaries": 100 if a.quick else 500}
     report = gnnaudit.audit(
         noisy,
         x,
         edge_index,
         y,
         members,
-        attacks=["link-stealing"],
+        attacks=[canaries],
         claim=claim,
-        control=model,
+        train_fn=train_noisy,
+        control=train_gcn,
         out=None if a.out is None else os.path.join(a.out, "noisy"),
     )
     for row in report.attacks:

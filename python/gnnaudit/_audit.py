@@ -193,10 +193,13 @@ def audit(
     shadow = None if train_fn is None else _shadow(train_fn)
     controls = None
     if control is not None:
-        control_model = _control_model(control, x, edge_index, y, ids, seed_list[0])
+        control_model, control_train = _control_model(control, x, edge_index, y, ids, seed_list[0])
+        # A control given as a train_fn also trains the control audit's shadow and canary models.
+        control_shadow = shadow if control_train is None else _shadow(control_train)
         c = json.loads(
             _native.audit_json(
-                _predictor(control_model, "control"), shadow, x, edge_index, labels, ids, specs, seed_list, claim_json, None
+                _predictor(control_model, "control"), control_shadow, x, edge_index, labels, ids, specs, seed_list,
+                claim_json, None,
             )
         )
         controls = [a["eps_lb"] for a in c["attacks"]]
@@ -209,8 +212,10 @@ def audit(
     return report
 
 
-def _control_model(control: Any, x: torch.Tensor, edge_index: torch.Tensor, y: torch.Tensor, ids: list[int], seed: int) -> Model:
-    """The control as a model: a train_fn (five parameters) is trained on the members first."""
+def _control_model(
+    control: Any, x: torch.Tensor, edge_index: torch.Tensor, y: torch.Tensor, ids: list[int], seed: int
+) -> tuple[Model, Optional[TrainFn]]:
+    """The control as (model, its train_fn or None): a train_fn (five parameters) is trained on the members."""
     try:
         params = [
             p for p in inspect.signature(control).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
@@ -220,5 +225,5 @@ def _control_model(control: Any, x: torch.Tensor, edge_index: torch.Tensor, y: t
     if not isinstance(control, torch.nn.Module) and len(params) == 5:
         mask = torch.zeros(x.shape[0], dtype=torch.bool)
         mask[ids] = True
-        return control(x, edge_index, y, mask, seed)
-    return control
+        return control(x, edge_index, y, mask, seed), control
+    return control, None
