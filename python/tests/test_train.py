@@ -29,8 +29,17 @@ def test_gap_edp_on_cora_meets_its_budget_and_matches_the_cli(cli):
     assert want["test_accuracy"]["runs"] == r.test_accuracy
 
 
-def test_non_private_method_claims_no_privacy():
-    r = gnnaudit.train(str(CORA), "gcn", epochs=20)
+def test_non_private_method_claims_no_privacy_and_uses_torchs_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        r = gnnaudit.train(str(CORA), "gcn", epochs=20)
+    finally:
+        torch.set_num_threads(before)
+    # One libtorch in the process: the Rust side runs on the thread pool Python's torch set.
+    assert r.raw["threads"] == 1
     assert r.epsilon is None
     assert r.claimed_epsilon is None or math.isinf(r.claimed_epsilon)  # JSON writes infinity as null
     assert r.test_accuracy[0] > 0.5
