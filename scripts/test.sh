@@ -14,13 +14,22 @@ if ! cargo nextest --version >/dev/null 2>&1 && [ "${GNNAUDIT_NO_INSTALL:-0}" !=
   cargo install cargo-nextest --locked --quiet >&2 \
     || echo "warning: could not install cargo-nextest; falling back to cargo test" >&2
 fi
+# The Rust tests first; their failure fails the script, after the Python tests have run too.
+status=0
 if cargo nextest --version >/dev/null 2>&1; then
   # One process per test (.config/nextest.toml), as many at once as there are cores.
-  exec cargo nextest run --workspace "$@"
+  cargo nextest run --workspace "$@" || status=$?
+else
+  # Without cargo-nextest: one test at a time within each test binary, because libtorch's random
+  # generator is process-wide and tests that seed it and assert reproducible results interfere
+  # when the harness runs them as parallel threads of one process.
+  echo "note: running the tests with cargo test, one at a time per binary" >&2
+  RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}" cargo test --workspace "$@" || status=$?
 fi
-# Without cargo-nextest: one test at a time within each test binary, because libtorch's random
-# generator is process-wide and tests that seed it and assert reproducible results interfere
-# when the harness runs them as parallel threads of one process.
-echo "note: running the tests with cargo test, one at a time per binary" >&2
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-1}"
-exec cargo test --workspace "$@"
+# The Python package (python/): installed into the torch environment by its pip, as the README
+# says, then its pytest suite, which compares it with the CLI built above. GNNAUDIT_NO_PYTHON=1
+# skips it.
+if [ "${GNNAUDIT_NO_PYTHON:-0}" != 1 ]; then
+  scripts/test-python.sh || { rc=$?; [ "$status" != 0 ] || status=$rc; }
+fi
+exit "$status"

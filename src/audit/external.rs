@@ -28,9 +28,9 @@ pub fn validate(target: &TargetSpec, claim: Option<&DeclaredClaim>) -> Result<()
 }
 
 /// The budget a report shows for a declared claim: the accountant's recomputation, with the
-/// stated epsilon as the target.
-fn budget_of(d: &Deployment) -> Budget {
-    match &d.claim_report {
+/// stated epsilon as the target. Also the budget of an in-process Python audit's report.
+pub fn budget_of(claim: Option<&crate::external::ClaimReport>) -> Budget {
+    match claim {
         None => Budget::non_private(),
         Some(r) => {
             let mut b = r.budget.clone().unwrap_or_else(|| Budget {
@@ -101,7 +101,7 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
     Ok(CellMeasurement {
         privacy_unit: d.claim_report.as_ref().map_or(crate::privacy::accountant::PrivacyUnit::None, |r| r.unit),
         utility: Accuracy { train, val, test },
-        budget: BudgetRecord::from(&budget_of(&d)),
+        budget: BudgetRecord::from(&budget_of(d.claim_report.as_ref())),
         recipe: serde_json::json!({
             "target": target,
             "claim": d.claim_report,

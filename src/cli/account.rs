@@ -355,63 +355,77 @@ pub fn run(args: AccountArgs) -> Result<()> {
     match args.command {
         AccountCommand::Budget(a) => budget_of(a),
         AccountCommand::Epsilon(a) => {
-            let delta = a.m.validate()?;
-            let sigma = if a.m.method.has_noise() {
-                let s = a.sigma.ok_or_else(|| Error::invalid("--sigma", "required for this method"))?;
-                crate::privacy::accountant::analytic::check_noise("--sigma", s)?;
-                s
-            } else {
-                1.0
-            };
-            let event = a.m.event(sigma)?;
-            let noise = if a.m.method.has_noise() { vec![("sigma".to_string(), sigma)] } else { vec![] };
-            // The accountant's numerical range ends somewhere (the analytic Gaussian's epsilon does
-            // not converge for a tiny sigma): bad input naming the flag, exit 2.
-            let b = budget(&event, a.m.method.unit(), None, delta, noise).map_err(|e| match numerical(e) {
-                Ok(m) => Error::invalid(
-                    "--sigma",
-                    format!(
-                        "{m} at --sigma {}: use a larger --sigma or fewer --hops/--steps",
-                        crate::error::num(sigma)
-                    ),
-                ),
-                Err(e) => e,
-            })?;
-            print_budget(&a.m.method.name(), &b, a.m.json)
+            let (name, b) = epsilon_budget(&a)?;
+            print_budget(&name, &b, a.m.json)
         }
         AccountCommand::Calibrate(a) => {
-            ensure!(
-                a.epsilon.is_finite() && a.epsilon > 0.0,
-                Error::invalid("--epsilon", format!("must be > 0, got {}", a.epsilon))
-            );
-            let delta = a.m.validate()?;
-            ensure!(
-                a.m.method.has_noise(),
-                Error::invalid(
-                    "--method",
-                    format!("{} has no noise to calibrate: its epsilon is its parameter", a.m.method.name())
-                )
-            );
-            a.m.event(1.0)?.validate()?;
-            let sigma = calibrate(a.epsilon, delta, |s| a.m.event(s).expect("validated"))?;
-            let event = a.m.event(sigma)?;
-            let b = budget(&event, a.m.method.unit(), Some(a.epsilon), delta, vec![("sigma".into(), sigma)]).map_err(
-                |e| match numerical(e) {
-                    Ok(m) => Error::invalid(
-                        "--epsilon",
-                        format!("{m} at --epsilon {}: use a smaller --epsilon", crate::error::num(a.epsilon)),
-                    ),
-                    Err(e) => e,
-                },
-            )?;
-            print_budget(&a.m.method.name(), &b, a.m.json)
+            let (name, b) = calibrated_budget(&a)?;
+            print_budget(&name, &b, a.m.json)
         }
     }
 }
 
+/// `account epsilon`'s event family and budget (also what Python's `accountant.epsilon` returns).
+pub fn epsilon_budget(a: &EpsilonArgs) -> Result<(String, Budget)> {
+    let delta = a.m.validate()?;
+    let sigma = if a.m.method.has_noise() {
+        let s = a.sigma.ok_or_else(|| Error::invalid("--sigma", "required for this method"))?;
+        crate::privacy::accountant::analytic::check_noise("--sigma", s)?;
+        s
+    } else {
+        1.0
+    };
+    let event = a.m.event(sigma)?;
+    let noise = if a.m.method.has_noise() { vec![("sigma".to_string(), sigma)] } else { vec![] };
+    // The accountant's numerical range ends somewhere (the analytic Gaussian's epsilon does
+    // not converge for a tiny sigma): bad input naming the flag, exit 2.
+    let b = budget(&event, a.m.method.unit(), None, delta, noise).map_err(|e| match numerical(e) {
+        Ok(m) => Error::invalid(
+            "--sigma",
+            format!("{m} at --sigma {}: use a larger --sigma or fewer --hops/--steps", crate::error::num(sigma)),
+        ),
+        Err(e) => e,
+    })?;
+    Ok((a.m.method.name(), b))
+}
+
+/// `account calibrate`'s event family and budget at the calibrated noise.
+pub fn calibrated_budget(a: &CalibrateArgs) -> Result<(String, Budget)> {
+    ensure!(
+        a.epsilon.is_finite() && a.epsilon > 0.0,
+        Error::invalid("--epsilon", format!("must be > 0, got {}", a.epsilon))
+    );
+    let delta = a.m.validate()?;
+    ensure!(
+        a.m.method.has_noise(),
+        Error::invalid(
+            "--method",
+            format!("{} has no noise to calibrate: its epsilon is its parameter", a.m.method.name())
+        )
+    );
+    a.m.event(1.0)?.validate()?;
+    let sigma = calibrate(a.epsilon, delta, |s| a.m.event(s).expect("validated"))?;
+    let event = a.m.event(sigma)?;
+    let b = budget(&event, a.m.method.unit(), Some(a.epsilon), delta, vec![("sigma".into(), sigma)]).map_err(|e| {
+        match numerical(e) {
+            Ok(m) => Error::invalid(
+                "--epsilon",
+                format!("{m} at --epsilon {}: use a smaller --epsilon", crate::error::num(a.epsilon)),
+            ),
+            Err(e) => e,
+        }
+    })?;
+    Ok((a.m.method.name(), b))
+}
+
+/// What `--json` prints for a budget.
+pub fn budget_json(name: &str, b: &Budget) -> serde_json::Value {
+    serde_json::json!({ "method": name, "budget": b, "claimed_epsilon": b.claimed_epsilon() })
+}
+
 fn print_budget(name: &str, b: &Budget, json: bool) -> Result<()> {
     if json {
-        let v = serde_json::json!({ "method": name, "budget": b });
+        let v = budget_json(name, b);
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 pub mod account;
 pub mod attack;
 pub mod audit;
+pub mod certify;
 pub mod check;
 pub mod doctor;
 pub mod mechanism;
@@ -32,6 +33,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Train every target of an audit config, attack it, and write report.json/.md/.html.
     Audit(audit::AuditArgs),
+    /// A lower bound on epsilon from any attack's scores (positives vs negatives), with its verdict.
+    Certify(certify::CertifyArgs),
     /// Fail (exit 1) when a report exceeds the leakage thresholds; for CI.
     Check(check::CheckArgs),
     /// Redraw report.md and report.html from a report.json.
@@ -84,6 +87,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Doctor(a) => doctor::run(a),
         Command::Audit(args) => audit::run(args),
+        Command::Certify(args) => certify::run(args),
         Command::Check(args) => check::run(args),
         Command::Render(args) => audit::render(args),
         Command::Datasets(args) => datasets::run(args),

@@ -89,7 +89,7 @@ fn is_membership(kind: AttackKind) -> bool {
     kind.game() == attacks::GameUnit::NodeMembership
 }
 
-fn claim_unit(u: PrivacyUnit) -> ClaimUnit {
+pub fn claim_unit(u: PrivacyUnit) -> ClaimUnit {
     match u {
         PrivacyUnit::None => ClaimUnit::None,
         PrivacyUnit::Edge => ClaimUnit::Edge,
@@ -108,7 +108,7 @@ fn accuracy(post: &Tensor, labels: &[usize], a: &[usize], b: &[usize]) -> Result
     Ok((acc(a), acc(b)))
 }
 
-fn split_of_members(members: &[usize], n: usize) -> NodeSplit {
+pub fn split_of_members(members: &[usize], n: usize) -> NodeSplit {
     let mut is = vec![false; n];
     for &v in members {
         is[v] = true;
