@@ -33,7 +33,7 @@ pub fn plan(config: &AuditConfig) -> Vec<CellSpec<'_>> {
     let mut digests: HashMap<std::path::PathBuf, InputDigest> = HashMap::new();
     for d in &config.datasets {
         for m in &config.methods {
-            let inputs = inputs_of(d, m, &mut digests);
+            let inputs = inputs_of(d, m, config.data_dir.as_deref(), &mut digests);
             let attacks: Vec<&AttackSpec> =
                 config.attacks.iter().filter(|a| a.applies_to(&d.label(), &m.label())).collect();
             let delta = config.delta_for(m);
@@ -60,28 +60,33 @@ pub fn plan(config: &AuditConfig) -> Vec<CellSpec<'_>> {
 
 /// What a cell reads besides the config: the dataset's file, and for an external target its
 /// files (export, init module, posteriors, members, the scripts a command names), its command
-/// template and its declared claim. The dataset is found as the loaders find it without
-/// `--data-dir` (a path, `GNNAUDIT_DATA`, `./datasets`); one found only through `--data-dir` is
-/// keyed by its name alone.
+/// template, its declared claim, and the same of its positive control (roles `control ...`).
+/// The dataset is found as the loaders find it (a path, `--data-dir`, `GNNAUDIT_DATA`,
+/// `./datasets`), so a file replaced under the same name changes the key wherever it was found.
 fn inputs_of(
     d: &DatasetSpec,
     m: &MethodSpec,
+    data_dir: Option<&std::path::Path>,
     digests: &mut HashMap<std::path::PathBuf, InputDigest>,
 ) -> BTreeMap<String, InputDigest> {
     let mut file =
         |p: &std::path::Path| digests.entry(p.to_path_buf()).or_insert_with(|| InputDigest::of_file(p)).clone();
     let mut inputs = BTreeMap::new();
-    if let Ok(super::source::DatasetSource::File(p)) = super::source::resolve_dataset(&d.name, None) {
+    if let Ok(super::source::DatasetSource::File(p)) = super::source::resolve_dataset(&d.name, data_dir) {
         inputs.insert("dataset".to_string(), file(&p));
     }
     if m.method == super::config::EXTERNAL_METHOD {
         // An unparsable table is refused by validation before any work; it has no files.
         if let Ok((target, claim)) = super::source::from_method(m) {
-            for (role, p) in target.input_files() {
-                inputs.insert(role, file(&p));
-            }
-            if let crate::external::TargetSpec::Command { command, .. } = &target {
-                inputs.insert("command".to_string(), InputDigest::of_text(command));
+            let control = super::source::control_of(m).ok().flatten();
+            let targets = std::iter::once(("", target)).chain(control.map(|c| ("control ", c)));
+            for (prefix, t) in targets {
+                for (role, p) in t.input_files() {
+                    inputs.insert(format!("{prefix}{role}"), file(&p));
+                }
+                if let crate::external::TargetSpec::Command { command, .. } = &t {
+                    inputs.insert(format!("{prefix}command"), InputDigest::of_text(command));
+                }
             }
             if let Some(c) = claim {
                 inputs

@@ -54,10 +54,13 @@ impl AuditConfig {
                 }
             }
         }
-        // An external target is planned as one pseudo-method carrying `[target]` and `[claim]`.
-        if let Some(t) = &cfg.target {
+        // Each external target is planned as one pseudo-method named after it, carrying its
+        // table, `[claim]` and `[control]`.
+        if let Some(targets) = &cfg.target {
             if cfg.methods.is_empty() {
-                cfg.methods.push(external_method_spec(t, cfg.claim.as_ref())?);
+                for t in targets.iter() {
+                    cfg.methods.push(external_method_spec(t, cfg.claim.as_ref(), cfg.control.as_ref())?);
+                }
             }
         }
         Ok(cfg)
@@ -84,22 +87,24 @@ impl AuditConfig {
 /// The pseudo-method name of an external target's cells.
 pub const EXTERNAL_METHOD: &str = "external";
 
-/// The pseudo-method standing for `[target]` (label: the target's kind): planning, the cell
-/// store, reports and `check` then treat its cells like any other (see `audit::external`).
-pub fn external_method_spec(target: &TargetSpec, claim: Option<&DeclaredClaim>) -> Result<MethodSpec> {
+/// The pseudo-method standing for one external target (label: the target's name, else its
+/// kind): planning, the cell store, reports, `check` and `report diff` then treat its cells like
+/// any other (see `audit::external`).
+pub fn external_method_spec(
+    target: &NamedTarget,
+    claim: Option<&DeclaredClaim>,
+    control: Option<&TargetSpec>,
+) -> Result<MethodSpec> {
     let mut params = Params::new();
     let to_toml = |e: toml::ser::Error| Error::Other(e.to_string());
-    params.insert("target".into(), toml::Value::try_from(target).map_err(to_toml)?);
+    params.insert("target".into(), toml::Value::try_from(&target.spec).map_err(to_toml)?);
     if let Some(c) = claim {
         params.insert("claim".into(), toml::Value::try_from(c).map_err(to_toml)?);
     }
-    Ok(MethodSpec {
-        method: EXTERNAL_METHOD.into(),
-        label: Some(target.kind().into()),
-        epsilons: None,
-        delta: None,
-        params,
-    })
+    if let Some(c) = control {
+        params.insert("control".into(), toml::Value::try_from(c).map_err(to_toml)?);
+    }
+    Ok(MethodSpec { method: EXTERNAL_METHOD.into(), label: Some(target.label()), epsilons: None, delta: None, params })
 }
 
 #[cfg(test)]

@@ -11,20 +11,60 @@ use crate::error::{Error, Result};
 use crate::external::run::Deployment;
 use crate::external::{DeclaredClaim, TargetSpec};
 use crate::privacy::accountant::Budget;
-use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
+use crate::report::config::Targets;
+use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds, ControlRecord};
 use crate::train::Accuracy;
+use gnnaudit_attacks::stats::Verdict;
 use std::time::Instant;
 
 pub use super::source::from_method;
 
-/// Checks `[target]` and `[claim]` before any work (errors name `target.*` / `claim.*`).
-pub fn validate(target: &TargetSpec, claim: Option<&DeclaredClaim>) -> Result<()> {
-    target.validate()?;
+/// Checks `[target]` (or each `[[target]]`), `[claim]` and `[control]` before any work; errors
+/// name `target.*` (`target[i].*`), `claim.*` and `control.*`.
+pub fn validate(targets: &Targets, claim: Option<&DeclaredClaim>, control: Option<&TargetSpec>) -> Result<()> {
+    let several = targets.0.len() > 1;
+    let mut names = std::collections::BTreeSet::new();
+    for (i, t) in targets.iter().enumerate() {
+        let at = if several { format!("target[{i}]") } else { "target".to_string() };
+        t.spec.validate().map_err(|e| renamed(e, &at))?;
+        if !names.insert(t.label()) {
+            return Err(Error::invalid(
+                format!("{at}.name"),
+                format!(
+                    "another target's rows are already called '{}'; give each [[target]] its own name = \"...\"",
+                    t.label()
+                ),
+            ));
+        }
+    }
+    if let Some(c) = control {
+        c.validate().map_err(|e| renamed(e, "control"))?;
+        if let Some(t) = targets.iter().find(|t| t.spec == *c) {
+            return Err(Error::invalid(
+                "control",
+                format!(
+                    "is the target '{}' itself; a positive control is a version that leaks (e.g. trained without noise)",
+                    t.label()
+                ),
+            ));
+        }
+    }
     if let Some(c) = claim {
         // Field checks only; the delta check needs the dataset's unit count and runs per cell.
         c.check(usize::MAX / 2)?;
     }
     Ok(())
+}
+
+/// An error of a target table, named after where the table is (`target[1].model`, `control.model`).
+fn renamed(e: Error, at: &str) -> Error {
+    match e {
+        Error::InvalidParam { field, message } => {
+            let rest = field.strip_prefix("target").unwrap_or(&field);
+            Error::InvalidParam { field: format!("{at}{rest}"), message }
+        }
+        e => e,
+    }
 }
 
 /// The budget a report shows for a declared claim: the accountant's recomputation, with the
@@ -55,7 +95,10 @@ pub fn budget_of(claim: Option<&crate::external::ClaimReport>) -> Budget {
 pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<CellMeasurement> {
     let clock = Instant::now();
     let (target, claim) = from_method(cell.method)?;
+    let control_spec = super::source::control_of(cell.method)?;
     let d = Deployment::open(&target, claim.as_ref(), raw.clone())?;
+    // The positive control, opened the first time a row needs it.
+    let mut control: Option<Deployment> = None;
     if let (Some(m), Some(path)) = (&d.members, target.members()) {
         progress.println(&format!(
             "{}: {} members read from {} ({} other nodes)",
@@ -84,12 +127,40 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
         params.confidence = Some(1.0 - (1.0 - confidence) / cell.runs.max(1) as f64);
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
         let seed = cell.key.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
-        let (result, split) = d.attack(kind, &knowledge, &params, seed)?;
+        let (mut result, split) = d.attack(kind, &knowledge, &params, seed)?;
         if utility.is_none() {
             utility = d.accuracy(&split)?;
             baseline_split = utility.is_some().then_some(split);
         }
-        records.push(record(a, &result));
+        let mut control_record = None;
+        // A row the edge probe made inconclusive stays so: no control speaks for ignored edges.
+        if let (Verdict::Inconclusive, Some(spec), None) = (result.verdict, &control_spec, d.edge_warning(kind)) {
+            // The same attack, seed and settings on the control, judged against this claim.
+            progress.set_message(Stage::Attack, format!("{} on the control {}", a.label(), spec.kind()));
+            if control.is_none() {
+                let c = Deployment::open(spec, claim.as_ref(), raw.clone())?;
+                if let (Some(m), Some(path)) = (&c.members, spec.members()) {
+                    progress.println(&format!(
+                        "{}: control: {} members read from {}",
+                        cell.key,
+                        m.len(),
+                        path.display()
+                    ));
+                }
+                control = Some(c);
+            }
+            let c = control.as_ref().expect("opened above");
+            let (on_control, _) = c.attack(kind, &knowledge, &params, seed)?;
+            result.judge_with_control(on_control.eps_lb);
+            control_record = Some(ControlRecord {
+                method: spec.label(),
+                eps_lb: on_control.eps_lb,
+                caught: result.verdict == Verdict::NotRefuted,
+            });
+        }
+        let mut r = record(a, &result);
+        r.control = control_record;
+        records.push(r);
         progress.done(Stage::Attack);
     }
     // Canary audits never query the deployed model: its utility is then unknown (reported as 0,
@@ -108,6 +179,8 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
             "members": d.members.as_ref().map(Vec::len),
             "command_runs": d.command_runs(),
             "command_runs_reused": d.command_runs_reused(),
+            "control": control_spec,
+            "control_command_runs": control.as_ref().and_then(Deployment::command_runs),
             "edge_probe": d.edge_probe(),
             "utility_measured": measured,
         }),

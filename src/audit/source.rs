@@ -38,6 +38,15 @@ pub fn resolve_dataset(name: &str, data_dir: Option<&Path>) -> Result<DatasetSou
     Err(Error::DatasetNotFound { name: name.to_string(), searched })
 }
 
+/// The positive control a pseudo-method carries (`[control]`), if any.
+pub fn control_of(m: &MethodSpec) -> Result<Option<TargetSpec>> {
+    m.params
+        .get("control")
+        .cloned()
+        .map(|c| c.try_into().map_err(|e: toml::de::Error| Error::invalid("control", e.to_string().trim().to_string())))
+        .transpose()
+}
+
 /// The target and claim a pseudo-method carries.
 pub fn from_method(m: &MethodSpec) -> Result<(TargetSpec, Option<DeclaredClaim>)> {
     let get = |k: &str| m.params.get(k).cloned();

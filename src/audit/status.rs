@@ -39,8 +39,9 @@ impl Status {
 }
 
 pub fn status(dir: &Path) -> Result<Status> {
-    let config = folder_config(dir)?;
+    let mut config = folder_config(dir)?;
     let store = CellStore::new(dir.join("cells"));
+    config.data_dir = recorded_data_dir(&config, &store);
     let cells = plan(&config)
         .into_iter()
         .map(|c| {
@@ -63,6 +64,16 @@ pub fn status(dir: &Path) -> Result<Status> {
         })
         .collect();
     Ok(Status { dir: dir.to_path_buf(), name: config.name, cells, report: dir.join("report.json").exists() })
+}
+
+/// The folder a dataset was found in through `--data-dir` when its cells were computed (read
+/// from their records), so that its file is hashed as the audit hashed it: without it, status
+/// could not find the file, and would call every such cell stale.
+fn recorded_data_dir(config: &super::config::AuditConfig, store: &CellStore) -> Option<PathBuf> {
+    plan(config).iter().filter(|c| !c.inputs.contains_key("dataset")).find_map(|c| {
+        let path = PathBuf::from(store.recorded_inputs(c)?.get("dataset")?.path.clone()?);
+        Some(path.parent()?.to_path_buf())
+    })
 }
 
 /// The text `audit status` prints.

@@ -9,7 +9,7 @@
 use super::cell::CellSpec;
 use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
-use crate::report::record::{CellKey, CellRecord};
+use crate::report::record::{CellKey, CellRecord, InputDigest};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -158,6 +158,12 @@ impl CellStore {
                 None
             }
         }
+    }
+
+    /// The inputs a stored record of the cell was computed from, current or not.
+    pub fn recorded_inputs(&self, cell: &CellSpec) -> Option<std::collections::BTreeMap<String, InputDigest>> {
+        let text = std::fs::read_to_string(self.path(cell)).ok()?;
+        serde_json::from_str::<CellRecord>(&text).ok().filter(|r| r.key == cell.key).map(|r| r.inputs)
     }
 
     /// Why a stored record of the cell no longer counts: the inputs whose content changed, or

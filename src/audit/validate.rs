@@ -67,6 +67,7 @@ impl AuditConfig {
             other => Error::bad_file(path, other),
         })?;
         cfg.resolve_paths(path.parent().unwrap_or(Path::new("")));
+        cfg.data_dir = data_dir.map(Path::to_path_buf);
         cfg.validate(data_dir)?;
         preflight::check(&cfg, data_dir)?;
         Ok(cfg)
@@ -102,14 +103,24 @@ impl AuditConfig {
             return bad("seeds".into(), "seeds must be distinct".into());
         }
         if let Some(t) = &self.target {
-            super::external::validate(t, self.claim.as_ref())?;
-            if self.methods.len() != 1 || self.methods[0].method != EXTERNAL_METHOD {
+            // A target's name is its rows' method label, and so part of its cell files' names.
+            for (i, name) in t.iter().enumerate().filter_map(|(i, t)| Some((i, t.name.as_deref()?))) {
+                if let Some(why) = file_name_problem(name) {
+                    let at = if t.0.len() > 1 { format!("target[{i}]") } else { "target".to_string() };
+                    return bad(format!("{at}.name"), why);
+                }
+            }
+            super::external::validate(t, self.claim.as_ref(), self.control.as_ref())?;
+            if self.methods.len() != t.0.len() || self.methods.iter().any(|m| m.method != EXTERNAL_METHOD) {
                 return bad("methods".into(), "give either [[methods]] or [target], not both".into());
             }
-        } else if self.claim.is_some() {
+        } else if let Some(what) = [(self.claim.is_some(), "claim"), (self.control.is_some(), "control")]
+            .into_iter()
+            .find_map(|(given, what)| given.then_some(what))
+        {
             return bad(
-                "claim".into(),
-                "[claim] declares an external deployment's mechanism; it needs [target]".into(),
+                what.into(),
+                format!("[{what}] belongs to an external deployment (its declared mechanism, its positive control); it needs [target]"),
             );
         } else {
             self.validate_global_grid()?;

@@ -140,8 +140,12 @@ pub fn run(args: AuditArgs) -> Result<()> {
             Some(s) => println!("config {} is valid: shard {s} has {} cells", config_path.display(), cells.len()),
             None => println!("config {} is valid: {} cells", config_path.display(), cells.len()),
         }
-        if let Some(crate::external::TargetSpec::Command { command, .. }) = &config.target {
-            println!("  target command (runs with your rights; audit only configs you trust): {command}");
+        let targets =
+            config.target.iter().flat_map(|t| t.iter()).map(|t| (format!("target command ({})", t.label()), &t.spec));
+        for (name, spec) in targets.chain(config.control.iter().map(|c| ("control command".to_string(), c))) {
+            if let crate::external::TargetSpec::Command { command, .. } = spec {
+                println!("  {name} (runs with your rights; audit only configs you trust): {command}");
+            }
         }
         for c in &cells {
             let attacks: Vec<String> = c.attacks.iter().map(|a| a.label()).collect();

@@ -39,12 +39,19 @@ pub struct AuditConfig {
     /// Methods gnnaudit trains, or (with `target`) the one pseudo-method `external` standing for it.
     #[serde(default)]
     pub methods: Vec<MethodSpec>,
-    /// A deployment gnnaudit did not train, in place of `methods` (see `external`).
+    /// Deployments gnnaudit did not train, in place of `methods` (see `external`): one
+    /// `[target]` table, or several named `[[target]]` tables, each with its own rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<crate::external::TargetSpec>,
-    /// The deployment's declared claim (with `target`), recomputed by the accountant.
+    pub target: Option<Targets>,
+    /// The deployments' declared claim (with `target`), recomputed by the accountant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim: Option<crate::external::DeclaredClaim>,
+    /// The positive control of every external target: a deployment of the same kinds as
+    /// `target` that leaks (e.g. the model trained without noise). Each attack is run on it at
+    /// the same settings and judged against the target's claim; only a control it refutes lets a
+    /// row say `not refuted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<crate::external::TargetSpec>,
     /// Attacks run against every trained target (empty: a utility-only audit).
     #[serde(default)]
     pub attacks: Vec<AttackSpec>,
@@ -52,6 +59,89 @@ pub struct AuditConfig {
     /// Left out of the saved config when cpu, so CPU reports stay as they were.
     #[serde(default, skip_serializing_if = "crate::device::DeviceSpec::is_cpu")]
     pub device: crate::device::DeviceSpec,
+    /// `--data-dir` of this invocation (not part of the config): where datasets given by name
+    /// are found, so that cells are keyed on the file's content however it was found.
+    #[serde(skip)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// One external deployment: its row name and its table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedTarget {
+    /// The name its rows carry (the report's method column and `report diff`'s pairing key).
+    pub name: Option<String>,
+    pub spec: crate::external::TargetSpec,
+}
+
+impl NamedTarget {
+    /// The row name: `name`, else the target's kind.
+    pub fn label(&self) -> String {
+        self.name.clone().unwrap_or_else(|| self.spec.kind().to_string())
+    }
+}
+
+/// `[target]` or `[[target]]`: the external deployments of a config, in config order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "toml::Value", into = "toml::Value")]
+pub struct Targets(pub Vec<NamedTarget>);
+
+impl Targets {
+    pub fn iter(&self) -> std::slice::Iter<'_, NamedTarget> {
+        self.0.iter()
+    }
+}
+
+impl TryFrom<toml::Value> for Targets {
+    type Error = String;
+    fn try_from(v: toml::Value) -> Result<Self, String> {
+        let one = |v: toml::Value, at: &str| -> Result<NamedTarget, String> {
+            let toml::Value::Table(mut t) = v else {
+                return Err(format!(
+                    "{at} must be a table (kind = \"torchscript\" | \"command\" | \"posteriors\", ...)"
+                ));
+            };
+            let name = match t.remove("name") {
+                None => None,
+                Some(toml::Value::String(s)) => Some(s),
+                Some(other) => return Err(format!("{at}.name must be a string, got {other}")),
+            };
+            let spec = crate::external::TargetSpec::deserialize(toml::Value::Table(t))
+                .map_err(|e| format!("{at}: {}", e.to_string().trim()))?;
+            Ok(NamedTarget { name, spec })
+        };
+        match v {
+            toml::Value::Array(items) => {
+                if items.is_empty() {
+                    return Err("[[target]] lists no deployment".into());
+                }
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| one(t, &format!("target[{i}]")))
+                    .collect::<Result<_, _>>()
+                    .map(Targets)
+            }
+            v => Ok(Targets(vec![one(v, "target")?])),
+        }
+    }
+}
+
+impl From<Targets> for toml::Value {
+    fn from(t: Targets) -> toml::Value {
+        let table = |n: NamedTarget| {
+            let mut v = toml::Value::try_from(&n.spec).unwrap_or_else(|_| toml::Value::Table(Default::default()));
+            if let (toml::Value::Table(t), Some(name)) = (&mut v, n.name) {
+                t.insert("name".into(), toml::Value::String(name));
+            }
+            v
+        };
+        let mut list = t.0;
+        if list.len() == 1 {
+            table(list.remove(0))
+        } else {
+            toml::Value::Array(list.into_iter().map(table).collect())
+        }
+    }
 }
 
 fn default_output() -> PathBuf {

@@ -39,8 +39,13 @@ pub fn render(r: &Report) -> String {
         cell(&r.run.config_path),
         &r.config_sha256[..16.min(r.config_sha256.len())]
     );
-    if let Some(crate::external::TargetSpec::Command { command, .. }) = &r.config.target {
-        let _ = writeln!(o, "| target command | {} |", code_cell(command));
+    for t in r.config.target.iter().flat_map(|t| t.iter()) {
+        if let crate::external::TargetSpec::Command { command, .. } = &t.spec {
+            let _ = writeln!(o, "| target command ({}) | {} |", cell(&t.label()), code_cell(command));
+        }
+    }
+    if let Some(crate::external::TargetSpec::Command { command, .. }) = &r.config.control {
+        let _ = writeln!(o, "| control command | {} |", code_cell(command));
     }
     let _ = writeln!(o, "| seeds | {:?} |", r.config.seed_list());
     let _ = writeln!(
