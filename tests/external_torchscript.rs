@@ -132,5 +132,5 @@ fn bad_exports_are_refused_naming_the_file() {
     assert_bad_input(&attack(&junk, "cora"), "junk.pt", "not a loadable TorchScript module");
     // Membership attacks need the members.
     let out = gnnaudit(&["attack", "--dataset", "cora", "--torchscript", "x.pt", "--attack", "mia-metric"]);
-    assert_bad_input(&out, "target.model", "not a file");
+    assert_bad_input(&out, "invalid --torchscript", "not a file");
 }

@@ -144,7 +144,7 @@ fn quoted_placeholders_and_absurd_timeouts_are_refused() {
     };
     let args = attack("ok.sh \"{graph}\" \"{out}\"", &[]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    refused(&args, &["invalid command", "quotes the placeholder {graph}", "without a shell"]);
+    refused(&args, &["invalid --command", "quotes the placeholder {graph}", "without a shell"]);
     let args = attack("ok.sh {graph} {out}", &["--timeout", "1e300"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     refused(&args, &["invalid --timeout", "1e300"]);
