@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::process::Command;
 
 #[path = "common/data.rs"]
-#[allow(dead_code)]
 mod data;
 use data::data_dir;
 
