@@ -26,16 +26,34 @@ pub fn write_atomic_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(|e| Error::bad_file(dir, format!("cannot create a temporary file: {e}")))?;
-    write(tmp.path())?;
+    write(tmp.path()).map_err(|e| match e {
+        Error::Io(io) => cannot_write(path, io),
+        e => e,
+    })?;
     // Temporary files are private (0600); reports are ordinary files.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))?;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+            .map_err(|e| cannot_write(path, e))?;
     }
-    std::fs::File::open(tmp.path())?.sync_all()?;
+    // A full disk often shows only here, when the written pages reach the disk.
+    std::fs::File::open(tmp.path()).and_then(|f| f.sync_all()).map_err(|e| cannot_write(path, e))?;
     tmp.persist(path).map_err(|e| Error::bad_file(path, format!("cannot rename into place: {}", e.error)))?;
     Ok(())
+}
+
+/// A failed write of `path`, named: the file the user will look for (not the temporary one),
+/// and for a full disk or quota the fix. Bad input (exit 2): the output location is the user's.
+pub fn cannot_write(path: &Path, e: std::io::Error) -> Error {
+    let full = matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+        || e.raw_os_error() == Some(libc::ENOSPC)
+        || e.raw_os_error() == Some(libc::EDQUOT);
+    if full {
+        Error::bad_file(path, format!("cannot write: {e} (free some space there, or write elsewhere)"))
+    } else {
+        Error::bad_file(path, format!("cannot write: {e}"))
+    }
 }
 
 /// Lower-case hex of a digest (fingerprints and cache keys that end up in file names).
@@ -59,6 +77,19 @@ mod tests {
             std::fs::read_dir(p.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();
         assert_eq!(names, ["other.bin", "out.json"], "{names:?}");
+    }
+
+    #[test]
+    fn a_full_disk_names_the_file_and_is_bad_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("report.json");
+        // What the writer gets from write(2) on a full file system.
+        let e = write_atomic_with(&p, |_| Err(std::io::Error::from_raw_os_error(libc::ENOSPC).into())).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        let text = e.to_string();
+        assert!(text.starts_with(&format!("{}: cannot write: ", p.display())), "{text}");
+        assert!(text.contains("No space left on device") && text.contains("free some space"), "{text}");
+        assert!(!p.exists() && std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing half-written");
     }
 
     #[test]

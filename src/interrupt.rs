@@ -1,6 +1,8 @@
 //! Ctrl-C (SIGINT) and SIGTERM during an audit or an attack: say what was kept and how to resume,
 //! remove this process's claims on unfinished cells, stop its `--jobs` workers, kill the process
 //! groups of running training commands, remove their temporary folders, and exit 130 / 143.
+//! A [`Deadline`] does the same cleanup when work that cannot be cancelled (a TorchScript
+//! forward) outlives its timeout, and exits 2.
 //!
 //! The signals are blocked in the thread that calls `install` (before any other thread exists,
 //! so every later thread, libtorch's included, inherits the mask) and a dedicated thread waits
@@ -60,6 +62,19 @@ pub fn install() {
 }
 
 fn on_signal(sig: libc::c_int) -> ! {
+    let message = stop_everything();
+    if let Some(m) = message {
+        let what = if sig == libc::SIGINT { "interrupted (Ctrl-C)" } else { "terminated (SIGTERM)" };
+        eprintln!("\n{what}: {}", m());
+    }
+    // _exit: no C++ static destructors while libtorch's threads are still computing.
+    // SAFETY: ends the process; stderr is unbuffered, so the message is out.
+    unsafe { libc::_exit(128 + sig) }
+}
+
+/// Stops the workers and training commands, removes claims and temporary folders, and returns
+/// the interruption message (if any) for the caller to print before it exits.
+fn stop_everything() -> Option<Arc<dyn Fn() -> String + Send + Sync>> {
     let st = state();
     for &pid in &st.children {
         // SAFETY: sends a signal to a child this process started.
@@ -75,16 +90,49 @@ fn on_signal(sig: libc::c_int) -> ! {
     for d in &st.temp_dirs {
         let _ = std::fs::remove_dir_all(d);
     }
-    let message = st.message.clone();
-    // The message reads the state (the folder) itself.
-    drop(st);
-    if let Some(m) = message {
-        let what = if sig == libc::SIGINT { "interrupted (Ctrl-C)" } else { "terminated (SIGTERM)" };
-        eprintln!("\n{what}: {}", m());
+    // The message reads the state (the folder) itself: returned, printed after the lock.
+    st.message.clone()
+}
+
+/// Exit code when a [`Deadline`] passes: the limit is the user's input (a timeout too short, or
+/// a module that never returns), as for a training command that times out.
+pub const EXIT_DEADLINE: i32 = 2;
+
+/// A limit on work that cannot be cancelled from outside, such as a TorchScript forward running
+/// inside libtorch: while the guard lives, a watchdog thread waits; if `limit` passes first, the
+/// process stops everything it started (as on Ctrl-C), prints `error: <message>` and exits
+/// [`EXIT_DEADLINE`]. Dropping the guard disarms it.
+pub struct Deadline {
+    done: Arc<(Mutex<bool>, std::sync::Condvar)>,
+}
+
+/// Arms a [`Deadline`] of `limit`; `message` is formed only if it passes.
+pub fn deadline(limit: std::time::Duration, message: impl FnOnce() -> String + Send + 'static) -> Deadline {
+    let done = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let watched = Arc::clone(&done);
+    std::thread::spawn(move || {
+        let (lock, cvar) = &*watched;
+        let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (finished, _) = cvar.wait_timeout_while(guard, limit, |d| !*d).unwrap_or_else(|p| p.into_inner());
+        if !*finished {
+            let interrupted = stop_everything();
+            eprintln!("error: {}", message());
+            if let Some(m) = interrupted {
+                eprintln!("{}", m());
+            }
+            // SAFETY: ends the process as `on_signal` does (libtorch is still computing).
+            unsafe { libc::_exit(EXIT_DEADLINE) }
+        }
+    });
+    Deadline { done }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        let (lock, cvar) = &*self.done;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cvar.notify_one();
     }
-    // _exit: no C++ static destructors while libtorch's threads are still computing.
-    // SAFETY: ends the process; stderr is unbuffered, so the message is out.
-    unsafe { libc::_exit(128 + sig) }
 }
 
 /// What to print when interrupted (evaluated then, so that it can count the stored cells).

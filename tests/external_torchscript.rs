@@ -11,6 +11,9 @@ use gnnaudit::target::attack_graph;
 use gnnaudit_attacks::{BlackBox, NodeSplit};
 use std::path::Path;
 
+/// The default limit on one forward (as `--timeout`).
+const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 fn cora_graph() -> gnnaudit_attacks::AttackGraph {
     let ds = gnnaudit::data::load_dataset("cora", Some(Path::new(&data_dir()))).unwrap();
     attack_graph(&ds).unwrap()
@@ -28,7 +31,7 @@ fn scripted_and_traced_exports_answer_as_pytorch_did() {
     let (rows, cols, want) = read_npy_matrix(&exported().join("posteriors.npy")).unwrap();
     assert_eq!((rows, cols), (2708, 7));
     for file in ["model.pt", "model_traced.pt"] {
-        let t = ScriptTarget::load(&exported().join(file), OutputKind::Logits, &g).unwrap();
+        let t = ScriptTarget::load(&exported().join(file), OutputKind::Logits, &g, TIMEOUT).unwrap();
         let all: Vec<usize> = (0..rows).collect();
         let got = Vec::<f32>::try_from(&t.released.posteriors(&all).unwrap().view([-1])).unwrap();
         let max = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
@@ -40,7 +43,7 @@ fn scripted_and_traced_exports_answer_as_pytorch_did() {
 fn the_white_box_differentiates_through_the_module() {
     use gnnaudit_attacks::WhiteBox;
     let g = cora_graph();
-    let t = ScriptTarget::load(&exported().join("model.pt"), OutputKind::Logits, &g).unwrap();
+    let t = ScriptTarget::load(&exported().join("model.pt"), OutputKind::Logits, &g, TIMEOUT).unwrap();
     assert_eq!(t.parameters().len(), 4, "lin1 and lin2, weight and bias");
     // An isolated record, as class inversion queries it: gradients reach the features.
     let x = g.features.narrow(0, 0, 1).to_kind(tch::Kind::Float).set_requires_grad(true);
@@ -90,7 +93,7 @@ fn shadow_copies_train_through_trainable_cmodule() {
     let recipe = ShadowRecipe { epochs: 30, ..Default::default() };
     let model = exported().join("model.pt");
     for init in [Some(exported().join("model_init.pt")), None] {
-        let oracle = ScriptOracle::new(&model, init.as_deref(), OutputKind::Logits, recipe);
+        let oracle = ScriptOracle::new(&model, init.as_deref(), OutputKind::Logits, recipe, TIMEOUT);
         let run = oracle.train_copy(&g, &split, 3).unwrap();
         let (first, last) = (run.losses[0], *run.losses.last().unwrap());
         eprintln!("shadow copy (init {:?}): loss {first:.4} -> {last:.4}", init.is_some());
@@ -129,5 +132,5 @@ fn bad_exports_are_refused_naming_the_file() {
     assert_bad_input(&attack(&junk, "cora"), "junk.pt", "not a loadable TorchScript module");
     // Membership attacks need the members.
     let out = gnnaudit(&["attack", "--dataset", "cora", "--torchscript", "x.pt", "--attack", "mia-metric"]);
-    assert_bad_input(&out, "target.model", "not a file");
+    assert_bad_input(&out, "invalid --torchscript", "not a file");
 }

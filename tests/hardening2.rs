@@ -144,7 +144,7 @@ fn quoted_placeholders_and_absurd_timeouts_are_refused() {
     };
     let args = attack("ok.sh \"{graph}\" \"{out}\"", &[]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    refused(&args, &["invalid command", "quotes the placeholder {graph}", "without a shell"]);
+    refused(&args, &["invalid --command", "quotes the placeholder {graph}", "without a shell"]);
     let args = attack("ok.sh {graph} {out}", &["--timeout", "1e300"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     refused(&args, &["invalid --timeout", "1e300"]);
@@ -516,4 +516,284 @@ fn a_torchscript_init_of_the_wrong_width_is_refused_before_libtorch_aborts() {
         ],
         &["one.pt", "forward returned shape [2708, 1], expected [2708, 7]"],
     );
+}
+
+// ------------------------------------------------------- TorchScript forwards: timeout, Ctrl-C
+
+/// A TorchScript module on cora whose forward never returns (a scripted loop the interpreter
+/// runs for ever). Before the loop it sets the byte in `dir/started` to 1 through a shared
+/// memory map of the file (`torch.from_file`; TorchScript has no other way to write): the test
+/// then knows the forward is running.
+fn endless_module(dir: &Path) -> (PathBuf, PathBuf) {
+    let script = "import sys, torch\n\
+        class Endless(torch.nn.Module):\n\
+        \x20   def __init__(self, marker: str):\n\
+        \x20       super().__init__()\n\
+        \x20       self.lin = torch.nn.Linear(1433, 7)\n\
+        \x20       self.marker = marker\n\
+        \x20   def forward(self, x, edge_index):\n\
+        \x20       started = torch.from_file(self.marker, shared=True, size=1, dtype=torch.uint8)\n\
+        \x20       started.fill_(1)\n\
+        \x20       i = 0\n\
+        \x20       while i >= 0:\n\
+        \x20           i = (i + 1) % 1000\n\
+        \x20       return self.lin(x) + started.sum() * 0\n\
+        torch.jit.script(Endless(sys.argv[2])).save(sys.argv[1])\n";
+    let make = dir.join("make_endless.py");
+    std::fs::write(&make, script).unwrap();
+    let (model, started) = (dir.join("endless.pt"), dir.join("started"));
+    std::fs::write(&started, [0u8]).unwrap();
+    let out = Command::new(python()).arg(&make).arg(&model).arg(&started).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (model, started)
+}
+
+#[test]
+fn a_torchscript_forward_that_never_returns_times_out_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, _) = endless_module(dir.path());
+    refused(
+        &[
+            "attack",
+            "--dataset",
+            "cora",
+            "--torchscript",
+            model.to_str().unwrap(),
+            "--attack",
+            "link-stealing",
+            "--timeout",
+            "2",
+        ],
+        &["endless.pt", "did not return within 2 s", "--timeout"],
+    );
+    refused(
+        &[
+            "attack",
+            "--dataset",
+            "cora",
+            "--torchscript",
+            model.to_str().unwrap(),
+            "--attack",
+            "link-stealing",
+            "--timeout",
+            "1e300",
+        ],
+        &["invalid --timeout", "1e300"],
+    );
+}
+
+#[test]
+fn ctrl_c_stops_a_torchscript_forward_that_never_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, started) = endless_module(dir.path());
+    let mut child = command(&[
+        "attack",
+        "--dataset",
+        "cora",
+        "--torchscript",
+        model.to_str().unwrap(),
+        "--attack",
+        "link-stealing",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    eventually("the forward starts", || std::fs::read(&started).unwrap() == [1]);
+    // SAFETY: signals the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(wait_exit(&mut child), 130);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("interrupted (Ctrl-C)") && err.contains("nothing was reported"), "{err}");
+}
+
+// ----------------------------------------------------- Ctrl-C of an audit with a command target
+
+#[test]
+fn ctrl_c_of_an_audit_kills_the_commands_process_group_and_removes_its_folders() {
+    for jobs in ["1", "2"] {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let pid_file = dir.path().join("pid");
+        // The pipeline starts a grandchild in its group: the whole group must go.
+        let template = format!("sh -c 'sleep 600 & echo $$ > \"$0\"; wait' {} {{graph}} {{out}}", pid_file.display());
+        let config = dir.path().join("c.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "name = \"i\"\nrepeats = 1\n[[datasets]]\nname = \"cora\"\n[target]\nkind = \"command\"\n\
+                 command = \"{}\"\n[[attacks]]\nkind = \"link-stealing\"\n",
+                template.replace('"', "\\\"")
+            ),
+        )
+        .unwrap();
+        let report = dir.path().join("report");
+        let mut audit =
+            command(&["audit", config.to_str().unwrap(), "--out", report.to_str().unwrap(), "--jobs", jobs])
+                .env("TMPDIR", &tmp)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+        let pipeline = read_pid(&pid_file);
+        let group: Vec<u32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                    s.rsplit(')').next().and_then(|r| r.split_whitespace().nth(2)) == Some(&pipeline.to_string())
+                })
+            })
+            .collect();
+        assert!(group.len() >= 2, "the pipeline and its sleep share a process group: {group:?}");
+        let work_folders = || {
+            std::fs::read_dir(&tmp)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("gnnaudit-command-"))
+                .count()
+        };
+        assert_eq!(work_folders(), 1, "jobs {jobs}: one temporary work folder");
+        // SAFETY: signals the child this test started (Ctrl-C reaches the audit's parent).
+        unsafe { libc::kill(audit.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(wait_exit(&mut audit), 130, "jobs {jobs}");
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut audit.stderr.take().unwrap(), &mut err).unwrap();
+        assert!(err.contains("interrupted (Ctrl-C)"), "jobs {jobs}: {err}");
+        for pid in &group {
+            eventually(&format!("jobs {jobs}: process {pid} of the pipeline's group is killed"), || !alive(*pid));
+        }
+        eventually(&format!("jobs {jobs}: the temporary work folder is removed"), || work_folders() == 0);
+    }
+}
+
+// ---------------------------------------------------------------------------- full disk
+
+/// Runs gnnaudit with `args` in a private mount namespace where `full` is a small tmpfs that
+/// `setup` (a shell snippet, `$1` = the mount point) has filled; `ls -A` of the mount point is
+/// appended to stdout after a `--- left:` line. None (after a SKIPPED line) when this machine
+/// does not let an unprivileged user namespace mount a tmpfs.
+fn on_a_full_disk(full: &Path, setup: &str, args: &[&str]) -> Option<(i32, String, String)> {
+    std::fs::create_dir_all(full).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=256k tmpfs \"$1\" || exit 77\n{setup}\n\
+         dd if=/dev/zero of=\"$1/fill\" bs=4096 2>/dev/null\n\
+         shift\n\"$@\"; rc=$?\necho '--- left:'; ls -A \"$GNNAUDIT_FULL\"; exit $rc"
+    );
+    let out = Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script, "sh"])
+        .arg(full)
+        .arg(env!("CARGO_BIN_EXE_gnnaudit"))
+        .args(args)
+        .env("GNNAUDIT_DATA", data_dir())
+        .env("GNNAUDIT_FULL", full)
+        .env_remove("RUST_BACKTRACE")
+        .output();
+    match out {
+        Ok(o) if o.status.code() != Some(77) && !String::from_utf8_lossy(&o.stderr).starts_with("unshare:") => Some((
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )),
+        _ => {
+            println!("SKIPPED: full-disk tests need `unshare -rm` (user and mount namespaces) to mount a tmpfs");
+            None
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_names_the_file_and_leaves_nothing_half_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full");
+    // render: the report fits, its report.md does not.
+    let example = example();
+    let setup = format!("cp '{}' \"$1/report.json\"", example.display());
+    let report = full.join("report.json");
+    let Some((code, out, err)) = on_a_full_disk(&full, &setup, &["render", report.to_str().unwrap()]) else {
+        return;
+    };
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains(full.to_str().unwrap()) && err.contains("No space left on device"), "{err}");
+    let left: Vec<&str> = out.split("--- left:").nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(left, ["fill", "report.json"], "no half-written report.md or temporary file");
+    // audit: the cells and the report go to a full disk.
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, grid("seed = 0", "epochs = 2")).unwrap();
+    let out_dir = full.join("report");
+    let (code, out, err) =
+        on_a_full_disk(&full, "", &["audit", config.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]).unwrap();
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains(out_dir.to_str().unwrap()) && err.contains("No space left on device"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+// --------------------------------------------------------------------------- claims
+
+#[test]
+fn a_claim_whose_hops_exhaust_the_noise_names_claim_hops() {
+    let dir = tempfile::tempdir().unwrap();
+    let post = dir.path().join("p.npy");
+    ndarray::Array2::<f32>::from_elem((2708, 7), 1.0 / 7.0).write_npy(std::fs::File::create(&post).unwrap()).unwrap();
+    let claim = dir.path().join("claim.toml");
+    let attack = |text: &str| {
+        std::fs::write(&claim, text).unwrap();
+        let args = [
+            "attack",
+            "--dataset",
+            "cora",
+            "--posteriors",
+            post.to_str().unwrap(),
+            "--attack",
+            "link-stealing",
+            "--claim",
+            claim.to_str().unwrap(),
+        ];
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        args
+    };
+    let claim_of = |sigma: &str, hops: &str| {
+        format!(
+            "[claim]\nmechanism = \"aggregation\"\nepsilon = 1.0\ndelta = 1e-5\nsigma = {sigma}\nhops = {hops}\n\
+             sensitivity = 1.0\n"
+        )
+    };
+    let args = attack(&claim_of("1.0", "1000000000000000"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    refused(&args, &["invalid claim.hops", "does not converge"]);
+    let args = attack(&claim_of("1e-9", "1"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    refused(&args, &["invalid claim.sigma", "does not converge"]);
+}
+
+// ------------------------------------------------------------------------ flags as flags
+
+#[test]
+fn command_line_targets_name_their_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.pt");
+    refused(
+        &["attack", "--dataset", "cora", "--torchscript", missing.to_str().unwrap(), "--attack", "link-stealing"],
+        &["invalid --torchscript", "missing.pt"],
+    );
+    let post = dir.path().join("p.npy");
+    ndarray::Array2::<f32>::from_elem((2708, 7), 1.0 / 7.0).write_npy(std::fs::File::create(&post).unwrap()).unwrap();
+    let err = refused(
+        &[
+            "attack",
+            "--dataset",
+            "cora",
+            "--posteriors",
+            post.to_str().unwrap(),
+            "--members",
+            missing.to_str().unwrap(),
+            "--attack",
+            "mia-metric",
+        ],
+        &["invalid --members"],
+    );
+    assert!(!err.contains("target.members"), "{err}");
 }

@@ -149,7 +149,7 @@ pub struct ExternalArgs {
     pub optimizer: crate::external::spec::Optimizer,
     #[arg(long, default_value_t = 0.0)]
     pub weight_decay: f64,
-    /// Seconds one run of --command may take.
+    /// Seconds one run of --command, or one forward of --torchscript, may take.
     #[arg(long, default_value_t = 600.0)]
     pub timeout: f64,
     /// Keep --command's graphs, outputs and logs here (finished runs are reused).
@@ -178,6 +178,7 @@ impl ExternalArgs {
                 init: self.init.clone(),
                 members,
                 training,
+                timeout: self.timeout,
             });
         }
         if let Some(command) = &self.command {
@@ -212,7 +213,7 @@ fn run_external(a: &AttackArgs, target: crate::external::TargetSpec) -> Result<(
         seed: a.seed,
     };
     let start = std::time::Instant::now();
-    let outcome = ext::run(&x)?;
+    let outcome = ext::run(&x).map_err(as_flags)?;
     let seconds = start.elapsed().as_secs_f64();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&ext::to_json(&x, &outcome, seconds))?);
@@ -228,6 +229,32 @@ fn attack_help() -> String {
         "The attack: {} (`--describe` prints one's parameters with their defaults, its game and the access it needs)",
         AttackKind::NAMES.join(" | ")
     )
+}
+
+/// The target's checks name the keys of a config's `[target]` table; on the command line the
+/// user gave flags, so an error names the flag instead.
+fn as_flags(e: Error) -> Error {
+    const FLAGS: [(&str, &str); 12] = [
+        ("target.model", "--torchscript"),
+        ("target.init", "--init"),
+        ("target.posteriors", "--posteriors"),
+        ("target.members", "--members"),
+        ("members", "--members"),
+        ("target.timeout", "--timeout"),
+        ("timeout", "--timeout"),
+        ("command", "--command"),
+        ("target.command", "--command"),
+        ("target.training.epochs", "--epochs"),
+        ("target.training.lr", "--lr"),
+        ("target.training.weight_decay", "--weight-decay"),
+    ];
+    match e {
+        Error::InvalidParam { field, message } => {
+            let field = FLAGS.iter().find(|(key, _)| *key == field).map_or(field, |(_, flag)| flag.to_string());
+            Error::InvalidParam { field, message }
+        }
+        e => e,
+    }
 }
 
 fn parse_attack(s: &str) -> std::result::Result<AttackKind, String> {
@@ -379,7 +406,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
     // process group and removes its temporary folder before exiting 130.
     crate::interrupt::install();
     crate::interrupt::set_message(|| "the attack was stopped; nothing was reported".into());
-    if a.external.command.is_some() {
+    if a.external.command.is_some() || a.external.torchscript.is_some() {
         crate::external::command::timeout_duration("--timeout", a.external.timeout)?;
     }
     // Before any tensor exists (a saved target loads onto it); a missing CUDA device: exit 2.

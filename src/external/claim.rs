@@ -156,6 +156,40 @@ impl DeclaredClaim {
             .map_err(|e: toml::de::Error| Error::bad_file(path, format!("[claim]: {}", e.to_string().trim())))
     }
 
+    /// The accountant refuses a noise too small to account naming its own parameter (`sigma`);
+    /// the user wrote claim keys, so the error names the key that made the noise that small:
+    /// the hops (or steps) when one of them alone is accountable, else the noise itself.
+    fn name_non_convergence(&self, e: Error) -> Error {
+        use crate::privacy::accountant::analytic::{gaussian_epsilon, NON_CONVERGENCE};
+        let Error::InvalidParam { message, field } = e else { return e };
+        if !message.starts_with(NON_CONVERGENCE) {
+            return Error::InvalidParam { field, message };
+        }
+        let one_alone_converges = |noise: Option<f64>| {
+            let delta = self.delta.filter(|d| *d > 0.0 && *d < 1.0).unwrap_or(1e-5);
+            noise.is_some_and(|s| gaussian_epsilon(s, delta).is_ok())
+        };
+        let key = match self.mechanism {
+            Mechanism::Aggregation => {
+                let single = self.sigma.zip(self.sensitivity).map(|(s, c)| s / c);
+                if self.hops.unwrap_or(1) > 1 && one_alone_converges(single) {
+                    "claim.hops"
+                } else {
+                    "claim.sigma"
+                }
+            }
+            Mechanism::DpSgd => {
+                if self.steps.unwrap_or(1) > 1 && one_alone_converges(self.noise_multiplier) {
+                    "claim.steps"
+                } else {
+                    "claim.noise_multiplier"
+                }
+            }
+            _ => return Error::InvalidParam { field, message },
+        };
+        Error::invalid(key, message)
+    }
+
     pub fn unit(&self) -> PrivacyUnit {
         self.unit.unwrap_or(match self.mechanism {
             Mechanism::Aggregation | Mechanism::EdgeRand => PrivacyUnit::Edge,
@@ -267,14 +301,15 @@ impl DeclaredClaim {
             }
         };
         let (event, _) = (event, ());
+        let named = |e: Error| self.name_non_convergence(e);
         let default = default_delta(units);
         let (recomputed, b, at_default) = if is_pure {
             let e = event.pure_epsilon();
             (e, None, Some(e))
         } else {
             let delta = need(self.delta, "delta", &name)?;
-            let (e, b) = eps_of(&event, unit, delta)?;
-            let at_default = eps_of(&event, unit, default)?.0;
+            let (e, b) = eps_of(&event, unit, delta).map_err(named)?;
+            let at_default = eps_of(&event, unit, default).map_err(named)?.0;
             flags.extend(crate::privacy::claim_rules::delta_flag(delta, units as u64, unit, Some(at_default)));
             (e, Some(b), Some(at_default))
         };

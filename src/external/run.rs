@@ -197,9 +197,11 @@ impl Deployment {
             TargetSpec::Posteriors { posteriors, .. } => {
                 d.released = Some(Released::new(load_posteriors(posteriors, n, d.graph.num_classes)?));
             }
-            TargetSpec::Torchscript { model, output, init, training, .. } => {
-                d.script = Some(ScriptTarget::load(model, *output, &d.graph)?);
-                d.script_oracle = Some(ScriptOracle::new(model, init.as_deref(), *output, *training));
+            TargetSpec::Torchscript { model, output, init, training, timeout, .. } => {
+                // Checked by `validate`.
+                let timeout = std::time::Duration::from_secs_f64(*timeout);
+                d.script = Some(ScriptTarget::load(model, *output, &d.graph, timeout)?);
+                d.script_oracle = Some(ScriptOracle::new(model, init.as_deref(), *output, *training, timeout));
             }
             TargetSpec::Command { command, timeout, work_dir, .. } => {
                 d.runner = Some(CommandRunner::new(command, *timeout, work_dir.as_deref())?);
@@ -311,7 +313,7 @@ impl Deployment {
                 .as_ref()
                 .and_then(|o| o.failure.borrow_mut().take())
                 .or_else(|| self.runner.as_ref().and_then(|r| r.failure.borrow_mut().take()));
-            target_error(e, kept)
+            self.too_few_members(kind, target_error(e, kept))
         })?;
         if let Some(w) = self.edge_warning(kind) {
             // Marked through the existing verdict: no eps_lb can speak for edges the model ignores.
@@ -323,6 +325,31 @@ impl Deployment {
             });
         }
         Ok((result, split))
+    }
+
+    /// A membership attack that ran out of trials on the auditor's members says so in terms of
+    /// the members file: how many it holds and how many are needed. The attack scores as many
+    /// non-members as members, keeps 30% of each class's members for its test (60/10/30 within
+    /// each class) and certifies on half of those, so a class with fewer than 7 members may leave
+    /// it 1 or 0; `classes + 6` members leave at least 2 whatever their classes.
+    fn too_few_members(&self, kind: AttackKind, e: Error) -> Error {
+        let (Some(members), Error::InvalidParam { field, message }) = (&self.members, &e) else { return e };
+        let out_of_trials = ["no positive trials", "no negative trials", "too few to split", "need at least 2 members"];
+        if !(matches!(field.as_str(), "scores" | "split") && out_of_trials.iter().any(|p| message.contains(p))) {
+            return e;
+        }
+        let need = self.graph.num_classes + 6;
+        Error::invalid(
+            "members",
+            format!(
+                "{} members are too few for {}: at least {need} members are needed ({} classes + 6: the attack \
+                 scores as many non-members as members, tests on 30% of each class's members and certifies on half \
+                 of those), and a bound worth reading needs tens per class (the attack said: {message})",
+                members.len(),
+                kind.name(),
+                self.graph.num_classes
+            ),
+        )
     }
 
     /// Accuracy of the deployed model's posteriors on the split's train, val and test nodes (None

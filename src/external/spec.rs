@@ -99,6 +99,9 @@ pub enum TargetSpec {
         members: Option<PathBuf>,
         #[serde(default)]
         training: ShadowRecipe,
+        /// Seconds one forward may take (libtorch cannot stop a forward that loops).
+        #[serde(default = "default_timeout")]
+        timeout: f64,
     },
     /// The training pipeline: a command template with `{graph}` and `{out}`.
     Command {
@@ -170,11 +173,12 @@ impl TargetSpec {
         }
         match self {
             TargetSpec::Posteriors { posteriors, .. } => file("posteriors", posteriors),
-            TargetSpec::Torchscript { model, init, training, .. } => {
+            TargetSpec::Torchscript { model, init, training, timeout, .. } => {
                 file("model", model)?;
                 if let Some(i) = init {
                     file("init", i)?;
                 }
+                super::command::timeout_duration("target.timeout", *timeout)?;
                 training.validate("target.training")
             }
             TargetSpec::Command { command, timeout, .. } => {

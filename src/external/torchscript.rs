@@ -17,6 +17,7 @@ use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::{AttackGraph, BlackBox, NodeSplit, ShadowOracle, WhiteBox};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use tch::nn::{self, OptimizerConfig};
 use tch::{CModule, Device, Kind, TchError, Tensor, TrainableCModule};
 
@@ -116,10 +117,17 @@ pub struct EdgeProbe {
 const SAME_POSTERIOR: f64 = 1e-5;
 
 impl EdgeProbe {
-    fn run(module: &CModule, x: &Tensor, ei: &Tensor, with_edges: &Tensor, output: OutputKind) -> EdgeProbe {
+    fn run(
+        module: &CModule,
+        (path, timeout): (&Path, Duration),
+        x: &Tensor,
+        ei: &Tensor,
+        with_edges: &Tensor,
+        output: OutputKind,
+    ) -> EdgeProbe {
         let edges = ei.size()[1] as usize;
         let empty = Tensor::zeros([2, 0], (Kind::Int64, Device::Cpu));
-        match tch::no_grad(|| module.forward_ts(&[x, &empty])) {
+        match within(path, timeout, || tch::no_grad(|| module.forward_ts(&[x, &empty]))) {
             Ok(out) if out.size() == with_edges.size() => {
                 let diff = (to_posteriors(&out, output) - with_edges).abs().max().double_value(&[]);
                 let diff = if diff.is_nan() { f64::INFINITY } else { diff };
@@ -184,13 +192,29 @@ fn loss_of(out: &Tensor, y: &Tensor, kind: OutputKind) -> Tensor {
     }
 }
 
+/// Runs one forward of the module at `path` under `timeout`: libtorch cannot stop a forward
+/// that loops, so when the deadline passes the process ends with an error naming the file and
+/// the limit (see `interrupt::deadline`). Ctrl-C during it exits 130 as anywhere else.
+fn within<T>(path: &Path, timeout: Duration, forward: impl FnOnce() -> T) -> T {
+    let shown = path.display().to_string();
+    let _deadline = crate::interrupt::deadline(timeout, move || {
+        format!(
+            "{shown}: forward(x, edge_index) did not return within {} s (timeout); raise --timeout (or \
+             target.timeout) if the model is this slow, or check the module for a loop that never ends",
+            crate::error::num(timeout.as_secs_f64())
+        )
+    });
+    forward()
+}
+
 fn run_forward(
     forward: impl Fn() -> std::result::Result<Tensor, TchError>,
     path: &Path,
     x: &Tensor,
     ei: &Tensor,
+    timeout: Duration,
 ) -> Result<Tensor> {
-    forward().map_err(|e| {
+    within(path, timeout, forward).map_err(|e| {
         Error::bad_file(
             path,
             format!(
@@ -216,7 +240,11 @@ fn check_output(path: &Path, out: &Tensor, g: &AttackGraph, kind: OutputKind) ->
     check_posteriors(path, &post.detach(), g.num_nodes, g.num_classes, true).map_err(|e| match e {
         Error::BadFile { path, message } => Error::BadFile {
             path,
-            message: format!("{message} (the config states output = \"{}\")", output_name(kind)),
+            message: format!(
+                "{message} (the module's output is declared {}: --output on the command line, target.output in a \
+                 config)",
+                output_name(kind)
+            ),
         },
         other => other,
     })?;
@@ -236,6 +264,8 @@ pub struct ScriptTarget {
     pub path: PathBuf,
     module: CModule,
     output: OutputKind,
+    /// Longest a forward may take.
+    timeout: Duration,
     x: Tensor,
     edge_index: Tensor,
     classes: usize,
@@ -247,20 +277,22 @@ pub struct ScriptTarget {
 
 impl ScriptTarget {
     /// Loads the module and runs it once on `g`: a module that cannot be loaded, has another
-    /// signature, answers with another shape or with NaN is reported here, naming the file.
-    pub fn load(path: &Path, output: OutputKind, g: &AttackGraph) -> Result<Self> {
+    /// signature, answers with another shape or with NaN is reported here, naming the file. Every
+    /// forward of it must return within `timeout`.
+    pub fn load(path: &Path, output: OutputKind, g: &AttackGraph, timeout: Duration) -> Result<Self> {
         let mut module = load_module(path, || CModule::load(path))?;
         module.f_set_eval().map_err(|e| Error::bad_file(path, torch_message(&e)))?;
         let x = g.features.to_kind(Kind::Float);
         let ei = edge_index(g);
-        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), path, &x, &ei))?;
+        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), path, &x, &ei, timeout))?;
         let post = check_output(path, &out, g, output)?;
-        let edge_probe = EdgeProbe::run(&module, &x, &ei, &post, output);
+        let edge_probe = EdgeProbe::run(&module, (path, timeout), &x, &ei, &post, output);
         Ok(ScriptTarget {
             edge_probe,
             path: path.to_path_buf(),
             module,
             output,
+            timeout,
             x,
             edge_index: ei,
             classes: g.num_classes,
@@ -286,16 +318,13 @@ impl WhiteBox for ScriptTarget {
         }
         let empty = Tensor::zeros([2, 0], (Kind::Int64, Device::Cpu));
         Some(
-            self.module
-                .forward_ts(&[x, &empty])
+            within(&self.path, self.timeout, || self.module.forward_ts(&[x, &empty]))
                 .map(|out| to_posteriors(&out, self.output))
                 .map_err(|e| attacks::Error::Target(format!("{}: {}", self.path.display(), torch_message(&e)))),
         )
     }
     fn forward_features(&self, x: &Tensor) -> attacks::Result<Tensor> {
-        let out = self
-            .module
-            .forward_ts(&[x, &self.edge_index])
+        let out = within(&self.path, self.timeout, || self.module.forward_ts(&[x, &self.edge_index]))
             .map_err(|e| attacks::Error::Target(format!("{}: {}", self.path.display(), torch_message(&e))))?;
         Ok(to_posteriors(&out, self.output))
     }
@@ -337,6 +366,8 @@ pub struct ScriptOracle {
     pub init: Option<PathBuf>,
     pub output: OutputKind,
     pub recipe: ShadowRecipe,
+    /// Longest a forward may take.
+    pub timeout: Duration,
     /// The first error of a training run, kept whole (file and exit code) for the caller; the
     /// attacks crate only carries its text.
     pub failure: RefCell<Option<Error>>,
@@ -349,12 +380,13 @@ pub struct ShadowRun {
 }
 
 impl ScriptOracle {
-    pub fn new(model: &Path, init: Option<&Path>, output: OutputKind, recipe: ShadowRecipe) -> Self {
+    pub fn new(model: &Path, init: Option<&Path>, output: OutputKind, recipe: ShadowRecipe, timeout: Duration) -> Self {
         ScriptOracle {
             model: model.to_path_buf(),
             init: init.map(Path::to_path_buf),
             output,
             recipe,
+            timeout,
             failure: RefCell::new(None),
         }
     }
@@ -387,7 +419,7 @@ impl ScriptOracle {
         module.f_set_train().map_err(|e| Error::bad_file(source, torch_message(&e)))?;
         let mut losses = Vec::new();
         for _ in 0..r.epochs {
-            let out = run_forward(|| module.forward_ts(&[&x, &ei]), source, &x, &ei)?;
+            let out = run_forward(|| module.forward_ts(&[&x, &ei]), source, &x, &ei, self.timeout)?;
             // Before the loss: libtorch aborts on a label past the output's columns.
             let shape = out.size();
             crate::ensure!(
@@ -410,7 +442,7 @@ impl ScriptOracle {
             losses.push(value);
         }
         module.f_set_eval().map_err(|e| Error::bad_file(source, torch_message(&e)))?;
-        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), source, &x, &ei))?;
+        let out = tch::no_grad(|| run_forward(|| module.forward_ts(&[&x, &ei]), source, &x, &ei, self.timeout))?;
         let posteriors = check_output(source, &out, g, self.output)?;
         Ok(ShadowRun { posteriors, losses })
     }
