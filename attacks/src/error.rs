@@ -27,8 +27,12 @@ impl Error {
 /// Returns `Error::invalid(field, msg)` when the condition fails.
 macro_rules! check {
     ($cond:expr, $field:expr, $($msg:tt)+) => {
-        if !$cond {
-            return Err($crate::error::Error::invalid($field, format!($($msg)+)));
+        // Bound first: `!(x > y)` on floats reads as `x <= y` but is also true for NaN.
+        {
+            let holds: bool = $cond;
+            if !holds {
+                return Err($crate::error::Error::invalid($field, format!($($msg)+)));
+            }
         }
     };
 }

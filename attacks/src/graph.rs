@@ -159,7 +159,7 @@ impl AttackGraph {
             self.num_classes,
         )?;
         g.sensitive =
-            self.sensitive.as_ref().map(|s| s.iter().copied().chain(std::iter::repeat(0).take(labels.len())).collect());
+            self.sensitive.as_ref().map(|s| s.iter().copied().chain(std::iter::repeat_n(0, labels.len())).collect());
         Ok(g)
     }
 

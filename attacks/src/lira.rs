@@ -56,7 +56,12 @@ impl Attack for LiraParams {
         Access { black_box: true, oracle: true, ..Access::default() }
     }
     fn check(&self) -> Result<()> {
-        check!(self.shadows >= 2 && self.shadows % 2 == 0, "shadows", "need an even number >= 2, got {}", self.shadows);
+        check!(
+            self.shadows >= 2 && self.shadows.is_multiple_of(2),
+            "shadows",
+            "need an even number >= 2, got {}",
+            self.shadows
+        );
         Ok(())
     }
     fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
@@ -104,7 +109,7 @@ fn calibrated(phi: Vec<f64>, params: &LiraParams) -> Vec<f64> {
 
 pub fn lira(target: &Target, params: &LiraParams, seed: u64) -> Result<Outcome> {
     check!(
-        params.shadows >= 2 && params.shadows % 2 == 0,
+        params.shadows >= 2 && params.shadows.is_multiple_of(2),
         "shadows",
         "need an even number >= 2, got {}",
         params.shadows
@@ -123,13 +128,13 @@ pub fn lira(target: &Target, params: &LiraParams, seed: u64) -> Result<Outcome> 
     let s_count = params.shadows;
     // in_mask[s][i]: pool node i is in shadow s's training set; each node IN for exactly S/2.
     let mut in_mask = vec![vec![false; pool.len()]; s_count];
-    for i in 0..pool.len() {
+    (0..pool.len()).for_each(|i| {
         let mut order: Vec<usize> = (0..s_count).collect();
         order.shuffle(&mut rng);
         for &s in &order[..s_count / 2] {
             in_mask[s][i] = true;
         }
-    }
+    });
     let labels: Vec<usize> = pool.iter().map(|&v| g.labels[v]).collect();
     let mut ins = vec![Vec::new(); pool.len()];
     let mut outs = vec![Vec::new(); pool.len()];

@@ -28,8 +28,8 @@ pub fn csbm(n: usize, classes: usize, d: usize, mu: f64, p_in: f64, p_out: f64, 
         .collect();
     let mut feats = Vec::with_capacity(n * d);
     for &y in &labels {
-        for j in 0..d {
-            feats.push((means[y][j] + normal.sample(&mut rng)) as f32);
+        for &m in &means[y][..d] {
+            feats.push((m + normal.sample(&mut rng)) as f32);
         }
     }
     let mut edges = Vec::new();
