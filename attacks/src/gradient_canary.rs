@@ -37,7 +37,7 @@ pub struct GradientCanaryParams {
 
 impl Default for GradientCanaryParams {
     fn default() -> Self {
-        GradientCanaryParams { canaries: 1000, sites: GradientCanarySites::All, raw_norm: 100.0 }
+        GradientCanaryParams { canaries: 10_000, sites: GradientCanarySites::All, raw_norm: 100.0 }
     }
 }
 
