@@ -323,6 +323,68 @@ impl ShadowOracle for RecipeOracle {
             .map_err(|e| attacks::Error::Target(e.to_string()))?;
         Ok(Box::new(ModelBlackBox::new(run.model.as_ref())))
     }
+    fn train_with_gradient_canaries(
+        &self,
+        graph: &AttackGraph,
+        split: &NodeSplit,
+        plan: &attacks::GradientCanaryPlan,
+        seed: u64,
+    ) -> attacks::Result<attacks::GradientCanaryReadings> {
+        let data = dataset_from(graph, split, &self.name).map_err(to_attack)?;
+        gradient_canary_run(&self.recipe, &data, plan, seed, &self.accounting).map_err(to_attack)
+    }
+}
+
+/// Bad input stays bad input (exit 2) through the attacks crate; anything else is the target's.
+fn to_attack(e: Error) -> attacks::Error {
+    match e {
+        Error::InvalidParam { field, message } => attacks::Error::Invalid { field, message },
+        e => attacks::Error::Target(e.to_string()),
+    }
+}
+
+/// Trains `recipe` on `data` with the gradient canaries of `plan` in every DP-SGD step, and the
+/// claim they are judged against: the DP-SGD part of the method's accountant event at its delta.
+/// A recipe whose event has no DP-SGD part is refused before any training, naming the method.
+pub fn gradient_canary_run(
+    recipe: &Recipe,
+    data: &Dataset,
+    plan: &attacks::GradientCanaryPlan,
+    seed: u64,
+    acct: &crate::train::accounting::Accounting,
+) -> Result<attacks::GradientCanaryReadings> {
+    use crate::privacy::dpsgd::canary::{observe, CanaryPlan, CanarySites};
+    let method = recipe.method.name();
+    let total = (recipe.method.spec().budget)(recipe, data, seed, acct)?;
+    let part = total.event.as_ref().and_then(|e| e.dp_sgd_part()).ok_or_else(|| {
+        Error::invalid(
+            "method",
+            format!(
+                "{method} runs no DP-SGD at this privacy level (its accountant has no DP-SGD step), so the \
+                 canary-gradient attack has nothing to plant canaries in; audit a method trained with DP-SGD \
+                 (dp-mlp, gap-ndp, progap-ndp, dpgnn, dpar-*, class-dp-mlp, subclass-dp-mlp)"
+            ),
+        )
+    })?;
+    let component = crate::privacy::accountant::budget(&part, total.privacy_unit, None, total.delta, vec![])?;
+    let sites = match plan.sites {
+        attacks::GradientCanarySites::All => CanarySites::All,
+        attacks::GradientCanarySites::Biases => CanarySites::Biases,
+    };
+    let canaries = CanaryPlan { included: plan.included.clone(), sites, raw_norm: plan.raw_norm, seed: plan.seed };
+    let (run, read) = observe(canaries, || methods::train_with(recipe, data, seed, acct))?;
+    let mut claim = claim_of(&component);
+    claim.unit = claim_of(&total).unit;
+    Ok(attacks::GradientCanaryReadings {
+        scores: read.scores,
+        stages: read.stages,
+        steps: read.steps,
+        period: read.period,
+        sampled: read.sampled,
+        component: claim,
+        component_event: part.normalized().to_string(),
+        training_seconds: run.seconds,
+    })
 }
 
 /// The split part of `Dataset::validate`: indices in range, none in two parts or twice.

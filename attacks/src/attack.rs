@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::stats::{BoundKind, ThresholdStrategy};
 use crate::threat::{Access, AdversaryKnowledge, Attack, GameUnit, Outcome, Target};
 use crate::{
-    aggregation_canary, attribute, canary, degree_inference, feature_canary, inversion, link_stealing, lira,
-    membership, reconstruction, record_canary, subclass_canary,
+    aggregation_canary, attribute, canary, degree_inference, feature_canary, gradient_canary, inversion, link_stealing,
+    lira, membership, reconstruction, record_canary, subclass_canary,
 };
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -121,6 +121,7 @@ attacks! {
     "canary-ldp-feature" => CanaryLdpFeature(feature_canary::LdpFeatureCanaryParams),
     "canary-aggregation" => CanaryAggregation(aggregation_canary::AggregationCanaryParams),
     "canary-subclass" => CanarySubclass(subclass_canary::SubclassCanaryParams),
+    "canary-gradient" => CanaryGradient(gradient_canary::GradientCanaryParams),
     "inversion" => Inversion(inversion::InversionParams),
     "graph-reconstruction" => GraphReconstruction(reconstruction::ReconstructionParams),
     "attribute" => Attribute(attribute::AttributeParams),

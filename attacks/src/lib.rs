@@ -18,6 +18,7 @@
 //! | `canary-ldp` | `record_canary` | training oracle | LDP canary |
 //! | `canary-ldp-features` / `canary-ldp-feature` | `feature_canary` | training oracle | LDP canary / LDP feature canary |
 //! | `canary-aggregation` (in-pipeline canaries) | `aggregation_canary` | white box (released aggregations) | edge canary |
+//! | `canary-gradient` (in-pipeline DP-SGD canaries) | `gradient_canary` | training oracle, white box on the DP-SGD steps | gradient canary |
 //! | `canary-subclass` | `subclass_canary` | training oracle (units) | subclass canary |
 //! | `inversion` (class inversion) | `inversion` | white box | practical |
 //! | `graph-reconstruction` | `reconstruction` | black box (white box where available) | practical |
@@ -38,6 +39,7 @@ pub mod classifier;
 pub mod degree_inference;
 pub mod error;
 pub mod feature_canary;
+pub mod gradient_canary;
 pub mod graph;
 pub mod inversion;
 pub mod link_stealing;
@@ -63,6 +65,6 @@ pub use error::{Error, Result};
 pub use graph::{class_balanced_split, membership_split, AttackGraph, NodeSplit};
 pub use result::{certify_pooled, run_attack, AttackResult};
 pub use threat::{
-    Access, AdversaryKnowledge, AggregationRelease, Attack, BlackBox, Claim, ClaimUnit, Game, GameUnit, Outcome,
-    ShadowOracle, Target, WhiteBox,
+    Access, AdversaryKnowledge, AggregationRelease, Attack, BlackBox, Claim, ClaimUnit, Game, GameUnit,
+    GradientCanaryPlan, GradientCanaryReadings, GradientCanarySites, Outcome, ShadowOracle, Target, WhiteBox,
 };

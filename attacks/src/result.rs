@@ -61,7 +61,21 @@ pub fn certify_pooled(
 impl AttackResult {
     /// Summarises an outcome; certifies eps_lb (through `stats`) only when the game's unit matches
     /// the claim's.
-    pub fn from_outcome(attack: AttackKind, out: Outcome, claim: Claim, spec: AuditSpec, seed: u64) -> Result<Self> {
+    pub fn from_outcome(
+        attack: AttackKind,
+        mut out: Outcome,
+        claim: Claim,
+        spec: AuditSpec,
+        seed: u64,
+    ) -> Result<Self> {
+        let claim = match out.component_claim {
+            Some(component) => {
+                let total = claim.epsilon.map_or(serde_json::Value::Null, Into::into);
+                out.details.insert("method_claimed_epsilon".into(), total);
+                component
+            }
+            None => claim,
+        };
         let summary = ScoreSummary::new(&out.pos, &out.neg, out.threshold);
         let scores = (out.pos.clone(), out.neg.clone());
         let assumption = match out.game.unit {

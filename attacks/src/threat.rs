@@ -69,6 +69,56 @@ pub trait ShadowOracle {
         let _ = units;
         self.train(graph, split, seed)
     }
+    /// Trains the target's recipe on this graph and split with the gradient canaries of `plan`
+    /// planted in every DP-SGD step it takes, and returns what the auditor read: white box on the
+    /// training loop. Refuses (Unsupported, naming the method) a recipe that runs no DP-SGD.
+    fn train_with_gradient_canaries(
+        &self,
+        graph: &AttackGraph,
+        split: &NodeSplit,
+        plan: &GradientCanaryPlan,
+        seed: u64,
+    ) -> Result<GradientCanaryReadings> {
+        let _ = (graph, split, plan, seed);
+        Err(crate::error::Error::Unsupported("this target cannot plant gradient canaries in its training".into()))
+    }
+}
+
+/// Where gradient canaries sit: any coordinate, or those of one-dimensional parameters (biases).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GradientCanarySites {
+    #[default]
+    All,
+    Biases,
+}
+
+/// Gradient canaries to plant in a training run: one fair coin each, their sites and raw norm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GradientCanaryPlan {
+    pub included: Vec<bool>,
+    pub sites: GradientCanarySites,
+    /// Raw gradient norm over the clipping bound (>= 1).
+    pub raw_norm: f64,
+    pub seed: u64,
+}
+
+/// What the auditor read from the DP-SGD steps of one training run, and the claim of the DP-SGD
+/// component alone (the canaries face nothing else).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GradientCanaryReadings {
+    /// Per canary: the sum over its steps of the released noisy sum at its coordinate.
+    pub scores: Vec<f64>,
+    pub stages: usize,
+    pub steps: usize,
+    pub period: usize,
+    pub sampled: usize,
+    /// The DP-SGD component's claim (its epsilon at the method's delta).
+    pub component: Claim,
+    /// The accountant's description of that component.
+    pub component_event: String,
+    /// Wall time of the training with the canaries in it (to compare with an untouched one).
+    pub training_seconds: f64,
 }
 
 /// What the adversary is assumed to hold, recorded in every result.
@@ -112,6 +162,9 @@ pub enum GameUnit {
     /// negatives canary subclasses left out: subclass-level DP (and class-level DP, which
     /// implies it: adding a subclass to a class replaces that class).
     SubclassCanary,
+    /// Positives are canary gradients planted in a DP-SGD step as one more per-example (or
+    /// per-unit) gradient, negatives canaries left out: the unit of DP-SGD's own guarantee.
+    GradientCanary,
     /// Positives and negatives differ in more than one private unit (e.g. natural edges vs
     /// non-edges, which also differ by homophily): practical leakage, no epsilon comparison.
     Practical,
@@ -165,6 +218,10 @@ impl Claim {
                 | (GameUnit::LdpCanary, ClaimUnit::Local | ClaimUnit::None)
                 | (GameUnit::LdpFeatureCanary, ClaimUnit::Local | ClaimUnit::None)
                 | (GameUnit::SubclassCanary, ClaimUnit::Subclass | ClaimUnit::Class | ClaimUnit::None)
+                | (
+                    GameUnit::GradientCanary,
+                    ClaimUnit::Node | ClaimUnit::Class | ClaimUnit::Subclass | ClaimUnit::None
+                )
         )
     }
 }
@@ -192,6 +249,10 @@ pub struct Outcome {
     pub knowledge: AdversaryKnowledge,
     pub details: serde_json::Map<String, serde_json::Value>,
     pub note: Option<String>,
+    /// The claim of the one component the attack measured, when it measured one mechanism of
+    /// the target and not the whole (gradient canaries face DP-SGD alone): the result is judged
+    /// against it, and the target's total claim is kept in the details.
+    pub component_claim: Option<Claim>,
 }
 
 impl Outcome {
@@ -202,7 +263,7 @@ impl Outcome {
         game: Game,
         knowledge: AdversaryKnowledge,
     ) -> Self {
-        Outcome { pos, neg, threshold, game, knowledge, details: Default::default(), note: None }
+        Outcome { pos, neg, threshold, game, knowledge, details: Default::default(), note: None, component_claim: None }
     }
 }
 

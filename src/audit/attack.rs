@@ -99,6 +99,18 @@ impl ShadowOracle for CountingOracle<'_> {
         self.progress.done(Stage::ShadowTraining);
         out
     }
+    fn train_with_gradient_canaries(
+        &self,
+        graph: &AttackGraph,
+        split: &NodeSplit,
+        plan: &attacks::GradientCanaryPlan,
+        seed: u64,
+    ) -> attacks::Result<attacks::GradientCanaryReadings> {
+        self.progress.add_work(Stage::ShadowTraining, 1);
+        let out = self.inner.train_with_gradient_canaries(graph, split, plan, seed);
+        self.progress.done(Stage::ShadowTraining);
+        out
+    }
 }
 
 /// Every attack of the cell, in config order, against the cell's target.
@@ -170,7 +182,10 @@ fn attack_all(
         let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget)?, ..*target };
         let mut result = run_attack(&own, &knowledge, &params, seed).map_err(from_attack)?;
         let mut control_record = None;
-        if let (Verdict::Inconclusive, Some(c)) = (result.verdict, control.as_mut()) {
+        // Gradient canaries need DP-SGD in the training, which the controls (the methods without
+        // their noise or privacy) do not run: their rows stay inconclusive below the claim.
+        let control = control.as_mut().filter(|_| kind != attacks::AttackKind::CanaryGradient);
+        if let (Verdict::Inconclusive, Some(c)) = (result.verdict, control) {
             // The same attack, seed and settings on the control, judged against this claim.
             progress.set_message(Stage::Attack, format!("{} on the control {}", a.label(), c.recipe.method.name()));
             let on_control =

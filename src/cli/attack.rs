@@ -578,6 +578,9 @@ struct Pooled {
     results: Vec<AttackResult>,
     utility: Vec<train::Accuracy>,
     claim: gnnaudit_attacks::Claim,
+    /// The method's total claim, when `claim` is one audited component's (gradient canaries face
+    /// the method's DP-SGD alone).
+    method_epsilon: Option<f64>,
     sensitive_names: Option<Vec<String>>,
     certificate: Option<gnnaudit_attacks::stats::Certificate>,
     one_run: Option<gnnaudit_attacks::stats::Certificate>,
@@ -591,6 +594,15 @@ impl Pooled {
         let sensitive_names = runs.iter().rev().find_map(|r| r.sensitive_names.clone());
         let utility: Vec<train::Accuracy> = runs.iter().map(|r| r.accuracy).collect();
         let results: Vec<AttackResult> = runs.into_iter().map(|r| r.result).collect();
+        // An attack that measured one component of the method is judged against that component's
+        // claim; the method's total is printed beside it.
+        let method_epsilon = claim.epsilon;
+        let first = &results[0];
+        let claim = if first.details.contains_key("method_claimed_epsilon") {
+            gnnaudit_attacks::Claim { unit: first.privacy_unit, epsilon: first.epsilon, delta: first.delta }
+        } else {
+            claim
+        };
         // One test over all runs' scores pooled (each run is an independent draw of the game),
         // never a maximum over runs.
         let pooled = |bound: BoundKind, strategy: ThresholdStrategy, assumption: &str| {
@@ -611,7 +623,7 @@ impl Pooled {
             if claim.unit == gnnaudit_attacks::ClaimUnit::None { None } else { claim.epsilon.or(Some(f64::INFINITY)) };
         let verdict = certificate.as_ref().map_or(Verdict::NotComparable, |c| c.verdict(claimed));
         let tightness = certificate.as_ref().and_then(|c| c.tightness(claimed));
-        Ok(Pooled { results, utility, claim, sensitive_names, certificate, one_run, verdict, tightness })
+        Ok(Pooled { results, utility, claim, method_epsilon, sensitive_names, certificate, one_run, verdict, tightness })
     }
 
     /// Mean and standard deviation over the runs of one figure of each result.
@@ -639,6 +651,8 @@ impl Pooled {
             "method": recipe.method.name(),
             "dataset": a.dataset,
             "epsilon": self.claim.epsilon,
+            "claimed_epsilon": self.claim.epsilon,
+            "method_claimed_epsilon": self.method_epsilon,
             "delta": self.claim.delta,
             "privacy_unit": self.claim.unit,
             "game": first.game.statement,
@@ -706,6 +720,10 @@ impl Pooled {
         }
         if let Some(why) = self.certificate.as_ref().and_then(|c| c.cannot_certify.as_ref()) {
             println!("cannot certify: {why}");
+        }
+        if self.method_epsilon != claim.epsilon {
+            let total = self.method_epsilon.map_or("none".to_string(), |e| format!("{e:.3}"));
+            println!("the claim above is the audited component's; the method's total claim is eps {total}");
         }
         if verdict == Verdict::Inconclusive {
             let control =

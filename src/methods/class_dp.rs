@@ -310,7 +310,13 @@ pub fn fit(
     let net = MlpClassifier::new(&mut ps, x, r.hidden as i64, data.num_classes as i64, r.mlp_layers, style);
     let ids = net.trainable();
     let params: Vec<(usize, Tensor)> = ids.iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
-    let dp = DpSgd { noise_multiplier: sigma, max_grad_norm: r.max_grad_norm, expected_batch_size: q * u as f64 };
+    let dp = DpSgd {
+        noise_multiplier: sigma,
+        max_grad_norm: r.max_grad_norm,
+        expected_batch_size: q * u as f64,
+        sample_rate: q,
+        flaw: Default::default(),
+    };
     let opt = Optimizer::new(r.optimizer, r.lr, r.weight_decay);
     let rng = ChaCha8Rng::seed_from_u64(seed ^ 0xC1A55);
     let per_epoch = (t as usize / r.epochs()).max(1);

@@ -12,7 +12,7 @@ use crate::models::mlp::MlpClassifier;
 use crate::models::progap::ProgapNet;
 use crate::models::{Fwd, MlpStyle, NodeClassifier, ParamStore, Rows};
 use crate::privacy::accountant::{methods, Budget, PrivacyUnit};
-use crate::privacy::dpsgd::{steps_per_epoch, DpSgd};
+use crate::privacy::dpsgd::{steps_per_epoch, DpSgd, PlantedFlaw};
 use crate::train::accounting::{self, Accounting, Expression, SgdSchedule};
 use crate::train::fit::{fit, Batching, FitConfig, Labels, Selection, Ties};
 use tch::{Kind, Tensor};
@@ -92,7 +92,8 @@ pub fn privacy(r: &Recipe, data: &Dataset, acct: &Accounting) -> Result<Privacy>
     let sgd = || schedule(r, n_train);
     let expr = match r.method {
         Method::Mlp => return Ok(Privacy { sigma: 0.0, budget: edge_free_budget()? }),
-        Method::DpMlp => accounting::dp_sgd(sgd()),
+        // The planted DP-SGD bugs claim DP-MLP's epsilon.
+        Method::DpMlp | Method::DemoDpMlpNoiseOnMean | Method::DemoDpMlpBiasUnclipped => accounting::dp_sgd(sgd()),
         Method::GapNdp => accounting::gap_node(r.hops(), r.max_degree, sgd(), sgd()),
         // The planted bugs claim GAP-EDP's epsilon; their noise is for a wrong sensitivity.
         Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => accounting::gap_edge(r.hops()),
@@ -114,6 +115,15 @@ fn schedule(r: &Recipe, n_train: usize) -> SgdSchedule {
     SgdSchedule::new(b as f64 / n_train as f64, (r.epochs() * steps_per_epoch(n_train, b)) as u64)
 }
 
+/// The bug a demo method plants in its DP-SGD step (none for every shipped method).
+fn planted_flaw(m: Method) -> PlantedFlaw {
+    match m {
+        Method::DemoDpMlpNoiseOnMean => PlantedFlaw::NoiseOnMean,
+        Method::DemoDpMlpBiasUnclipped => PlantedFlaw::BiasUnclipped,
+        _ => PlantedFlaw::None,
+    }
+}
+
 /// The fit configuration (and DP-SGD clipping bound C) a method's training uses.
 pub fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
     let private = r.method.is_node_level() && r.epsilon.is_some();
@@ -127,7 +137,13 @@ pub fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
     };
     let dp = private.then(|| {
         let b = r.batch_size().unwrap().min(n_train);
-        DpSgd { noise_multiplier: sigma, max_grad_norm: r.max_grad_norm, expected_batch_size: b as f64 }
+        DpSgd {
+            noise_multiplier: sigma,
+            max_grad_norm: r.max_grad_norm,
+            expected_batch_size: b as f64,
+            sample_rate: b as f64 / n_train as f64,
+            flaw: planted_flaw(r.method),
+        }
     });
     FitConfig {
         epochs: r.epochs(),
@@ -666,6 +682,46 @@ pub const DP_MLP: MethodSpec = MethodSpec {
     ..entry(
         "dp-mlp",
         "MLP trained with DP-Adam: node-level DP",
+        PrivacyUnit::Node,
+        true,
+        DP_MLP_KNOBS,
+        train_mlp,
+        load_mlp,
+    )
+};
+pub const DEMO_DP_MLP_NOISE_ON_MEAN: MethodSpec = MethodSpec {
+    replay: Replay::Releases(ReplayFamily::DpMlp),
+    memory: MemoryShape::Mlp,
+    batch_norm: false,
+    unsound: Some(
+        "UNSOUND (demo-dp-mlp-noise-on-mean): a planted bug for demonstrations; its DP-SGD noise is added after \
+         averaging, so its std is divided by the batch size twice, while it states DP-MLP's epsilon",
+    ),
+    control: Some(Method::Mlp),
+    ..entry(
+        "demo-dp-mlp-noise-on-mean",
+        "PLANTED BUG, a demo only: DP-MLP whose DP-SGD noise is added after averaging (std divided by the \
+         batch size twice) while it claims DP-MLP's epsilon; the gradient canary audit must flag it",
+        PrivacyUnit::Node,
+        true,
+        DP_MLP_KNOBS,
+        train_mlp,
+        load_mlp,
+    )
+};
+pub const DEMO_DP_MLP_BIAS_UNCLIPPED: MethodSpec = MethodSpec {
+    replay: Replay::Releases(ReplayFamily::DpMlp),
+    memory: MemoryShape::Mlp,
+    batch_norm: false,
+    unsound: Some(
+        "UNSOUND (demo-dp-mlp-bias-unclipped): a planted bug for demonstrations; its biases' per-example \
+         gradients are summed unclipped, while it states DP-MLP's epsilon",
+    ),
+    control: Some(Method::Mlp),
+    ..entry(
+        "demo-dp-mlp-bias-unclipped",
+        "PLANTED BUG, a demo only: DP-MLP that clips only its weights' per-example gradients and sums the \
+         biases' unclipped while it claims DP-MLP's epsilon; the gradient canary audit must flag it",
         PrivacyUnit::Node,
         true,
         DP_MLP_KNOBS,

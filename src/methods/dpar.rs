@@ -678,6 +678,8 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64, acct: &Accounting) -> 
         // Vanilla trains without clipping (a bound no gradient reaches).
         max_grad_norm: if private { cfg.max_grad_norm } else { 1e12 },
         expected_batch_size: noise.batch as f64,
+        sample_rate: noise.batch as f64 / m as f64,
+        flaw: Default::default(),
     };
     let opt = Optimizer::new(cfg.optimizer, cfg.lr, cfg.weight_decay);
     let batching = if cfg.variant == Variant::Features && private {

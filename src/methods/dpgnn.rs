@@ -436,6 +436,8 @@ pub fn train(data: &Dataset, cfg: &DpgnnConfig, seed: u64, acct: &Accounting) ->
         noise_multiplier: cfg.terms_per_node() * noise_scale,
         max_grad_norm: cfg.max_grad_norm,
         expected_batch_size: cfg.batch_size as f64,
+        sample_rate: cfg.batch_size as f64 / n_train as f64,
+        flaw: Default::default(),
     };
     let agg_noise = inference_scale * k.sqrt();
     let train_noise = if cfg.noisy_training_aggregation { agg_noise } else { 0.0 };

@@ -53,6 +53,8 @@ macro_rules! methods {
 methods! {
     Mlp => super::decoupled::MLP,
     DpMlp => super::decoupled::DP_MLP,
+    DemoDpMlpNoiseOnMean => super::decoupled::DEMO_DP_MLP_NOISE_ON_MEAN,
+    DemoDpMlpBiasUnclipped => super::decoupled::DEMO_DP_MLP_BIAS_UNCLIPPED,
     GapInf => super::decoupled::GAP_INF,
     GapEdp => super::decoupled::GAP_EDP,
     GapNdp => super::decoupled::GAP_NDP,

@@ -231,6 +231,31 @@ impl Event {
         }
     }
 
+    /// The DP-SGD steps of this event alone (Poisson- or uniformly-sampled Gaussian steps and
+    /// DP-GNN's), with their multiplicities, sensitivities and labels: the mechanism a canary
+    /// gradient planted in those steps faces. A node subsampling around them is dropped (a
+    /// canary enters the steps directly, unamplified). None where no DP-SGD runs.
+    pub fn dp_sgd_part(&self) -> Option<Event> {
+        match self {
+            Event::PoissonGaussian { .. } | Event::WithoutReplacementGaussian { .. } | Event::Dpgnn { .. } => {
+                Some(self.clone())
+            }
+            Event::SelfComposed { event, count } => event.dp_sgd_part().map(|e| e.times(*count)),
+            Event::Composed(events) => {
+                let mut parts: Vec<Event> = events.iter().filter_map(Event::dp_sgd_part).collect();
+                match parts.len() {
+                    0 => None,
+                    1 => parts.pop(),
+                    _ => Some(Event::Composed(parts)),
+                }
+            }
+            Event::ScaledSensitivity { sensitivity, event } => event.dp_sgd_part().map(|e| e.scaled(*sensitivity)),
+            Event::Labelled { label, event } => event.dp_sgd_part().map(|e| e.labelled(label.clone())),
+            Event::NodeSubsampled { event, .. } => event.dp_sgd_part(),
+            Event::Gaussian { .. } | Event::PureDp { .. } | Event::Zcdp { .. } => None,
+        }
+    }
+
     /// The outermost labelled sub-events (label, event, multiplicity), in order; used for the
     /// per-component budget breakdown. A labelled event inside a `SelfComposed` is reported with
     /// its composition count folded in.

@@ -2,6 +2,7 @@
 //! Gaussian noise N(0, sigma^2 C^2) on the clipped sum, division by the expected batch size, then
 //! the optimizer update. The accountant models exactly this: `steps` Poisson-subsampled Gaussian
 //! mechanisms with rate q and noise multiplier sigma.
+use super::canary;
 use super::tape::{Grads, Tape};
 use tch::{Kind, Tensor};
 
@@ -14,6 +15,24 @@ pub struct DpSgd {
     pub max_grad_norm: f64,
     /// q * n: what the noisy sum is divided by (Opacus's `expected_batch_size`).
     pub expected_batch_size: f64,
+    /// q: the rate at which the accountant assumes a unit enters a batch; gradient canaries
+    /// ([`super::canary`]) are sampled at it.
+    pub sample_rate: f64,
+    /// A deliberate bug for the demo methods (None in every shipped method).
+    pub flaw: PlantedFlaw,
+}
+
+/// Bugs planted in the DP-SGD step of demo methods, which an audit must catch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PlantedFlaw {
+    #[default]
+    None,
+    /// The noise is calibrated for the mean (std sigma C / B) but added to the sum, so the
+    /// released mean's noise is divided by the batch size twice.
+    NoiseOnMean,
+    /// Only the weights' per-example gradients are clipped (by their own norm); the biases'
+    /// enter the sum unclipped.
+    BiasUnclipped,
 }
 
 impl DpSgd {
@@ -28,6 +47,9 @@ impl DpSgd {
     /// [`super::Optimizer::step_flat`].
     pub fn private_flat(&self, tape: Option<(&Tape, &Tensor)>, params: &[(usize, Tensor)]) -> (Grads, Tensor) {
         let summed = match tape {
+            Some((t, loss_sum)) if self.flaw == PlantedFlaw::BiasUnclipped => {
+                t.weights_only_clipped_sum(loss_sum, self.max_grad_norm)
+            }
             Some((t, loss_sum)) => t.clipped_sum(loss_sum, self.max_grad_norm).0,
             None => Vec::new(),
         };
@@ -43,7 +65,10 @@ impl DpSgd {
 
     /// [`Self::noisy_mean`], and the one vector its gradients are views of.
     pub fn noisy_flat(&self, summed: Grads, params: &[(usize, Tensor)]) -> (Grads, Tensor) {
-        let std = self.noise_multiplier * self.max_grad_norm;
+        let mut std = self.noise_multiplier * self.max_grad_norm;
+        if self.flaw == PlantedFlaw::NoiseOnMean {
+            std /= self.expected_batch_size;
+        }
         let sums: Vec<Tensor> = params
             .iter()
             .map(|(id, p)| {
@@ -55,8 +80,12 @@ impl DpSgd {
         // N(0, std^2) per coordinate as a draw per parameter, in four ops a step instead of four
         // per parameter (GAP's classifier has dozens and a step lasts a millisecond).
         let mut flat = super::optim::concat_flat(&sums);
+        let canaries = if canary::active() { canary::plant(&mut flat, params, self) } else { None };
         if std > 0.0 && std.is_finite() {
             flat += flat.randn_like() * std;
+        }
+        if let Some(reads) = canaries {
+            canary::read(reads, &flat);
         }
         let flat = flat / self.expected_batch_size;
         let sizes: Vec<i64> = sums.iter().map(|t| t.numel() as i64).collect();
@@ -66,6 +95,16 @@ impl DpSgd {
             .map(|((id, p), g)| (*id, g.view(p.size().as_slice())))
             .collect();
         (grads, flat)
+    }
+
+    /// A Dirac per-example gradient of norm `raw` after this step's clipping: `raw` times
+    /// Opacus's factor min(1, C / (norm + 1e-6)), as [`super::clip_factor`] gives every example;
+    /// under [`PlantedFlaw::BiasUnclipped`] a bias coordinate keeps its raw norm.
+    pub fn clip_dirac(&self, raw: f64, in_bias: bool) -> f64 {
+        if self.flaw == PlantedFlaw::BiasUnclipped && in_bias {
+            return raw;
+        }
+        raw * (self.max_grad_norm / (raw + 1e-6)).min(1.0)
     }
 }
 

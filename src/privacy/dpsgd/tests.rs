@@ -111,7 +111,13 @@ fn dp_adam_without_noise_or_clipping_equals_adam_on_the_mean_loss() {
     let ids = m.ids();
     let params: Vec<(usize, Tensor)> = ids.iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
     // Ours: DP path with sigma = 0, C = inf, expected batch = actual batch.
-    let dp = DpSgd { noise_multiplier: 0.0, max_grad_norm: f64::INFINITY, expected_batch_size: 7.0 };
+    let dp = DpSgd {
+        noise_multiplier: 0.0,
+        max_grad_norm: f64::INFINITY,
+        expected_batch_size: 7.0,
+        sample_rate: 1.0,
+        flaw: Default::default(),
+    };
     let mut opt = Optimizer::new(OptimizerKind::Adam, 0.01, 0.0);
     for _ in 0..3 {
         let mut f = Fwd::train_taped();
@@ -142,7 +148,13 @@ fn dp_adam_without_noise_or_clipping_equals_adam_on_the_mean_loss() {
 fn noise_std_is_sigma_times_c_over_expected_batch() {
     tch::manual_seed(5);
     let p = Tensor::zeros([200, 100], (Kind::Float, tch::Device::Cpu));
-    let dp = DpSgd { noise_multiplier: 2.0, max_grad_norm: 0.5, expected_batch_size: 4.0 };
+    let dp = DpSgd {
+        noise_multiplier: 2.0,
+        max_grad_norm: 0.5,
+        expected_batch_size: 4.0,
+        sample_rate: 1.0,
+        flaw: Default::default(),
+    };
     let g = dp.private_grads(None, &[(0, p)]);
     let std = g[0].1.std(true).double_value(&[]);
     let mean = g[0].1.mean(Kind::Float).double_value(&[]);

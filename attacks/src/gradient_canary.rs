@@ -1,0 +1,141 @@
+//! In-pipeline gradient canaries: the grey-box audit of the DP-SGD step a method runs, what
+//! `canary-aggregation` is to GAP's aggregations.
+//!
+//! Following Nasr et al. 2023 (Dirac canary gradients, every intermediate update observed) and
+//! Steinke, Nasr & Jagielski 2023 (many independent canaries in one training run), the auditor
+//! draws m fair coins and asks the target's training oracle to train once with the included
+//! canaries planted in every DP-SGD step as one more per-example gradient: a Dirac gradient on a
+//! coordinate of its own, Poisson-sampled at the step's rate, clipped by the trainer's rule, then
+//! noised with the real examples. The auditor reads every step's released noisy sum before the
+//! optimiser and scores a canary by the sum over steps of its coordinate, the Neyman-Pearson
+//! statistic of the composed Gaussian releases. The trainer's side lives in the main crate
+//! (`privacy::dpsgd::canary`).
+//!
+//! The canaries face DP-SGD and nothing else (not GAP's aggregation noise, not a degree bound's
+//! node sensitivity), so the bound is compared with the claim of the DP-SGD component alone,
+//! which the oracle computes from the method's accountant events; the method's total claim is
+//! kept in the details. The unit is one per-example gradient (one unit's gradient for
+//! class/subclass-level DP-SGD): the unit DP-SGD's own analysis protects.
+use crate::error::{check, Result};
+use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
+pub use crate::threat::{GradientCanaryPlan, GradientCanaryReadings, GradientCanarySites};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GradientCanaryParams {
+    /// Canary gradients (each with its own fair coin).
+    pub canaries: usize,
+    /// Coordinates the canaries sit on: `all`, or `biases` (one-dimensional parameters only).
+    pub sites: GradientCanarySites,
+    /// A canary's raw gradient norm over the clipping bound C: a correct clip brings it to
+    /// exactly C, a missing one lets it through.
+    pub raw_norm: f64,
+}
+
+impl Default for GradientCanaryParams {
+    fn default() -> Self {
+        GradientCanaryParams { canaries: 10_000, sites: GradientCanarySites::All, raw_norm: 100.0 }
+    }
+}
+
+impl Attack for GradientCanaryParams {
+    fn game(&self) -> GameUnit {
+        GameUnit::GradientCanary
+    }
+    fn requires(&self) -> Access {
+        Access { oracle: true, white_box: false, ..Access::default() }
+    }
+    fn check(&self) -> Result<()> {
+        check!(
+            self.canaries >= 100,
+            "canaries",
+            "{} canaries are too few for a bound (need at least 100)",
+            self.canaries
+        );
+        check!(
+            self.canaries <= 1_000_000,
+            "canaries",
+            "{} canaries would slow every DP-SGD step (at most 10^6)",
+            self.canaries
+        );
+        check!(
+            self.raw_norm.is_finite() && self.raw_norm >= 1.0,
+            "raw_norm",
+            "{} is not a raw norm of at least the clipping bound (need a finite value >= 1)",
+            self.raw_norm
+        );
+        Ok(())
+    }
+    fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
+        gradient_canary_audit(target, self, seed)
+    }
+}
+
+pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, seed: u64) -> Result<Outcome> {
+    params.check()?;
+    let oracle = target.oracle.ok_or_else(|| {
+        crate::error::Error::Unsupported("gradient canaries need the target's training oracle".into())
+    })?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let included: Vec<bool> = (0..params.canaries).map(|_| rng.gen_bool(0.5)).collect();
+    let plan = GradientCanaryPlan {
+        included: included.clone(),
+        sites: params.sites,
+        raw_norm: params.raw_norm,
+        seed: rng.gen(),
+    };
+    let read = oracle.train_with_gradient_canaries(target.graph, target.split, &plan, rng.gen())?;
+    check!(
+        read.scores.len() == params.canaries,
+        "canaries",
+        "the trainer read {} canaries, not {}",
+        read.scores.len(),
+        params.canaries
+    );
+    check!(read.scores.iter().all(|s| s.is_finite()), "release", "the trainer released non-finite gradient sums");
+    let one_run = crate::canary_game::one_run_details(&read.scores, &included, target, GameUnit::GradientCanary);
+    let (pos, neg) = crate::stats::partition_by_coin(&read.scores, &included);
+    let game = Game {
+        unit: GameUnit::GradientCanary,
+        positive: format!(
+            "a Dirac canary gradient (raw norm {} C, on {} coordinates) planted in every DP-SGD step it is sampled \
+             into (fair coin)",
+            params.raw_norm,
+            match params.sites {
+                GradientCanarySites::All => "any",
+                GradientCanarySites::Biases => "bias",
+            }
+        ),
+        negative: "a canary gradient its coin left out".into(),
+        statement: format!(
+            "The auditor reads the released noisy gradient sum of each of the {} DP-SGD steps ({} stage(s)) before \
+             the optimiser and scores each of {} canaries by the sum over its steps of its coordinate.",
+            read.steps, read.stages, params.canaries
+        ),
+    };
+    let knowledge = AdversaryKnowledge {
+        white_box: true,
+        notes: vec![
+            "plants canary gradients in the trainer's own DP-SGD step (sampled, clipped and noised with the real \
+             examples) and reads every step's released noisy sum: all intermediate updates observed"
+                .into(),
+            format!("the bound is compared with the DP-SGD component's claim alone: {}", read.component_event),
+        ],
+        ..Default::default()
+    };
+    let mut out = Outcome::new(pos, neg, None, game, knowledge);
+    out.details.insert("canaries".into(), params.canaries.into());
+    out.details.insert("stages".into(), read.stages.into());
+    out.details.insert("steps".into(), read.steps.into());
+    out.details.insert("period".into(), read.period.into());
+    out.details.insert("canary_draws".into(), read.sampled.into());
+    out.details.insert("claimed_epsilon".into(), read.component.epsilon.map_or(serde_json::Value::Null, Into::into));
+    out.details.insert("component".into(), read.component_event.clone().into());
+    out.details.insert("canary_training_seconds".into(), read.training_seconds.into());
+    out.details.extend(one_run);
+    out.component_claim = Some(read.component);
+    Ok(out)
+}
