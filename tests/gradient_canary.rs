@@ -116,18 +116,27 @@ fn dp_mlp_gradient_canaries_come_close_to_the_dp_sgd_claim_and_never_above() {
     assert_ne!(verdict, "violated");
 }
 
+/// Clopper-Pearson: valid whatever the (buggy) mechanism's shape. 4000 canaries, so that a
+/// perfect separation can certify well above 4.
+const CP: [&str; 4] = ["--bound", "clopper-pearson", "--set", "canaries=4000"];
+
 #[test]
-fn the_planted_dp_sgd_bugs_are_violated_in_one_run_at_eps_4() {
-    // Clopper-Pearson: valid whatever the (buggy) mechanism's shape. 4000 canaries, so that a
-    // perfect separation can certify well above 4.
-    let cp = ["--bound", "clopper-pearson", "--set", "canaries=4000"];
-    let v = attack("demo-dp-mlp-noise-on-mean", "4", &cp);
+fn noise_added_to_the_mean_is_violated_in_one_run_at_eps_4() {
+    let v = attack("demo-dp-mlp-noise-on-mean", "4", &CP);
     let (claim, lb, verdict, _) = figures(&v);
     assert_eq!(verdict, "violated", "noise on the mean not caught: eps_lb {lb} vs claim {claim}");
+}
+
+/// Not yet shown: this set-up materialises every per-example gradient of a 3-layer MLP at each
+/// step and did not finish within 20 minutes on 2 cores; it needs a cheaper clip of the weights
+/// alone before it can run in the suite.
+#[test]
+#[ignore = "too slow for the suite (over 20 min on 2 cores); the bias-unclipped demo is not yet shown caught"]
+fn unclipped_biases_are_violated_in_one_run_at_eps_4() {
     // Canaries on bias coordinates only: a wider, deeper MLP has more of them, and 20 epochs give
     // each canary enough steps to be sampled into.
     let biases = ["--set", "sites=\"biases\"", "--hidden", "256", "--mlp-layers", "3", "--epochs", "20"];
-    let v = attack("demo-dp-mlp-bias-unclipped", "4", &[&cp[..], &biases[..]].concat());
+    let v = attack("demo-dp-mlp-bias-unclipped", "4", &[&CP[..], &biases[..]].concat());
     let (claim, lb, verdict, _) = figures(&v);
     assert_eq!(verdict, "violated", "unclipped biases not caught: eps_lb {lb} vs claim {claim}");
 }

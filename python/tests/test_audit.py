@@ -15,6 +15,7 @@ import gnnaudit
 from conftest import EXAMPLE, REPO
 
 
+@pytest.mark.slow  # minutes of training; run with GNNAUDIT_PYTHON_SLOW=1
 def test_link_stealing_and_lira_through_train_fn(example, cora, members, gcn):
     report = gnnaudit.audit(
         gcn,
@@ -153,6 +154,7 @@ except KeyboardInterrupt:
     assert "interrupted" in rest
 
 
+@pytest.mark.slow  # minutes of training; run with GNNAUDIT_PYTHON_SLOW=1
 def test_example_runs(tmp_path):
     done = subprocess.run(
         [sys.executable, str(EXAMPLE), "--quick"], capture_output=True, text=True, cwd=tmp_path, timeout=1800

@@ -623,7 +623,17 @@ impl Pooled {
             if claim.unit == gnnaudit_attacks::ClaimUnit::None { None } else { claim.epsilon.or(Some(f64::INFINITY)) };
         let verdict = certificate.as_ref().map_or(Verdict::NotComparable, |c| c.verdict(claimed));
         let tightness = certificate.as_ref().and_then(|c| c.tightness(claimed));
-        Ok(Pooled { results, utility, claim, method_epsilon, sensitive_names, certificate, one_run, verdict, tightness })
+        Ok(Pooled {
+            results,
+            utility,
+            claim,
+            method_epsilon,
+            sensitive_names,
+            certificate,
+            one_run,
+            verdict,
+            tightness,
+        })
     }
 
     /// Mean and standard deviation over the runs of one figure of each result.

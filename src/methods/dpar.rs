@@ -790,7 +790,9 @@ const fn entry(name: &'static str, about: &'static str, private: bool, knobs: &'
 
 pub const DPAR_GM: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparGaussianRows),
-    ..entry("dpar-gm", "DPAR (Zhang thesis ch.5): node-level DP by Gaussian DP-APPR rows (Alg. 7) + DP-SGD with the \
+    ..entry(
+        "dpar-gm",
+        "DPAR (Zhang thesis ch.5): node-level DP by Gaussian DP-APPR rows (Alg. 7) + DP-SGD with the \
      referenced-row cap; --epsilon is the node-level total. At sound budgets it stays at or just above the \
      majority class with every setting swept (node eps 8: cora 32.8% test = the majority class; Cornell5 20.1% \
      against 17.6%; its DP-APPR rows are noise)",
@@ -800,12 +802,19 @@ pub const DPAR_GM: MethodSpec = MethodSpec {
 };
 pub const DPAR_EM0: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparExponentialRows),
-    ..entry("dpar-em0", "DPAR with Gumbel top-K DP-APPR rows of weight 1/K (Alg. 8 option 1). At sound budgets it does not beat the \
-     majority class with any setting swept (node eps 8, cora: 32.8% test = the majority class)", true, EM_KNOBS)
+    ..entry(
+        "dpar-em0",
+        "DPAR with Gumbel top-K DP-APPR rows of weight 1/K (Alg. 8 option 1). At sound budgets it does not beat the \
+     majority class with any setting swept (node eps 8, cora: 32.8% test = the majority class)",
+        true,
+        EM_KNOBS,
+    )
 };
 pub const DPAR_EM1: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparExponentialRows),
-    ..entry("dpar-em1", "DPAR with Gumbel top-K DP-APPR rows carrying Laplace-noised values (Alg. 8 option 2). At sound budgets it \
+    ..entry(
+        "dpar-em1",
+        "DPAR with Gumbel top-K DP-APPR rows carrying Laplace-noised values (Alg. 8 option 2). At sound budgets it \
      does not beat the majority class with any setting swept (node eps 8, cora: at most 9.9% test, majority 32.8%)",
         true,
         EM_KNOBS,
@@ -813,7 +822,9 @@ pub const DPAR_EM1: MethodSpec = MethodSpec {
 };
 pub const DPAR_DPSGD: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparSgd),
-    ..entry("dpar-dpsgd", "DPAR baseline DPSGD: non-private APPR rows, DP-SGD at step sensitivity 2BC. At sound budgets it does not \
+    ..entry(
+        "dpar-dpsgd",
+        "DPAR baseline DPSGD: non-private APPR rows, DP-SGD at step sensitivity 2BC. At sound budgets it does not \
      beat the majority class with any setting swept (node eps 8, cora: at most 10.6% test, majority 32.8%)",
         true,
         DPSGD_KNOBS,
@@ -821,14 +832,18 @@ pub const DPAR_DPSGD: MethodSpec = MethodSpec {
 };
 pub const DPAR_FEATURES: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparSgd),
-    ..entry("dpar-features", "DPAR baseline Features: Pi = I, node-level DP-SGD on the features (Poisson batches)",
+    ..entry(
+        "dpar-features",
+        "DPAR baseline Features: Pi = I, node-level DP-SGD on the features (Poisson batches)",
         true,
         FEATURES_KNOBS,
     )
 };
 pub const DPAR_RANDOM: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::DparSgd),
-    ..entry("dpar-random", "DPAR baseline Random: K random columns per row, DP-SGD with the referenced-row cap. It does not beat the \
+    ..entry(
+        "dpar-random",
+        "DPAR baseline Random: K random columns per row, DP-SGD with the referenced-row cap. It does not beat the \
      majority class with any setting swept (node eps 8, cora: 32.8% test = the majority class)",
         true,
         RANDOM_KNOBS,
