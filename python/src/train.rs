@@ -5,6 +5,7 @@ use gnnaudit::cli::train::{seeds, set_threads, TrainArgs};
 use gnnaudit::data;
 use gnnaudit::error::Result;
 use gnnaudit::methods;
+use gnnaudit::train::baseline::{at_chance, Baseline, DEFAULT_CHANCE_CONFIDENCE};
 use serde_json::{json, Value};
 
 pub fn run(a: &TrainArgs) -> Result<Value> {
@@ -19,6 +20,11 @@ pub fn run(a: &TrainArgs) -> Result<Value> {
     let ratios = recipe.method.spec().split;
     let ds = data::transforms::prepare_like_gap(&raw, a.min_class_count, ratios, a.split_seed)?;
     methods::size::ensure_fits(&recipe, &ds)?;
+    // The baselines `train` prints beside every accuracy, and the at-chance test of each run.
+    let baseline = match recipe.method.utility_metric() {
+        methods::UtilityMetric::RocAuc => Baseline::link_prediction(),
+        methods::UtilityMetric::Accuracy => Baseline::of_classes(&ds)?,
+    };
     let mut runs = vec![];
     let mut budget = None;
     for &seed in &seeds {
@@ -29,6 +35,7 @@ pub fn run(a: &TrainArgs) -> Result<Value> {
             "train_accuracy": run.accuracy.train,
             "val_accuracy": run.accuracy.val,
             "test_accuracy": run.accuracy.test,
+            "chance_test": at_chance(run.accuracy.test, &baseline, DEFAULT_CHANCE_CONFIDENCE),
             "seconds": run.seconds,
         }));
         budget.get_or_insert(run.budget);
@@ -42,6 +49,8 @@ pub fn run(a: &TrainArgs) -> Result<Value> {
         "epsilon": recipe.epsilon,
         "delta": recipe.is_private().then_some(budget.delta),
         "utility_metric": recipe.method.utility_metric(),
+        "baseline": baseline,
+        "at_chance": runs.iter().any(|r| r["chance_test"]["at_chance"] == true),
         "runs": runs,
         "budget": budget,
         "claimed_epsilon": budget.claimed_epsilon(),
