@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 . scripts/libtorch-env.sh
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gnnaudit/target}"
 if [ -n "${LIBTORCH:-}" ]; then
-  echo "error: the Python tests need the torch environment of scripts/libtorch-env.sh; unset LIBTORCH, or set GNNAUDIT_NO_PYTHON=1" >&2
+  echo "error: the Python tests need the torch environment of scripts/libtorch-env.sh; unset LIBTORCH, or leave GNNAUDIT_PYTHON unset" >&2
   exit 2
 fi
 PY="$GNNAUDIT_TORCH_DIR/bin/python"

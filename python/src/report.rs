@@ -106,6 +106,8 @@ pub fn build(facts: &AuditFacts<'_>, attacks: &[AttackRuns<'_>]) -> Result<Repor
                 budget: BudgetRecord::from(&budget),
                 recipe,
                 attacks: cell_attacks,
+                // Not yet computed for an in-process audit: the report shows "-" for its baselines.
+                baseline: None,
                 seconds: CellSeconds { train: 0.0, attacks: facts.seconds / facts.seeds.len() as f64 },
             },
         });
