@@ -371,7 +371,13 @@ pub fn gradient_canary_run(
         attacks::GradientCanarySites::All => CanarySites::All,
         attacks::GradientCanarySites::Biases => CanarySites::Biases,
     };
-    let canaries = CanaryPlan { included: plan.included.clone(), sites, raw_norm: plan.raw_norm, seed: plan.seed };
+    let canaries = CanaryPlan {
+        included: plan.included.clone(),
+        sites,
+        raw_norm: plan.raw_norm,
+        seed: plan.seed,
+        noise_off: plan.noise_off,
+    };
     let (run, read) = observe(canaries, || methods::train_with(recipe, data, seed, acct))?;
     let mut claim = claim_of(&component);
     claim.unit = claim_of(&total).unit;
@@ -380,6 +386,7 @@ pub fn gradient_canary_run(
         stages: read.stages,
         steps: read.steps,
         period: read.period,
+        fewest_coordinates: read.fewest_coordinates,
         sampled: read.sampled,
         component: claim,
         component_event: part.normalized().to_string(),

@@ -101,17 +101,23 @@ pub struct GradientCanaryPlan {
     /// Raw gradient norm over the clipping bound (>= 1).
     pub raw_norm: f64,
     pub seed: u64,
+    /// The positive control: the same training with every DP-SGD step's noise left out.
+    pub noise_off: bool,
 }
 
 /// What the auditor read from the DP-SGD steps of one training run, and the claim of the DP-SGD
 /// component alone (the canaries face nothing else).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GradientCanaryReadings {
-    /// Per canary: the sum over its steps of the released noisy sum at its coordinate.
+    /// Per canary: the log-likelihood ratio of its reads (the released noisy sums at its
+    /// coordinate), included against left out, under the mechanism the accountant claims.
     pub scores: Vec<f64>,
     pub stages: usize,
     pub steps: usize,
     pub period: usize,
+    /// Eligible coordinates of the smallest DP-SGD stage (the most canaries that all read
+    /// every step).
+    pub fewest_coordinates: usize,
     pub sampled: usize,
     /// The DP-SGD component's claim (its epsilon at the method's delta).
     pub component: Claim,

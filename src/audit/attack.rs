@@ -182,10 +182,24 @@ fn attack_all(
         let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget)?, ..*target };
         let mut result = run_attack(&own, &knowledge, &params, seed).map_err(from_attack)?;
         let mut control_record = None;
-        // Gradient canaries need DP-SGD in the training, which the controls (the methods without
-        // their noise or privacy) do not run: their rows stay inconclusive below the claim.
-        let control = control.as_mut().filter(|_| kind != attacks::AttackKind::CanaryGradient);
-        if let (Verdict::Inconclusive, Some(c)) = (result.verdict, control) {
+        if let (Verdict::Inconclusive, attacks::AttackConfig::CanaryGradient(g)) = (result.verdict, &params.attack) {
+            // Gradient canaries need DP-SGD in the training, which the registered controls (the
+            // methods without their noise or privacy) do not run: this audit's control is the
+            // same training with DP-SGD's noise left out, scored by the same statistic.
+            let name = format!("{} without DP-SGD noise", recipe.method.name());
+            progress.set_message(Stage::Attack, format!("{} on the control {name}", a.label()));
+            let on_noise_off = AttackParams {
+                attack: attacks::AttackConfig::CanaryGradient(g.on_positive_control()),
+                ..params.clone()
+            };
+            let on_control = run_attack(&own, &knowledge, &on_noise_off, seed).map_err(from_attack)?;
+            result.judge_with_control(on_control.eps_lb);
+            control_record = Some(ControlRecord {
+                method: name,
+                eps_lb: on_control.eps_lb,
+                caught: result.verdict == Verdict::NotRefuted,
+            });
+        } else if let (Verdict::Inconclusive, Some(c)) = (result.verdict, control.as_mut()) {
             // The same attack, seed and settings on the control, judged against this claim.
             progress.set_message(Stage::Attack, format!("{} on the control {}", a.label(), c.recipe.method.name()));
             let on_control =

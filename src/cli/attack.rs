@@ -735,7 +735,13 @@ impl Pooled {
             let total = self.method_epsilon.map_or("none".to_string(), |e| format!("{e:.3}"));
             println!("the claim above is the audited component's; the method's total claim is eps {total}");
         }
-        if verdict == Verdict::Inconclusive {
+        if verdict == Verdict::Inconclusive && a.attack == AttackKind::CanaryGradient {
+            println!(
+                "inconclusive: no positive control showed this attack's power (its control is the same training with \
+                 DP-SGD's noise left out, which `gnnaudit audit` runs); more canaries when the bound is capped by \
+                 what the test could certify, or --bound gdp, add power"
+            );
+        } else if verdict == Verdict::Inconclusive {
             let control =
                 recipe.method.spec().control.map_or("none in the registry".to_string(), |m| m.name().to_string());
             println!(

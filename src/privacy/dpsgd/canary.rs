@@ -9,10 +9,21 @@
 //! clipped by the trainer's own rule ([`super::DpSgd::clip_dirac`]) and added to the clipped sum
 //! before the trainer adds its noise; the observer then reads the released noisy sum (before the
 //! division by the batch size and the optimiser) at every canary's coordinate, less the real
-//! examples' clipped sum there. A canary's score is the sum of those reads over its steps:
-//! `C Binomial(T, q) + N(0, T sigma^2 C^2)` for an included canary of a correct trainer,
-//! `N(0, T sigma^2 C^2)` for a left-out one. The sum over steps is the Neyman-Pearson statistic of
-//! T composed Gaussian releases of the coordinate.
+//! examples' clipped sum there.
+//!
+//! A canary's score is the Neyman-Pearson statistic of its reads under the mechanism the
+//! accountant claims (Nasr et al. 2023 score canaries by the likelihood ratio of the claimed
+//! mechanism; by the Neyman-Pearson lemma no test of one canary is more powerful). Step t of a
+//! correct trainer releases a left-out canary's read as `x_t ~ N(0, s_t^2)` and an included one's
+//! as the Poisson mixture `(1 - q_t) N(0, s_t^2) + q_t N(C_t, s_t^2)`, with `s_t = sigma_t C_t`;
+//! the steps compose adaptively, so the log-likelihood ratio of the whole run is
+//! `sum_t ln(1 - q_t + q_t exp((C_t x_t - C_t^2 / 2) / s_t^2))`, evaluated here as a log-sum-exp.
+//! It weighs every step and every stage by its own rate and noise: a plain sum of the reads is the
+//! same test only when all steps share q and sigma, and with q = 1; over stages of unequal noise
+//! (GAP's encoder and classifier) the noisiest stage swamps the others. A step without noise
+//! (sigma 0) adds `x_t / C_t`, the number of draws, the limit of the ratio's ordering. Any score
+//! keeps the certified bound sound (the bounds assume only the canaries' independence); the
+//! statistic buys power.
 //!
 //! Taking away the real examples' share is sound: given the history (the iterates, which this
 //! white-box auditor observes, Nasr et al. 2023) and the real examples' own Poisson draws, which
@@ -29,6 +40,10 @@
 //! Each distinct parameter list (a GAP encoder, its classifier, a ProGAP stage) is a stage with
 //! its own coordinates; a canary's score adds its reads over all stages, so the audit measures the
 //! composition of every DP-SGD stage the method runs, the claim it is compared with.
+//!
+//! The positive control of this audit ([`CanaryPlan::noise_off`]) runs the same training with the
+//! DP-SGD noise left out of every step and keeps the statistic of the claimed mechanism: the
+//! version of the trainer that leaks, judged by the same test.
 //!
 //! When no audit runs, the engine checks one thread-local flag per step and touches neither the
 //! gradients nor torch's generator (the canaries draw from their own ChaCha stream): training is
@@ -62,12 +77,15 @@ pub struct CanaryPlan {
     pub raw_norm: f64,
     /// Seed of the canaries' own stream (coordinates and Poisson draws).
     pub seed: u64,
+    /// The positive control: every observed DP-SGD step releases its sum without noise.
+    pub noise_off: bool,
 }
 
 /// What the observer read during one training run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CanaryReadings {
-    /// Canary i's score: the sum of the released noisy sums at its coordinate over its steps.
+    /// Canary i's score: the log-likelihood ratio of its reads, included against left out,
+    /// under the claimed mechanism (module doc).
     pub scores: Vec<f64>,
     /// DP-SGD parameter lists the trainer ran (stages).
     pub stages: usize,
@@ -75,6 +93,9 @@ pub struct CanaryReadings {
     pub steps: usize,
     /// Largest number of phases a stage dealt its steps into (1: every canary reads every step).
     pub period: usize,
+    /// Eligible coordinates of the smallest stage: with at most this many canaries, every
+    /// canary reads every step of every stage.
+    pub fewest_coordinates: usize,
     /// Included canaries' draws into a batch, over all steps.
     pub sampled: usize,
 }
@@ -88,6 +109,7 @@ struct Stage {
     in_bias: Vec<bool>,
     period: usize,
     step: usize,
+    eligible: usize,
 }
 
 struct Run {
@@ -141,9 +163,17 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
         Error::invalid("attack", "the training took no DP-SGD step: there is nothing for gradient canaries to enter")
     );
     let period = run.stages.iter().map(|s| s.period).max().unwrap_or(1);
+    let fewest_coordinates = run.stages.iter().map(|s| s.eligible).min().unwrap_or(0);
     Ok((
         out,
-        CanaryReadings { scores: run.scores, stages: run.stages.len(), steps: run.steps, period, sampled: run.sampled },
+        CanaryReadings {
+            scores: run.scores,
+            stages: run.stages.len(),
+            steps: run.steps,
+            period,
+            fewest_coordinates,
+            sampled: run.sampled,
+        },
     ))
 }
 
@@ -153,6 +183,44 @@ pub(super) struct StepReads {
     canaries: Vec<usize>,
     coordinates: Tensor,
     real: Vec<f64>,
+    /// The step as the accountant models it: Poisson rate, clipping bound, noise std.
+    claimed: ClaimedStep,
+    noise_off: bool,
+}
+
+impl StepReads {
+    /// Whether this step is to be released without noise (the positive control).
+    pub(super) fn noise_off(&self) -> bool {
+        self.noise_off
+    }
+}
+
+/// One DP-SGD step as the accountant models it: Poisson rate q, clipping bound C and the
+/// std `sigma C` of the noise on the sum.
+#[derive(Debug, Clone, Copy)]
+struct ClaimedStep {
+    q: f64,
+    clip: f64,
+    std: f64,
+}
+
+impl ClaimedStep {
+    /// `ln(p_in(x) / p_out(x))` for one read x: `ln(1 - q + q exp((C x - C^2 / 2) / s^2))`,
+    /// by log-sum-exp so that a large exponent neither overflows nor loses the `1 - q` term;
+    /// `x / C` without noise (the ratio is then infinite or `ln(1 - q)`, ordered by the draw).
+    fn log_likelihood_ratio(self, x: f64) -> f64 {
+        let ClaimedStep { q, clip, std } = self;
+        if !(std > 0.0 && std.is_finite()) {
+            return x / clip;
+        }
+        let z = (clip * x - clip * clip / 2.0) / (std * std);
+        if q >= 1.0 {
+            return z;
+        }
+        let (a, b) = ((1.0 - q).ln(), q.ln() + z);
+        let hi = a.max(b);
+        hi + (-(a - b).abs()).exp().ln_1p()
+    }
 }
 
 /// `t` at `at`, as doubles on the CPU.
@@ -191,7 +259,7 @@ pub(super) fn read(reads: StepReads, released: &Tensor) {
     RUN.with(|r| {
         if let Some(run) = r.borrow_mut().as_mut() {
             for ((i, v), real) in reads.canaries.into_iter().zip(values).zip(reads.real) {
-                run.scores[i] += v - real;
+                run.scores[i] += reads.claimed.log_likelihood_ratio(v - real);
             }
         }
     })
@@ -248,7 +316,9 @@ impl Run {
             let values = Tensor::from_slice(&add_value).to_device(device).to_kind(flat.kind());
             let _ = flat.index_add_(0, &at, &values);
         }
-        Ok(StepReads { canaries: read, coordinates, real })
+        let claimed =
+            ClaimedStep { q: dp.sample_rate, clip: dp.max_grad_norm, std: dp.noise_multiplier * dp.max_grad_norm };
+        Ok(StepReads { canaries: read, coordinates, real, claimed, noise_off: self.plan.noise_off })
     }
 
     /// Deals the stage's eligible coordinates to the canaries: distinct coordinates while they
@@ -277,6 +347,34 @@ impl Run {
         // Canary i sits on slot i / period and reads the steps of phase i % period.
         let coordinate = (0..m).map(|i| eligible[picked[i / period]]).collect();
         let in_bias = (0..m).map(|i| bias[picked[i / period]]).collect();
-        Ok(Stage { key, coordinate, in_bias, period, step: 0 })
+        Ok(Stage { key, coordinate, in_bias, period, step: 0, eligible: eligible.len() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ClaimedStep;
+
+    /// The log-sum-exp form is the ratio of the two densities, stays finite where the direct
+    /// form overflows, and reduces to the Gaussian ratio without sampling.
+    #[test]
+    fn log_likelihood_ratio_is_the_density_ratio_and_stable() {
+        let gauss = |x: f64, mean: f64, s: f64| (-(x - mean).powi(2) / (2.0 * s * s)).exp();
+        for (q, clip, std) in [(0.1, 1.0, 1.5), (0.5, 2.0, 0.7), (0.01, 0.5, 3.0)] {
+            let step = ClaimedStep { q, clip, std };
+            for x in [-3.0, -0.5, 0.0, 0.4, 1.0, 2.5] {
+                let direct = ((1.0 - q) * gauss(x, 0.0, std) + q * gauss(x, clip, std)) / gauss(x, 0.0, std);
+                let got = step.log_likelihood_ratio(x);
+                assert!((got - direct.ln()).abs() < 1e-12, "q {q} C {clip} s {std} x {x}: {got} vs {}", direct.ln());
+            }
+        }
+        let tiny_noise = ClaimedStep { q: 0.2, clip: 1.0, std: 1e-3 };
+        let (high, low) = (tiny_noise.log_likelihood_ratio(1.0), tiny_noise.log_likelihood_ratio(0.0));
+        assert!(high.is_finite() && (high - (0.2f64.ln() + 0.5e6)).abs() < 1e-6, "{high}");
+        assert!((low - 0.8f64.ln()).abs() < 1e-12, "{low}");
+        let full = ClaimedStep { q: 1.0, clip: 2.0, std: 4.0 };
+        assert_eq!(full.log_likelihood_ratio(3.0), (2.0 * 3.0 - 2.0) / 16.0);
+        let noiseless = ClaimedStep { q: 0.3, clip: 2.0, std: 0.0 };
+        assert_eq!(noiseless.log_likelihood_ratio(4.0), 2.0);
     }
 }

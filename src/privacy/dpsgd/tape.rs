@@ -65,7 +65,7 @@ impl Tape {
         self.per_sample_from(&grads)
     }
 
-    fn per_sample_from(&self, grads: &[Tensor]) -> Grads {
+    pub(super) fn per_sample_from(&self, grads: &[Tensor]) -> Grads {
         let mut out: Grads = Vec::new();
         for (e, g) in self.entries.iter().zip(grads) {
             for (id, t) in entry_per_sample(e.kind, &e.input, g) {
@@ -78,19 +78,23 @@ impl Tape {
         out
     }
 
+    /// Whether every per-sample norm follows from the recorded inputs and output gradients
+    /// alone (the ghost norm): 2-D inputs only, and no parameter used by two entries.
+    pub(super) fn ghost_norms_apply(&self) -> bool {
+        let mut ids: Vec<usize> = self.entries.iter().flat_map(|e| param_ids(e.kind)).collect();
+        let n_ids = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len() == n_ids && self.entries.iter().all(|e| e.input.dim() == 2)
+    }
+
     /// Clips every sample's whole-model gradient to L2 norm `max_norm` and sums over samples.
     /// Returns the clipped sum per parameter and the per-sample norms before clipping.
     pub fn clipped_sum(&self, loss_sum: &Tensor, max_norm: f64) -> (Grads, Tensor) {
         let grads = self.output_grads(loss_sum);
         // Norms and sums in the gradients' own precision (float32 in training).
         let kind = grads[0].kind();
-        let mut ids: Vec<usize> = self.entries.iter().flat_map(|e| param_ids(e.kind)).collect();
-        let n_ids = ids.len();
-        ids.sort_unstable();
-        ids.dedup();
-        let shared = ids.len() != n_ids;
-        let fast = !shared && self.entries.iter().all(|e| e.input.dim() == 2);
-        if !fast {
+        if !self.ghost_norms_apply() {
             // General path: materialise, then clip (exact for shared parameters and 3-D inputs).
             return clip_materialised(self.per_sample_from(&grads), max_norm);
         }
