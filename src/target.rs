@@ -362,7 +362,7 @@ pub fn gradient_canary_run(
             format!(
                 "{method} runs no DP-SGD at this privacy level (its accountant has no DP-SGD step), so the \
                  canary-gradient attack has nothing to plant canaries in; audit a method trained with DP-SGD \
-                 (dp-mlp, gap-ndp, progap-ndp, dpgnn, dpar-*, class-dp-mlp, subclass-dp-mlp)"
+                 (dp-mlp, gap-ndp, progap-ndp, dpgnn, class-dp-mlp, subclass-dp-mlp)"
             ),
         )
     })?;
