@@ -66,7 +66,10 @@ impl Error {
 #[macro_export]
 macro_rules! ensure {
     ($cond:expr, $err:expr) => {
-        if !$cond {
+        // Bound first: `!(x > 0.0)` is meant (it also refuses NaN), and a negated comparison
+        // written by the macro would read to clippy as a mistake at every call site.
+        let holds: bool = $cond;
+        if !holds {
             return Err($err.into());
         }
     };

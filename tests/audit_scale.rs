@@ -395,7 +395,7 @@ fn ctrl_c_says_what_was_kept_and_how_to_resume() {
         "{err}"
     );
     let kept = store.count();
-    assert!(kept >= 1 && kept < 6);
+    assert!((1..6).contains(&kept));
     let leftovers: Vec<_> = std::fs::read_dir(out.join("cells"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -615,7 +615,7 @@ fn claim(
     acct: &Accounting,
 ) -> Result<Budget> {
     Ok(if cfg.private() {
-        let event = cfg.event(&noise);
+        let event = cfg.event(noise);
         match noise.appr {
             Some(ApprNoise::Gm { sigma }) => info.push(("sigma_pr".into(), sigma)),
             Some(ApprNoise::Em { eps, eps2 }) => {
@@ -631,7 +631,7 @@ fn claim(
         }
         info.push(("sigma_sgd".into(), noise.sigma_sgd));
         info.push(("q_prime".into(), cfg.q_prime));
-        info.push(("paper_epsilon".into(), cfg.paper_epsilon(&noise, delta)?));
+        info.push(("paper_epsilon".into(), cfg.paper_epsilon(noise, delta)?));
         acct.budget_of(&event, PrivacyUnit::Node, cfg.epsilon, delta, info)?
     } else {
         Budget { noise: info, ..Budget::non_private() }

@@ -103,7 +103,7 @@ impl Default for DpgnnConfig {
 impl DpgnnConfig {
     /// Checks every parameter against the data before any work.
     pub fn validate(&self, num_train: usize) -> Result<()> {
-        if !(self.epsilon > 0.0) || self.epsilon.is_nan() {
+        if self.epsilon.is_nan() || self.epsilon <= 0.0 {
             return Err(Error::invalid("epsilon", format!("must be > 0, got {}", self.epsilon)));
         }
         if let Some(d) = self.delta {
@@ -132,7 +132,7 @@ impl DpgnnConfig {
         if self.hidden < 1 || self.post_layers < 1 {
             return Err(Error::invalid("hidden/post_layers", "need hidden >= 1 and post_layers >= 1"));
         }
-        if !(self.learning_rate > 0.0) || !(0.0..1.0).contains(&self.dropout) {
+        if self.learning_rate.is_nan() || self.learning_rate <= 0.0 || !(0.0..1.0).contains(&self.dropout) {
             return Err(Error::invalid("learning_rate/dropout", "need lr > 0 and dropout in [0, 1)"));
         }
         if !(self.inference_budget > 0.0 && self.inference_budget < 1.0) {
@@ -641,7 +641,7 @@ mod tests {
             Tensor::cat(&[Tensor::ones([m, 1], (Kind::Float, tch::Device::Cpu)), table_mask.index_select(0, b)], 1)
         };
         let loss = |logits: &Tensor, b: &Tensor| {
-            crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
+            crate::models::log_softmax_rows(logits).g_nll_loss::<Tensor>(
                 &y.index_select(0, b),
                 None,
                 Reduction::Sum,

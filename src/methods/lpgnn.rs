@@ -138,10 +138,10 @@ impl Default for LpgnnConfig {
 impl LpgnnConfig {
     /// Checks every parameter before any work.
     pub fn validate(&self) -> Result<()> {
-        if !(self.epsilon_x > 0.0) {
+        if self.epsilon_x.is_nan() || self.epsilon_x <= 0.0 {
             return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
         }
-        if !(self.epsilon_y > 0.0) {
+        if self.epsilon_y.is_nan() || self.epsilon_y <= 0.0 {
             return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
         }
         if self.kx < 0 {
@@ -159,7 +159,7 @@ impl LpgnnConfig {
         if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
             return Err(Error::invalid("learning_rate", format!("must be > 0, got {}", self.learning_rate)));
         }
-        if !(self.weight_decay >= 0.0) {
+        if self.weight_decay.is_nan() || self.weight_decay < 0.0 {
             return Err(Error::invalid("weight_decay", format!("must be >= 0, got {}", self.weight_decay)));
         }
         if self.epochs == 0 {

@@ -255,7 +255,7 @@ impl Recipe {
     /// Checks every field once, before any work (linfa's ParamGuard idea).
     pub fn validate(&self) -> Result<()> {
         if let Some(e) = self.epsilon {
-            if !(e > 0.0) || e.is_nan() {
+            if e.is_nan() || e <= 0.0 {
                 return Err(Error::invalid("epsilon", format!("{e} must be > 0 (omit it for eps = inf)")));
             }
             if e.is_infinite() {
@@ -338,7 +338,7 @@ impl Recipe {
             }
         }
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
-            if !(e > 0.0) {
+            if e.is_nan() || e <= 0.0 {
                 return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));
             }
         }

@@ -85,6 +85,8 @@ methods! {
     PgcVgae => super::pgc_vgae::PGC_VGAE,
 }
 
+// The enum is generated from the registry's list, where no variant can carry `#[default]`.
+#[allow(clippy::derivable_impls)]
 impl Default for Method {
     fn default() -> Self {
         Method::GapEdp

@@ -135,10 +135,10 @@ const GRAD_CLIP: f64 = 5.0;
 impl RgnnConfig {
     /// Checks every parameter before any work (m against d' is checked once d' is known).
     pub fn validate(&self) -> Result<()> {
-        if !(self.epsilon_x > 0.0) {
+        if self.epsilon_x.is_nan() || self.epsilon_x <= 0.0 {
             return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
         }
-        if !(self.epsilon_y > 0.0) {
+        if self.epsilon_y.is_nan() || self.epsilon_y <= 0.0 {
             return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
         }
         if self.sampled == 0 {
@@ -593,7 +593,7 @@ impl Trainee for RgnnTrainee<'_> {
             crate::models::cross_entropy(&logits.index_select(0, tr), &self.reconstructed.index_select(0, tr));
         if let Some((b, direction, alpha)) = self.bags {
             let probs = logits.index_select(0, tr).softmax(-1, Kind::Float);
-            loss = loss + b.loss(&probs, direction) * alpha;
+            loss += b.loss(&probs, direction) * alpha;
         }
         self.opt.backward_step_clip_norm(&loss, GRAD_CLIP);
         Ok(())

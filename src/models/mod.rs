@@ -350,6 +350,8 @@ pub struct Mlp {
 impl Mlp {
     /// `layers` Linear layers from `input` to `output`, hidden width `hidden`. Zero layers is the
     /// identity.
+    // One argument per hyper-parameter of the paper's architecture, each named at its call site.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ps: &mut ParamStore,
         name: &str,
