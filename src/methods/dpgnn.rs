@@ -30,13 +30,15 @@
 //! reach far more than K+1 clipped rows; per-node clipping as here gives up to 35x less signal.
 use crate::data::{bound_degree, Dataset, DegreeBound, Graph, Split};
 use crate::error::{Error, Result};
-use crate::methods::{TrainedModel, TrainedRun};
+use crate::methods::{white_box_posteriors, TrainedModel, TrainedRun};
+use crate::models::dense::to_float;
 use crate::models::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
 use crate::privacy::accountant::{default_delta, methods, Accountant, Budget, Event, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind};
 use crate::train::accounting::Accounting;
 use crate::train::evaluate::Labels;
 use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Trainee};
+use gnnaudit_attacks::Result as AttackResult;
 use tch::{Kind, Reduction, Tensor};
 
 /// DP-GNN hyper-parameters; defaults are the reference scripts' (anchors file) and thesis ch.4's.
@@ -545,6 +547,25 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
         ..d
     };
     Ok(cfg)
+}
+
+// ---------------------------------------------------------------- white box
+
+/// Pre-MLP, row-normalise, sum over in-neighbours of the degree-bounded graph divided by D, SAGE
+/// layer, post-MLP, without the test-time Gaussian release.
+impl gnnaudit_attacks::WhiteBox for DpgnnModel {
+    fn num_classes(&self) -> usize {
+        crate::methods::TrainedModel::posteriors(self).size()[1] as usize
+    }
+    fn parameters(&self) -> Vec<Tensor> {
+        self.parameter_tensors()
+    }
+    fn forward_features(&self, x: &Tensor) -> AttackResult<Tensor> {
+        white_box_posteriors(self.logits_noise_free(&to_float(x), self.aggregation()))
+    }
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<AttackResult<Tensor>> {
+        Some(white_box_posteriors(self.logits_noise_free(&to_float(x), &to_float(adj))))
+    }
 }
 
 // ---------------------------------------------------------------- registry entries

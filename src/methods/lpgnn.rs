@@ -3,10 +3,11 @@
 //! randomized response (eps_y), KProp denoising on both (K_x, K_y; GCN aggregator, no self
 //! loops), a GCN/GAT/SAGE backbone, and Drop training/validation. eps = inf switches a part off.
 //! Budget: (eps_x + eps_y)-LDP per node (Corollary 2), PrivacyUnit::Local.
-use super::backbone::{GnnKind, GraphTensors, TwoLayerGnn};
 use crate::data::{Dataset, Split};
 use crate::error::{Error, Result};
-use crate::methods::{TrainedModel, TrainedRun};
+use crate::methods::{white_box_posteriors, TrainedModel, TrainedRun};
+use crate::models::backbone::{GnnKind, GraphTensors, TwoLayerGnn};
+use crate::models::dense::{kprop_operator_dense, propagate, to_float};
 use crate::models::kprop::KProp;
 use crate::privacy::accountant::{budget, Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::multibit::{min_max_scale, MultiBit};
@@ -14,84 +15,10 @@ use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
 use crate::privacy::mechanisms::record_noise::{RecordMechanism, RecordNoise, AG_DELTA};
 use crate::train::evaluate::{accuracy, Labels};
 use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Ties, Trainee};
+use gnnaudit_attacks::Result as AttackResult;
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
-/// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Training {
-    /// Loss between KProp-smoothed noisy labels and KProp-smoothed forward-corrected
-    /// predictions (eqs. 3.41-3.42); validation by forward-correction loss under Acc*.
-    Drop,
-    /// Forward correction (Patrini et al. 2017): cross-entropy of p(y|x) T against y'.
-    ForwardCorrection,
-    /// Plain cross-entropy against the noisy labels.
-    CrossEntropy,
-}
-
-impl std::str::FromStr for Training {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "drop" => Ok(Training::Drop),
-            "forward-correction" => Ok(Training::ForwardCorrection),
-            "cross-entropy" => Ok(Training::CrossEntropy),
-            _ => Err(Error::invalid(
-                "training",
-                format!("expected drop, forward-correction or cross-entropy, got '{s}'"),
-            )),
-        }
-    }
-}
-
-/// What the server uses as node features (Table 3.3: multi-bit vs. ad-hoc features).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FeatureMode {
-    /// Multi-bit perturbed features at eps_x (raw features when eps_x = inf).
-    Multibit,
-    /// The all-ones vector (no feature information, no privacy cost).
-    Ones,
-    /// Uniform random features in [0, 1) (no feature information, no privacy cost).
-    Rnd,
-    /// The clean features (min-max scaled): no feature privacy.
-    Raw,
-    /// Table 3.2's 1B: the multi-bit encoder with m = d (every feature at eps_x / d).
-    Onebit,
-    /// Table 3.2's LP: Laplace noise of scale d/eps_x per coordinate (eps_x-LDP).
-    Laplace,
-    /// Table 3.2's AG: analytic Gaussian, (eps_x, delta)-LDP with delta = 1e-10 by default.
-    Gaussian,
-    /// Table 3.3's OHD: one-hot of min(degree, d - 1) in d columns (public, no privacy cost).
-    Ohd,
-}
-
-impl FeatureMode {
-    /// Modes that spend eps_x on the private features.
-    pub fn is_private(self) -> bool {
-        matches!(self, FeatureMode::Multibit | FeatureMode::Onebit | FeatureMode::Laplace | FeatureMode::Gaussian)
-    }
-}
-
-impl std::str::FromStr for FeatureMode {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "multibit" => Ok(FeatureMode::Multibit),
-            "ones" => Ok(FeatureMode::Ones),
-            "rnd" => Ok(FeatureMode::Rnd),
-            "raw" => Ok(FeatureMode::Raw),
-            "onebit" => Ok(FeatureMode::Onebit),
-            "laplace" => Ok(FeatureMode::Laplace),
-            "gaussian" => Ok(FeatureMode::Gaussian),
-            "ohd" => Ok(FeatureMode::Ohd),
-            _ => Err(Error::invalid(
-                "features",
-                format!("expected multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw, got '{s}'"),
-            )),
-        }
-    }
-}
+pub use super::recipe::{FeatureMode, Training};
 
 /// LPGNN hyper-parameters. Defaults: thesis Section 3.5.2 with Cora's K_x = 16, K_y = 8.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -680,6 +607,31 @@ pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
         epochs: recipe.epochs(),
     }
 }
+// ---------------------------------------------------------------- white box
+
+/// The features are what the server receives (multi-bit rectified estimates, or min-max scaled
+/// raw features at eps_x = inf); the forward is KProp (K_x steps of the GCN aggregator without
+/// self loops, thesis eq. 3.40) followed by the backbone. The dense form runs KProp on the
+/// relaxed adjacency too.
+impl gnnaudit_attacks::WhiteBox for LpgnnModel {
+    fn num_classes(&self) -> usize {
+        crate::methods::TrainedModel::posteriors(self).size()[1] as usize
+    }
+    fn parameters(&self) -> Vec<Tensor> {
+        self.vs.trainable_variables()
+    }
+    /// `x`: the features as the server receives them (before KProp).
+    fn forward_features(&self, x: &Tensor) -> AttackResult<Tensor> {
+        white_box_posteriors(self.gnn.forward_t(&self.kprop.forward(&to_float(x)), &self.tensors, false))
+    }
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<AttackResult<Tensor>> {
+        let op = kprop_operator_dense(adj);
+        let reads = self.gnn.input_weights();
+        let h = propagate(&op, &to_float(x), self.kprop.steps(), Some(&reads));
+        Some(white_box_posteriors(self.gnn.forward_dense(&h, adj)))
+    }
+}
+
 // ---------------------------------------------------------------- registry entries
 
 use crate::methods::spec::MethodSpec;

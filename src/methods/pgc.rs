@@ -25,7 +25,9 @@ use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 const PATIENCE: usize = 20;
 const MIN_EPOCHS: usize = 10;
 
-/// PGC hyper-parameters; defaults are Table 2.2's Cora row (lr 0.01, wd 0.01, dropout 0.5).
+/// PGC and PGC-VGAE hyper-parameters (the node-side randomiser, the claim and the training knobs
+/// are the same); defaults are Table 2.2's Cora row for PGC (lr 0.01, wd 0.01, dropout 0.5), and
+/// [`PgcConfig::vgae`] the VGAE row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PgcConfig {
     pub mechanism: FeatureMechanismKind,
@@ -53,6 +55,11 @@ impl Default for PgcConfig {
 }
 
 impl PgcConfig {
+    /// Table 2.2's Cora row for the VGAE (dropout 0; encoder widths 32 -> 16).
+    pub fn vgae() -> Self {
+        PgcConfig { dropout: 0.0, ..PgcConfig::default() }
+    }
+
     /// The randomiser the nodes run, None for raw features. Features live in the public range
     /// [0, 1] (bag-of-words / one-hot columns).
     pub fn randomiser(&self) -> Result<Option<FeatureLdp>> {

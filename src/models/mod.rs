@@ -9,9 +9,13 @@
 //! | GAP encoder + classifier, PMA operator | [`gap`], [`aggregation`] | gap-* |
 //! | ProGAP stages, NAP | [`progap`], [`aggregation`] | progap-* |
 //! | GCN / GAT / GraphSAGE layers | [`gcn`], [`gat`], [`sage`] | baselines, dpgnn, lpgnn, rgnn, pgc, graph-pate |
+//! | two-layer backbones over them | [`backbone`] | baselines, lpgnn, rgnn, graph-pate |
 //! | KProp | [`kprop`] | lpgnn, rgnn |
+//! | dense (differentiable-in-A) operators | [`dense`] | the white boxes |
 //! | APPR rows | [`ppr`], [`dpar`] | dpar-* |
 pub mod aggregation;
+pub mod backbone;
+pub mod dense;
 pub mod dpar;
 pub mod gap;
 pub mod gat;
