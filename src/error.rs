@@ -75,6 +75,28 @@ macro_rules! ensure {
     };
 }
 
+/// A word read through a type's serde names (the words configs and checkpoints spell), so that a
+/// flag and a config key take the same words; any other word is an error naming `knob` and the
+/// words it takes.
+pub fn parse_word<T: serde::de::DeserializeOwned>(word: &str, knob: &str, expected: &str) -> Result<T> {
+    use serde::de::IntoDeserializer;
+    T::deserialize(IntoDeserializer::<serde::de::value::Error>::into_deserializer(word))
+        .map_err(|_| Error::invalid(knob, format!("expected {expected}, got '{word}'")))
+}
+
+/// `FromStr` for an enum of words through [`parse_word`] (clap's flags read it).
+#[macro_export]
+macro_rules! from_serde_word {
+    ($ty:ty, $knob:literal, $expected:literal) => {
+        impl std::str::FromStr for $ty {
+            type Err = $crate::error::Error;
+            fn from_str(s: &str) -> $crate::error::Result<Self> {
+                $crate::error::parse_word(s, $knob, $expected)
+            }
+        }
+    };
+}
+
 /// A number as a person writes it: plain for everyday magnitudes, scientific otherwise (Rust's
 /// `{}` prints 1e-300 as a 302-character decimal).
 pub fn num(x: f64) -> String {

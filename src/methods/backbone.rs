@@ -35,13 +35,11 @@ impl TrainedModel for FullBatchModel {
         recipe: &crate::methods::Recipe,
         budget: &crate::privacy::accountant::Budget,
     ) -> Result<()> {
-        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{save_with_graph, Meta};
         let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors_cache.size()[1]);
         let features =
             if self.features.is_sparse() { self.features.to_dense(None, false) } else { self.features.shallow_clone() };
-        let mut cache = vec![("features".to_string(), features)];
-        cache.extend(graph_entries(&self.graph));
-        save_store(dir, &self.vs, &meta, &cache)
+        save_with_graph(dir, &self.vs, &meta, vec![("features".to_string(), features)], &self.graph)
     }
     fn posteriors(&self) -> Tensor {
         self.posteriors_cache.shallow_clone()

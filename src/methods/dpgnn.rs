@@ -317,14 +317,13 @@ impl TrainedModel for DpgnnModel {
     /// Saves the weights, the released posteriors (one noisy aggregation: recomputing them would
     /// be a new release) and the sampled training graph (see `train::checkpoint`).
     fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
-        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{save_with_graph, Meta};
         let in_dim = self.ps.params.first().map_or(0, |w| w.size()[1]);
         let mut meta = Meta::new(recipe, budget, in_dim, self.posteriors.size()[1]);
         meta.noise_std = self.noise_std;
         meta.max_degree = Some(recipe.max_degree);
-        let mut cache = vec![("posteriors".to_string(), self.posteriors.shallow_clone())];
-        cache.extend(graph_entries(&self.graph));
-        save_store(dir, &self.ps.vs, &meta, &cache)
+        let cache = vec![("posteriors".to_string(), self.posteriors.shallow_clone())];
+        save_with_graph(dir, &self.ps.vs, &meta, cache, &self.graph)
     }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()

@@ -347,11 +347,15 @@ impl TrainedModel for LpgnnModel {
     /// Saves the weights, the collected features (the users' one-time randomized reports: a new
     /// draw would be a new release) and the training graph (see `train::checkpoint`).
     fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
-        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{save_with_graph, Meta};
         let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors.size()[1]);
-        let mut cache = vec![("features".to_string(), self.features.shallow_clone())];
-        cache.extend(graph_entries(&self.graph));
-        save_store(dir, &self.vs, &meta, &cache)
+        save_with_graph(
+            dir,
+            &self.vs,
+            &meta,
+            vec![("features".to_string(), self.features.shallow_clone())],
+            &self.graph,
+        )
     }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
@@ -550,18 +554,6 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// The `train` arm for `--method lpgnn`. Dropout and weight decay are the recipe's, zero
-/// included; a recipe that leaves them unset starts from LPGNN's defaults (0.5 and 1e-3), which
-/// the registry's `lpgnn_defaults` writes into it.
-pub fn train_recipe(
-    recipe: &crate::methods::Recipe,
-    data: &Dataset,
-    seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<TrainedRun> {
-    train(data, &config(recipe), seed)
-}
-
 /// Rebuilds a saved LPGNN (see `train::checkpoint`): the backbone from the recipe, its weights,
 /// and the posteriors recomputed on the saved collected features and training graph.
 pub fn load_checkpoint(
@@ -588,7 +580,9 @@ pub fn load_checkpoint(
     Ok(Box::new(LpgnnModel { vs, gnn, tensors, features, config, posteriors, kprop, graph, label_recovery: None }))
 }
 
-/// The [`LpgnnConfig`] of a recipe (see [`train_recipe`]).
+/// The [`LpgnnConfig`] of a recipe (the `train` arm of `--method lpgnn`). Dropout and weight decay
+/// are the recipe's, zero included; a recipe that leaves them unset starts from LPGNN's defaults
+/// (0.5 and 1e-3), which the registry's `lpgnn_defaults` writes into it.
 pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
     LpgnnConfig {
         epsilon_x: recipe.epsilon_x,
@@ -674,7 +668,7 @@ pub const LPGNN: MethodSpec = MethodSpec {
         "lpgnn",
         "LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y)",
         PrivacyUnit::Local,
-        train_recipe,
+        |r, data, seed, _| train(data, &config(r), seed),
         lpgnn_budget,
     )
 };

@@ -19,7 +19,7 @@ use super::pgc::{collect, first_layer_estimate, PgcConfig};
 use crate::data::link_split::{sample_non_edges, split_edges, EdgeSplit, EdgeSplitRatios};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::methods::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
+use crate::methods::{Accuracy, Recipe, TrainedModel, TrainedRun};
 use crate::models::gcn::gcn_normalized;
 use crate::privacy::accountant::{Budget, PrivacyUnit};
 use crate::train::fit::{drive, Batching, EarlyStop, Evaluation, Schedule, Selection, Ties, Trainee};
@@ -222,16 +222,7 @@ impl TrainedModel for VgaeModel {
     }
     /// Latent means on another graph, whose nodes run the same mechanism (fresh randomness).
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
-        let want = self.encoder.first.ws.size()[1];
-        if data.num_features() as i64 != want {
-            return Err(Error::invalid(
-                "features",
-                format!("model expects {want} columns, got {}", data.num_features()),
-            ));
-        }
-        let (y, _) = collect(data, &self.config, 0x9e37)?;
-        let gc = first_layer_estimate(&data.graph, &y);
-        let adj = gcn_normalized(&data.graph, true);
+        let (gc, adj) = super::pgc::estimate_on(data, &self.config, self.encoder.first.ws.size()[1])?;
         Ok(tch::no_grad(|| self.encoder.forward_t(&gc, &adj, false).0))
     }
     fn embeddings(&self) -> Option<Tensor> {
@@ -352,17 +343,6 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// The `train` arm for `--method pgc-vgae`.
-pub fn train_recipe(
-    recipe: &Recipe,
-    data: &Dataset,
-    seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<TrainedRun> {
-    debug_assert_eq!(recipe.method, Method::PgcVgae);
-    train(data, &super::pgc::config(recipe), seed)
-}
-
 // ---------------------------------------------------------------- registry entries
 
 use crate::methods::spec::MethodSpec;
@@ -393,7 +373,7 @@ pub const PGC_VGAE: MethodSpec = MethodSpec {
         "PGC link prediction (thesis ch.2): a VGAE whose first layer reads PGC's estimate of the privatised \
             features (--mechanism, --epsilon per feature); 85/5/10 edge split; ROC-AUC",
         PrivacyUnit::Local,
-        train_recipe,
+        |r, data, seed, _| train(data, &super::pgc::config(r), seed),
         vgae_budget,
     )
 };

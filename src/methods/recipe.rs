@@ -101,20 +101,7 @@ pub enum Training {
     CrossEntropy,
 }
 
-impl std::str::FromStr for Training {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "drop" => Ok(Training::Drop),
-            "forward-correction" => Ok(Training::ForwardCorrection),
-            "cross-entropy" => Ok(Training::CrossEntropy),
-            _ => Err(Error::invalid(
-                "training",
-                format!("expected drop, forward-correction or cross-entropy, got '{s}'"),
-            )),
-        }
-    }
-}
+crate::from_serde_word!(Training, "training", "drop, forward-correction or cross-entropy");
 
 /// What the server uses as node features (Table 3.3: multi-bit vs. ad-hoc features).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -145,25 +132,7 @@ impl FeatureMode {
     }
 }
 
-impl std::str::FromStr for FeatureMode {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "multibit" => Ok(FeatureMode::Multibit),
-            "ones" => Ok(FeatureMode::Ones),
-            "rnd" => Ok(FeatureMode::Rnd),
-            "raw" => Ok(FeatureMode::Raw),
-            "onebit" => Ok(FeatureMode::Onebit),
-            "laplace" => Ok(FeatureMode::Laplace),
-            "gaussian" => Ok(FeatureMode::Gaussian),
-            "ohd" => Ok(FeatureMode::Ohd),
-            _ => Err(Error::invalid(
-                "features",
-                format!("expected multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw, got '{s}'"),
-            )),
-        }
-    }
-}
+crate::from_serde_word!(FeatureMode, "features", "multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw");
 
 /// Every knob of a training run. Fields left `None` take the method's default (see the getters).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

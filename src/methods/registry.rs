@@ -8,7 +8,6 @@ pub use super::method::Method;
 use super::recipe::Recipe;
 pub use super::spec::*;
 use crate::error::Result;
-use crate::privacy::accountant::PrivacyUnit;
 
 /// The only list of methods: one line per method, its `Method` variant and its entry. Both the
 /// `Method` enum (in [`super::method`], which reads only the variant names, so that the type every
@@ -158,18 +157,6 @@ pub fn control_recipe(r: &Recipe) -> Result<Option<Recipe>> {
     Ok(Some(out))
 }
 
-/// The privacy unit as the docs name it.
-fn unit_name(u: PrivacyUnit) -> &'static str {
-    match u {
-        PrivacyUnit::None => "none",
-        PrivacyUnit::Edge => "edge",
-        PrivacyUnit::Node => "node",
-        PrivacyUnit::Local => "local",
-        PrivacyUnit::Class => "class",
-        PrivacyUnit::Subclass => "subclass",
-    }
-}
-
 /// How a method takes its privacy target.
 fn target_of(s: &MethodSpec) -> &'static str {
     if s.takes_epsilon {
@@ -191,7 +178,7 @@ pub fn markdown_table() -> String {
         out += &format!(
             "| `{}` | {} | {} | {} | {} |\n",
             s.name,
-            unit_name(s.unit),
+            s.unit.name(),
             target_of(s),
             knob_names(*m).join(", "),
             s.about.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|")
@@ -205,7 +192,7 @@ pub fn toml_comment() -> String {
     let mut out = String::new();
     for m in Method::ALL {
         let s = m.spec();
-        out += &format!("# {} ({}): {}\n", s.name, unit_name(s.unit), knob_names(*m).join(", "));
+        out += &format!("# {} ({}): {}\n", s.name, s.unit.name(), knob_names(*m).join(", "));
     }
     out
 }
@@ -216,7 +203,7 @@ pub fn describe(m: Method) -> Result<String> {
     let defaults = toml::Table::try_from(Recipe::new(m, None))
         .map_err(|e| crate::Error::Other(format!("cannot render the defaults of {}: {e}", spec.name)))?;
     let mut out =
-        format!("# {}: {}\n# unit: {}, target: {}\n", spec.name, spec.about, unit_name(spec.unit), target_of(spec));
+        format!("# {}: {}\n# unit: {}, target: {}\n", spec.name, spec.about, spec.unit.name(), target_of(spec));
     out += &format!("method = \"{}\"\n", spec.name);
     for k in ALWAYS_READ.iter().chain(spec.knobs).filter(|k| !matches!(**k, "method" | "epsilon" | "delta")) {
         match defaults.get(*k) {

@@ -481,16 +481,15 @@ impl RgnnModel {
 
 impl TrainedModel for RgnnModel {
     fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
-        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{save_with_graph, Meta};
         let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors.size()[1]);
         let r = &self.reconstruction;
         let figures = [r.label_accuracy, r.noisy_label_accuracy, r.feature_mae, r.noisy_feature_mae];
-        let mut cache = vec![
+        let cache = vec![
             ("features".to_string(), self.features.shallow_clone()),
             ("reconstruction".to_string(), Tensor::from_slice(&figures)),
         ];
-        cache.extend(graph_entries(&self.graph));
-        save_store(dir, &self.vs, &meta, &cache)
+        save_with_graph(dir, &self.vs, &meta, cache, &self.graph)
     }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
@@ -658,17 +657,7 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// The `train` arm for `--method rgnn`.
-pub fn train_recipe(
-    recipe: &crate::methods::Recipe,
-    data: &Dataset,
-    seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<TrainedRun> {
-    train(data, &config(recipe)?, seed)
-}
-
-/// The [`RgnnConfig`] of a recipe (see [`train_recipe`]).
+/// The [`RgnnConfig`] of a recipe (the `train` arm of `--method rgnn`).
 pub fn config(recipe: &crate::methods::Recipe) -> Result<RgnnConfig> {
     Ok(RgnnConfig {
         epsilon_x: recipe.epsilon_x,
@@ -718,7 +707,7 @@ pub const RGNN: MethodSpec = MethodSpec {
         "RGNN (Bhaila et al.): GRR-FS features (--epsilon-x per sampled feature, --sampled m), GRR labels \
             (--epsilon-y), frequency-estimation reconstruction and the label-proportion loss",
         PrivacyUnit::Local,
-        train_recipe,
+        |r, data, seed, _| train(data, &config(r)?, seed),
         rgnn_budget,
     )
 };

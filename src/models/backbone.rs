@@ -2,7 +2,6 @@
 //! train (the baselines, LPGNN, RGNN, graph PATE's student), with the graph tensors they read and
 //! their dense forms for white-box attacks.
 use crate::data::Graph;
-use crate::error::{Error, Result};
 use crate::models::gat::{EdgeList, GatConv};
 use crate::models::gcn::{gcn_normalized, gcn_normalized_dense, GcnConv};
 use crate::models::sage::{aggregation_matrix, Aggregation, SageConv, SageNet};
@@ -18,17 +17,7 @@ pub enum GnnKind {
     Sage,
 }
 
-impl std::str::FromStr for GnnKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "gcn" => Ok(GnnKind::Gcn),
-            "gat" => Ok(GnnKind::Gat),
-            "sage" => Ok(GnnKind::Sage),
-            _ => Err(Error::invalid("backbone", format!("expected gcn, gat or sage, got '{s}'"))),
-        }
-    }
-}
+crate::from_serde_word!(GnnKind, "backbone", "gcn, gat or sage");
 
 /// The propagation tensors of one graph, built once per graph for the layer types in use.
 #[derive(Debug)]

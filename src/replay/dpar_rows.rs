@@ -76,48 +76,27 @@ pub fn shipped_scores(g: &Graph, v: usize, appr: &ApprParams, c2: f64) -> Result
 /// Replays `dpar-em0`/`dpar-em1`'s shipped scores against the shipped Gumbel scale.
 pub fn replay_exponential(r: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<(String, Vec<Release>)> {
     let c2 = DparConfig::from_recipe(r)?.own.c2;
-    replay_exponential_with(r, data, opts, shipped_scores, em_score_sensitivity(c2))
-}
-
-/// Replays the scores `row` against `declared` (tests plant an unclipped score).
-pub fn replay_exponential_with(
-    r: &Recipe,
-    data: &Dataset,
-    opts: &ReplayOptions,
-    row: RowRelease,
-    declared: f64,
-) -> Result<(String, Vec<Release>)> {
-    replay_rows(r, data, opts, row, declared, Rows::ExponentialScores)
+    replay_rows(r, data, opts, shipped_scores, em_score_sensitivity(c2), Rows::ExponentialScores)
 }
 
 /// Replays the shipped rows against the shipped calibration.
 pub fn replay(r: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<(String, Vec<Release>)> {
     let c1 = DparConfig::from_recipe(r)?.own.c1;
-    replay_with(r, data, opts, shipped, declared_sensitivity(c1))
-}
-
-/// Replays `row` against `declared` (tests plant a wrong release or the thesis's C1).
-pub fn replay_with(
-    r: &Recipe,
-    data: &Dataset,
-    opts: &ReplayOptions,
-    row: RowRelease,
-    declared: f64,
-) -> Result<(String, Vec<Release>)> {
-    replay_rows(r, data, opts, row, declared, Rows::Gaussian)
+    replay_rows(r, data, opts, shipped, declared_sensitivity(c1), Rows::Gaussian)
 }
 
 /// The DP-APPR releases a replay recomputes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Rows {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
     /// dpar-gm's L2-clipped rows, compared in L2.
     Gaussian,
     /// dpar-em0/em1's entry-clipped scores, compared entry by entry (L-infinity).
     ExponentialScores,
 }
 
-/// Replays `row` (clipped to the variant's C1 or C2) on neighbouring graphs against `declared`.
-fn replay_rows(
+/// Replays `row` (clipped to the variant's C1 or C2) on neighbouring graphs against `declared`
+/// (tests plant a wrong release, an unclipped score or the thesis's C1).
+pub fn replay_rows(
     r: &Recipe,
     data: &Dataset,
     opts: &ReplayOptions,

@@ -563,17 +563,6 @@ pub(crate) fn fmt_eps(e: Epsilon) -> String {
     }
 }
 
-pub(crate) fn unit_name(u: PrivacyUnit) -> &'static str {
-    match u {
-        PrivacyUnit::None => "none",
-        PrivacyUnit::Edge => "edge",
-        PrivacyUnit::Node => "node",
-        PrivacyUnit::Local => "local",
-        PrivacyUnit::Class => "class",
-        PrivacyUnit::Subclass => "subclass",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
