@@ -29,6 +29,7 @@ pub mod recipe;
 pub mod rgnn;
 pub mod size;
 pub mod spec;
+pub mod toy;
 
 pub use crate::train::Accuracy;
 pub use checkpoint::{load_model, LoadedModel};
