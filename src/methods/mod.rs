@@ -29,7 +29,6 @@ pub mod recipe;
 pub mod rgnn;
 pub mod size;
 pub mod spec;
-pub mod toy;
 
 pub use crate::train::Accuracy;
 pub use checkpoint::{load_model, LoadedModel};
