@@ -14,7 +14,8 @@
 //! Hyper-parameters: Table 2.2's VGAE columns (Cora: lr 0.01, wd 0.01; Twitch: lr 0.01, wd 1e-3;
 //! dropout 0), widths 32 -> 16. twitch-ENGB first drops its 625 all-zero columns (2,545 left).
 use gnnaudit::data::{load_dataset, transforms::drop_zero_columns};
-use gnnaudit::methods::pgc_vgae::{train, VgaeConfig};
+use gnnaudit::methods::pgc::PgcConfig;
+use gnnaudit::methods::pgc_vgae::train;
 use gnnaudit::privacy::mechanisms::feature_ldp::FeatureMechanismKind as K;
 
 fn mean_sd(xs: &[f64]) -> (f64, f64) {
@@ -38,9 +39,9 @@ fn main() -> gnnaudit::error::Result<()> {
             raw.num_features(),
             ds.num_features()
         );
-        (VgaeConfig { weight_decay: 1e-3, ..Default::default() }, ds)
+        (PgcConfig { weight_decay: 1e-3, ..PgcConfig::vgae() }, ds)
     } else {
-        (VgaeConfig::default(), raw)
+        (PgcConfig::vgae(), raw)
     };
     let grid: Vec<(K, Option<f64>)> = [K::Laplace, K::Piecewise, K::Onebit]
         .into_iter()
@@ -69,7 +70,7 @@ fn main() -> gnnaudit::error::Result<()> {
         cells
     };
     for (mech, eps) in cells {
-        let cfg = VgaeConfig { mechanism: mech, epsilon: eps, ..cfg0.clone() };
+        let cfg = PgcConfig { mechanism: mech, epsilon: eps, ..cfg0.clone() };
         let (mut aucs, mut aps) = (vec![], vec![]);
         for r in 0..runs {
             let run = train(&ds, &cfg, r)?;

@@ -29,20 +29,15 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use tch::{Device, Tensor};
 
 /// What a user asks for; `resolve` turns it into a device this machine has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum DeviceSpec {
+    #[default]
     Cpu,
     /// `cuda` (device 0) or `cuda:N`.
     Cuda(usize),
     /// The first CUDA device when there is one, else the CPU.
     Auto,
-}
-
-impl Default for DeviceSpec {
-    fn default() -> Self {
-        DeviceSpec::Cpu
-    }
 }
 
 impl std::str::FromStr for DeviceSpec {

@@ -66,8 +66,33 @@ impl Error {
 #[macro_export]
 macro_rules! ensure {
     ($cond:expr, $err:expr) => {
-        if !$cond {
+        // Bound first: `!(x > 0.0)` is meant (it also refuses NaN), and a negated comparison
+        // written by the macro would read to clippy as a mistake at every call site.
+        let holds: bool = $cond;
+        if !holds {
             return Err($err.into());
+        }
+    };
+}
+
+/// A word read through a type's serde names (the words configs and checkpoints spell), so that a
+/// flag and a config key take the same words; any other word is an error naming `knob` and the
+/// words it takes.
+pub fn parse_word<T: serde::de::DeserializeOwned>(word: &str, knob: &str, expected: &str) -> Result<T> {
+    use serde::de::IntoDeserializer;
+    T::deserialize(IntoDeserializer::<serde::de::value::Error>::into_deserializer(word))
+        .map_err(|_| Error::invalid(knob, format!("expected {expected}, got '{word}'")))
+}
+
+/// `FromStr` for an enum of words through [`parse_word`] (clap's flags read it).
+#[macro_export]
+macro_rules! from_serde_word {
+    ($ty:ty, $knob:literal, $expected:literal) => {
+        impl std::str::FromStr for $ty {
+            type Err = $crate::error::Error;
+            fn from_str(s: &str) -> $crate::error::Result<Self> {
+                $crate::error::parse_word(s, $knob, $expected)
+            }
         }
     };
 }

@@ -112,6 +112,25 @@ pub fn flush_stdout() -> Option<i32> {
     }
 }
 
+/// Ends a binary's run with its result: stdout flushed, the error (numbers humanised) on stderr
+/// with its exit code, through `quick_exit` so that no libtorch destructor runs after it.
+pub fn exit_with(result: crate::error::Result<()>) -> ! {
+    let flushed = flush_stdout();
+    if let Err(e) = result {
+        eprintln!("error: {}", crate::error::humanize_numbers(&e.to_string()));
+        crate::libtorch::quick_exit(e.exit_code());
+    }
+    crate::libtorch::quick_exit(flushed.unwrap_or(0))
+}
+
+/// What `clap::Error::exit` does (help and version on stdout, usage errors on stderr, exit 0 or
+/// 2), ending through `quick_exit` like every other run.
+pub fn clap_exit(e: clap::Error) -> ! {
+    let _ = e.print();
+    let flushed = flush_stdout();
+    crate::libtorch::quick_exit(flushed.unwrap_or(e.exit_code()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

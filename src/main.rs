@@ -8,26 +8,13 @@ fn main() {
     gnnaudit::fatal::install_panic_hook();
     // The version line names the libtorch the binary runs on, known only at run time.
     let version: &'static str = Box::leak(gnnaudit::libtorch::version_line().into_boxed_str());
-    let matches = Cli::command().version(version).try_get_matches().unwrap_or_else(|e| clap_exit(e));
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| clap_exit(e));
+    let matches = Cli::command().version(version).try_get_matches().unwrap_or_else(|e| gnnaudit::fatal::clap_exit(e));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| gnnaudit::fatal::clap_exit(e));
     gnnaudit::cli::init_logging(cli.verbose);
     if cli.verbose == 0 {
         gnnaudit::libtorch::silence_warnings();
     }
     // `run` has dropped (closed) everything it opened by the time it returns.
     let result = gnnaudit::cli::run(cli);
-    let flushed = gnnaudit::fatal::flush_stdout();
-    if let Err(e) = result {
-        eprintln!("error: {}", gnnaudit::error::humanize_numbers(&e.to_string()));
-        gnnaudit::libtorch::quick_exit(e.exit_code());
-    }
-    gnnaudit::libtorch::quick_exit(flushed.unwrap_or(0))
-}
-
-/// What `clap::Error::exit` does (help and version on stdout, usage errors on stderr, exit 0 or
-/// 2), ending through `quick_exit` like every other run.
-fn clap_exit(e: clap::Error) -> ! {
-    let _ = e.print();
-    let flushed = gnnaudit::fatal::flush_stdout();
-    gnnaudit::libtorch::quick_exit(flushed.unwrap_or(e.exit_code()))
+    gnnaudit::fatal::exit_with(result)
 }

@@ -52,7 +52,8 @@ fn pld_epsilon_is_at_most_rdp_epsilon() {
 #[test]
 fn calibration_round_trips() {
     let sched = SgdSchedule::new(0.01, 500);
-    let exprs: Vec<(&str, Box<dyn Fn(f64) -> Event>)> = vec![
+    type Expression = Box<dyn Fn(f64) -> Event>;
+    let exprs: Vec<(&str, Expression)> = vec![
         ("dp-sgd", Box::new(|s| methods::dp_sgd(0.01, 2000, s))),
         ("gap-edge", Box::new(|s| methods::gap_edge(2, s))),
         ("gap-node", Box::new(move |s| methods::gap_node(2, 20, s, Some(sched), sched))),

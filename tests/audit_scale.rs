@@ -226,22 +226,10 @@ fn failures_keep_error_and_log_tail_and_status_tells_every_state() {
 
 // ---- through the binary, with real training ----
 
-const TINY: &str = r#"
-name = "tiny-scale"
-seeds = [1, 2]
-[privacy]
-epsilons = [1, 4, inf]
-[[datasets]]
-name = "synthetic"
-synthetic = { nodes = 200, classes = 3, mean_degree = 6, features = 8, seed = 5 }
-[[methods]]
-method = "gap-edp"
-epochs = 10
-hops = 1
-[[attacks]]
-kind = "link-stealing"
-params = { num_samples = 200 }
-"#;
+/// The shared tiny audit (tests/slurm.rs runs it too), named after this test file.
+fn tiny() -> String {
+    include_str!("fixtures/tiny-audit.toml").replace("name = \"tiny\"", "name = \"tiny-scale\"")
+}
 
 fn gnnaudit(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gnnaudit"));
@@ -266,7 +254,7 @@ fn write_config(dir: &Path, text: &str) -> PathBuf {
 #[test]
 fn jobs_and_shards_give_the_same_report_and_workers_wait_passively() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = write_config(dir.path(), TINY);
+    let cfg = write_config(dir.path(), &tiny());
     let cfg = cfg.to_str().unwrap();
     let path = |s: &str| dir.path().join(s).to_str().unwrap().to_string();
     let (code, _, err) = gnnaudit(&["audit", cfg, "--out", &path("j1"), "--jobs", "1"], &[]);
@@ -301,7 +289,7 @@ fn jobs_and_shards_give_the_same_report_and_workers_wait_passively() {
 #[test]
 fn bad_scale_flags_exit_2_naming_the_flag_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = write_config(dir.path(), TINY);
+    let cfg = write_config(dir.path(), &tiny());
     let cfg = cfg.to_str().unwrap();
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
@@ -331,7 +319,7 @@ fn bad_scale_flags_exit_2_naming_the_flag_and_write_nothing() {
 #[test]
 fn a_refused_slurm_submission_shows_sbatchs_message_and_the_folder_resumes() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = write_config(dir.path(), TINY);
+    let cfg = write_config(dir.path(), &tiny());
     let cfg = cfg.to_str().unwrap();
     // An sbatch that refuses as a real one does for an unknown partition.
     let fake = dir.path().join("sbatch");
@@ -367,7 +355,7 @@ fn a_refused_slurm_submission_shows_sbatchs_message_and_the_folder_resumes() {
 fn ctrl_c_says_what_was_kept_and_how_to_resume() {
     let dir = tempfile::tempdir().unwrap();
     // Slow enough cells that the audit is still running when the first one is stored.
-    let text = TINY.replace("nodes = 200", "nodes = 1500").replace("epochs = 10", "epochs = 300");
+    let text = tiny().replace("nodes = 200", "nodes = 1500").replace("epochs = 10", "epochs = 300");
     let cfg = write_config(dir.path(), &text);
     let out = dir.path().join("out");
     let mut child = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
@@ -395,7 +383,7 @@ fn ctrl_c_says_what_was_kept_and_how_to_resume() {
         "{err}"
     );
     let kept = store.count();
-    assert!(kept >= 1 && kept < 6);
+    assert!((1..6).contains(&kept));
     let leftovers: Vec<_> = std::fs::read_dir(out.join("cells"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -21,6 +21,24 @@ fn max_gap(a: &Tensor, b: &Tensor) -> f64 {
     (a - b).abs().max().double_value(&[])
 }
 
+/// A checkpoint written by gnnaudit before the methods were restructured (GAP-EDP at eps 1, hidden
+/// 2, 2 epochs, on the default synthetic graph; `train --save`) still loads: its flat recipe reads
+/// as the recipe the current code builds for the same flags, its budget is the one it recorded,
+/// and the model answers from its cached aggregations.
+#[test]
+fn a_checkpoint_written_before_the_restructure_still_loads() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/checkpoint-gap-edp-v1");
+    let loaded = train::load_model(&dir).unwrap();
+    let mut want = Recipe::new(Method::GapEdp, Some(1.0));
+    (want.epochs, want.hidden) = (Some(2), 2);
+    assert_eq!(loaded.recipe, want);
+    assert_eq!(loaded.budget.epsilon_rdp, 0.9999994500720365);
+    let p = loaded.model.posteriors();
+    assert_eq!(p.size(), [2000, 5]);
+    let row_sums = p.sum_dim_intlist([1i64].as_slice(), false, Kind::Float);
+    assert!(max_gap(&row_sums, &Tensor::ones([2000], (Kind::Float, tch::Device::Cpu))) < 1e-5);
+}
+
 /// The methods that refused `--save` before: GraphSAGE, SAGE-EDP (whose perturbed graph must come
 /// back), GCN, GAT, DP-GNN (its noisy release and sampled graph) and LPGNN (its randomized
 /// features). Few epochs: the identity, not the accuracy, is under test.

@@ -113,7 +113,7 @@ fn gm_sensitivity_is_sqrt2_c1_not_c1() {
     let a = clip_l2(&[(0, 0.5), (1, 0.2)], c1);
     let b = clip_l2(&[(2, 0.3)], c1);
     let dist = |x: &[(usize, f64)], y: &[(usize, f64)]| {
-        let mut d = vec![0.0; 3];
+        let mut d = [0.0; 3];
         x.iter().for_each(|&(i, v)| d[i] += v);
         y.iter().for_each(|&(i, v)| d[i] -= v);
         d.iter().map(|v| v * v).sum::<f64>().sqrt()

@@ -34,7 +34,15 @@ fn dp_appr_rows_stay_within_sqrt2_c1_and_an_unclipped_row_is_flagged() {
         }
     }
     let one = ReplayOptions { seed: 0, random_units: 0 };
-    let (_, planted) = dpar_rows::replay_with(&r, &ds, &one, unclipped, dpar_rows::declared_sensitivity(c1)).unwrap();
+    let (_, planted) = dpar_rows::replay_rows(
+        &r,
+        &ds,
+        &one,
+        unclipped,
+        dpar_rows::declared_sensitivity(c1),
+        dpar_rows::Rows::Gaussian,
+    )
+    .unwrap();
     let max = planted.iter().map(|x| x.ratio).fold(0.0, f64::max);
     eprintln!("shipped max ratio {}, planted max ratio {max}", rep.max_ratio);
     assert!(max > 2.0 && verdict(max) == "violated", "{planted:?}");
@@ -67,7 +75,8 @@ fn exponential_scores_move_by_at_most_c2_and_unclipped_scores_are_flagged() {
     }
     let one = ReplayOptions { seed: 0, random_units: 0 };
     let r = Recipe::new(Method::DparEm0, Some(4.0));
-    let (_, planted) = dpar_rows::replay_exponential_with(&r, &ds, &one, unclipped_scores, c2).unwrap();
+    let (_, planted) =
+        dpar_rows::replay_rows(&r, &ds, &one, unclipped_scores, c2, dpar_rows::Rows::ExponentialScores).unwrap();
     let max = planted.iter().map(|x| x.ratio).fold(0.0, f64::max);
     assert!(max > 10.0 && verdict(max) == "violated", "{planted:?}");
 }

@@ -81,10 +81,8 @@ fn malformed_posteriors_and_members_are_refused_naming_the_file() {
     let p = npy("classes.npy", 2708, 6, &uniform);
     assert_bad_input(&attack(&p, Some(&members), &["--attack", "mia-metric"]), "classes.npy", "7 classes");
     let csv = dir.path().join("missing.csv");
-    let rows: String = (0..2708)
-        .filter(|&v| v != 17 && v != 2000)
-        .map(|v| format!("{v},{}\n", vec!["0.142857"; 7].join(",")))
-        .collect();
+    let rows: String =
+        (0..2708).filter(|&v| v != 17 && v != 2000).map(|v| format!("{v},{}\n", ["0.142857"; 7].join(","))).collect();
     std::fs::write(&csv, format!("node,c0,c1,c2,c3,c4,c5,c6\n{rows}")).unwrap();
     assert_bad_input(
         &attack(&csv, Some(&members), &["--attack", "mia-metric"]),

@@ -8,7 +8,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 #[path = "common/data.rs"]
-#[allow(dead_code)]
 mod data;
 use data::data_dir;
 

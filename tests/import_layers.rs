@@ -4,7 +4,7 @@
 //! grouped `use crate::{a, b}`) is an edge from the top-level module (folder or file) that holds
 //! it. The folder graph must have no cycle, and no edge may point up the layer order in
 //! [`LAYERS`]. Inside `src/audit`, the graph of files (`super::x`, `crate::audit::x`) must have no
-//! cycle either.
+//! cycle either, nor inside `src/methods`.
 //!
 //! Test-only code (`#[cfg(test)]` modules, inline or in their own file) is left out: like a
 //! dev-dependency, a unit test may build its fixtures from a higher layer.
@@ -39,6 +39,9 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[];
 
 /// Edges inside `src/audit` that are tolerated, as (from file, to file, why). Empty: none.
 const AUDIT_EXCEPTIONS: &[(&str, &str, &str)] = &[];
+
+/// Edges inside `src/methods` that are tolerated, as (from file, to file, why). Empty: none.
+const METHODS_EXCEPTIONS: &[(&str, &str, &str)] = &[];
 
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -378,21 +381,28 @@ fn no_import_against_the_layer_order() {
     assert!(stale.is_empty(), "EXCEPTIONS lists edges that no longer exist; remove them: {stale:?}");
 }
 
-#[test]
-fn no_cycle_between_files_of_audit() {
+/// The graph of the files (and sub-folders) directly under `src/<folder>`: `super::x` and
+/// `crate::<folder>::x` references, a re-exported item of `<folder>/mod.rs` counting as an edge to
+/// the file it comes from; `exceptions` are tolerated edges (from file, to file, why). Panics
+/// naming the files of a cycle if there is one.
+fn assert_no_cycle_between_files_of(folder: &str, exceptions: &[(&str, &str, &str)]) {
     let sources = library_sources();
-    // Files and folders directly under src/audit, as module names.
+    let prefix = format!("{folder}/");
+    // Files and folders directly under src/<folder>, as module names.
     let files: BTreeMap<String, String> = sources
         .iter()
         .filter_map(|(rel, code)| {
-            let rest = rel.strip_prefix("audit/")?;
+            let rest = rel.strip_prefix(&prefix)?;
             let first = rest.split('/').next().unwrap();
             Some((first.strip_suffix(".rs").unwrap_or(first).to_string(), code.clone()))
         })
         .filter(|(m, _)| m != "mod")
-        .collect();
-    // `crate::audit::Name` of a re-exported item counts as an edge to the file it comes from.
-    let reexports: BTreeMap<String, String> = sources["audit/mod.rs"]
+        .fold(BTreeMap::new(), |mut all, (m, code)| {
+            all.entry(m).and_modify(|c: &mut String| c.push_str(&code)).or_insert(code);
+            all
+        });
+    // `crate::<folder>::Name` of a re-exported item counts as an edge to the file it comes from.
+    let reexports: BTreeMap<String, String> = sources[&format!("{folder}/mod.rs")]
         .split(';')
         .filter_map(|stmt| stmt.trim().strip_prefix("pub use ").map(str::to_string))
         .filter_map(|u| {
@@ -411,19 +421,31 @@ fn no_cycle_between_files_of_audit() {
     let mut g = Graph::new();
     for (from, code) in &files {
         let mut targets = first_segments(code, "super");
-        targets.extend(first_segments(code, "crate::audit"));
+        targets.extend(first_segments(code, &format!("crate::{folder}")));
         for t in targets {
             let to = reexports.get(&t).cloned().unwrap_or(t);
-            let allowed = AUDIT_EXCEPTIONS.iter().any(|(a, b, _)| a == from && *b == to);
+            let allowed = exceptions.iter().any(|(a, b, _)| a == from && *b == to);
             if &to != from && names.contains(&to) && !allowed {
-                g.entry((from.clone(), to)).or_default().insert(format!("audit/{from}"));
+                g.entry((from.clone(), to)).or_default().insert(format!("{folder}/{from}"));
             }
         }
     }
     let edges: BTreeSet<(String, String)> = g.keys().cloned().collect();
     if let Some(c) = find_cycle(&names, &edges) {
-        panic!("import cycle between files of src/audit:\n{}", describe(&c, &g));
+        panic!("import cycle between files of src/{folder}:\n{}", describe(&c, &g));
     }
+}
+
+#[test]
+fn no_cycle_between_files_of_audit() {
+    assert_no_cycle_between_files_of("audit", AUDIT_EXCEPTIONS);
+}
+
+/// The method types (`method`, `spec`, `recipe`, `knobs`, `checkpoint`) import no method, and each
+/// method imports only them and the families below it; `registry` alone imports every method.
+#[test]
+fn no_cycle_between_files_of_methods() {
+    assert_no_cycle_between_files_of("methods", METHODS_EXCEPTIONS);
 }
 
 /// The reader itself: grouped uses, paths in expressions, comments and strings.

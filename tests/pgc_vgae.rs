@@ -4,7 +4,8 @@ mod common_cora;
 use common_cora::data_dir;
 use gnnaudit::data::link_split::{split_edges, EdgeSplitRatios};
 use gnnaudit::data::{load_dataset, Dataset};
-use gnnaudit::methods::pgc_vgae::{average_precision, roc_auc, train, VgaeConfig};
+use gnnaudit::methods::pgc::PgcConfig;
+use gnnaudit::methods::pgc_vgae::{average_precision, roc_auc, train};
 use gnnaudit::methods::{load_model, Method, Recipe};
 use gnnaudit::privacy::mechanisms::feature_ldp::FeatureMechanismKind as K;
 use std::collections::HashSet;
@@ -65,7 +66,7 @@ fn link_metrics_match_hand_values() {
 #[test]
 fn vgae_on_raw_cora_reaches_the_papers_auc_and_survives_a_checkpoint() {
     let data = cora();
-    let cfg = VgaeConfig { mechanism: K::Raw, epsilon: None, max_epochs: SHORT, ..Default::default() };
+    let cfg = PgcConfig { mechanism: K::Raw, epsilon: None, max_epochs: SHORT, ..PgcConfig::vgae() };
     let run = train(&data, &cfg, 0).unwrap();
     let m = run.model.link_metrics().unwrap();
     println!("raw cora: test ROC-AUC {:.3}, AP {:.3}, val {:.3}", m.test_auc, m.test_ap, m.val_auc);
@@ -86,13 +87,13 @@ fn vgae_on_raw_cora_reaches_the_papers_auc_and_survives_a_checkpoint() {
 fn pgc_vgae_gains_with_epsilon_and_beats_chance() {
     let data = cora();
     let auc = |eps: f64| {
-        let cfg = VgaeConfig { mechanism: K::Onebit, epsilon: Some(eps), max_epochs: SHORT, ..Default::default() };
+        let cfg = PgcConfig { mechanism: K::Onebit, epsilon: Some(eps), max_epochs: SHORT, ..PgcConfig::vgae() };
         train(&data, &cfg, 0).unwrap().accuracy.test
     };
     let (one, nine) = (auc(1.0), auc(9.0));
     println!("pgc-vgae cora mean test ROC-AUC: eps 1 {one:.3}, eps 9 {nine:.3}");
     assert!(nine > one + 0.03 && one > 0.55, "eps 1 {one}, eps 9 {nine}");
-    let b = VgaeConfig::default().budget(1433).unwrap();
+    let b = PgcConfig::vgae().budget(1433).unwrap();
     assert_eq!(b.target_epsilon, Some(1433.0));
 }
 

@@ -5,7 +5,7 @@ mod common_cora;
 use common_cora::data_dir;
 use gnnaudit::data::{grouping, load_dataset, prepare_like_gap, SplitRatios};
 use gnnaudit::methods::rgnn::{
-    estimate_frequency, expected_frequency, frequency_variance, invert_label_frequencies, train, RgnnConfig,
+    estimate_frequency, expected_frequency, frequency_variance, invert_label_frequencies, train, RgnnConfig, RgnnKnobs,
 };
 use gnnaudit::privacy::accountant::PrivacyUnit;
 use gnnaudit::privacy::mechanisms::grr_fs::GrrFs;
@@ -89,8 +89,14 @@ fn rgnn_rejects_bad_input_naming_the_field() {
         Ok(_) => panic!("accepted {cfg:?}"),
     };
     assert_eq!(field(RgnnConfig { epsilon_x: 0.0, ..Default::default() }), "epsilon_x");
-    assert_eq!(field(RgnnConfig { sampled: 59, ..Default::default() }), "sampled");
-    assert_eq!(field(RgnnConfig { clusters: 0, ..Default::default() }), "clusters");
+    assert_eq!(
+        field(RgnnConfig { own: RgnnKnobs { sampled: 59, ..Default::default() }, ..Default::default() }),
+        "sampled"
+    );
+    assert_eq!(
+        field(RgnnConfig { own: RgnnKnobs { clusters: 0, ..Default::default() }, ..Default::default() }),
+        "clusters"
+    );
     assert_eq!(field(RgnnConfig { epsilon_x: -0.5, ..Default::default() }), "epsilon_x");
     // GRR-FS needs categories: real-valued (here negative) features are refused naming `features`,
     // with and without grouping (group_size 1 keeps the columns and needs them binary).
@@ -98,7 +104,7 @@ fn rgnn_rejects_bad_input_naming_the_field() {
     let real =
         gnnaudit::data::random_split(&real, gnnaudit::data::SplitRatios::new(0.5, 0.25, 0.25).unwrap(), 0).unwrap();
     for g in [1, 4] {
-        let cfg = RgnnConfig { group_size: Some(g), ..Default::default() };
+        let cfg = RgnnConfig { own: RgnnKnobs { group_size: Some(g), ..Default::default() }, ..Default::default() };
         match train(&real, &cfg, 0) {
             Err(gnnaudit::Error::InvalidParam { field, .. }) => assert_eq!(field, "features"),
             other => panic!("group_size {g}: {:?}", other.map(|r| r.accuracy)),
@@ -113,7 +119,9 @@ fn rgnn_beats_the_raw_baseline_on_cora() {
     let data = cora(1);
     let cfg = RgnnConfig { epsilon_x: 1.0, epsilon_y: 3.0, ..Default::default() };
     let rgnn = train(&data, &cfg, 1).unwrap();
-    let base = train(&data, &RgnnConfig { kx: 0, ky: 0, alpha: 0.0, ..cfg.clone() }, 1).unwrap();
+    let base =
+        train(&data, &RgnnConfig { kx: 0, ky: 0, own: RgnnKnobs { alpha: 0.0, ..cfg.own.clone() }, ..cfg.clone() }, 1)
+            .unwrap();
     let (a, b) = (rgnn.accuracy.test, base.accuracy.test);
     eprintln!("cora eps_x 1 eps_y 3: rgnn {a:.3}, raw baseline {b:.3}");
     assert!(a > 0.65, "RGNN test accuracy {a}");

@@ -9,22 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const TINY: &str = r#"
-name = "tiny-slurm"
-seeds = [1, 2]
-[privacy]
-epsilons = [1, 4, inf]
-[[datasets]]
-name = "synthetic"
-synthetic = { nodes = 200, classes = 3, mean_degree = 6, features = 8, seed = 5 }
-[[methods]]
-method = "gap-edp"
-epochs = 10
-hops = 1
-[[attacks]]
-kind = "link-stealing"
-params = { num_samples = 200 }
-"#;
+/// The shared tiny audit (tests/audit_scale.rs runs it too), named after this test file.
+fn tiny() -> String {
+    include_str!("fixtures/tiny-audit.toml").replace("name = \"tiny\"", "name = \"tiny-slurm\"")
+}
 
 /// Stops the cluster (and only what the script started) however the test ends.
 struct Cluster {
@@ -116,7 +104,7 @@ fn slurm_job_array_renders_the_sequential_report() {
     let conf = cluster.conf.clone();
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("tiny-slurm.toml");
-    std::fs::write(&cfg, TINY).unwrap();
+    std::fs::write(&cfg, tiny()).unwrap();
     let cfg = cfg.to_str().unwrap();
     let seq = dir.path().join("seq");
     let (code, _, err) = gnnaudit(&["audit", cfg, "--out", seq.to_str().unwrap(), "--jobs", "1"], &conf);

@@ -13,7 +13,6 @@ use gnnaudit::report::record::BudgetRecord;
 use std::path::PathBuf;
 
 #[path = "common/data.rs"]
-#[allow(dead_code)]
 mod data;
 use data::data_dir;
 

@@ -234,7 +234,10 @@ fn canary(a: &BenchAuditArgs, raw: &data::Dataset) -> Result<()> {
 }
 
 pub fn run(a: BenchAuditArgs) -> Result<()> {
-    gnnaudit::ensure!(a.shadows >= 2 && a.shadows % 2 == 0, Error::invalid("shadows", "must be even and at least 2"));
+    gnnaudit::ensure!(
+        a.shadows >= 2 && a.shadows.is_multiple_of(2),
+        Error::invalid("shadows", "must be even and at least 2")
+    );
     gnnaudit::ensure!(a.repeats >= 1, Error::invalid("repeats", "must be at least 1"));
     gnnaudit::cli::train::set_threads(Some(a.threads))?;
     let raw = data::load_dataset(&a.dataset, a.data_dir.as_deref())?;

@@ -393,10 +393,13 @@ thread_local! {
     static POOL: std::cell::RefCell<Vec<(Vec<i64>, Tensor)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Parameters by shape and the optimiser over them.
+type AdamState = (Vec<(Vec<i64>, Tensor)>, Optimizer);
+
 thread_local! {
     /// Parameters by shape and the project's own Adam over them, whose moments persist between
     /// steps as in a training run.
-    static ADAM: std::cell::RefCell<(Vec<(Vec<i64>, Tensor)>, Optimizer)> =
+    static ADAM: std::cell::RefCell<AdamState> =
         std::cell::RefCell::new((Vec::new(), Optimizer::new(OptimizerKind::Adam, 0.01, 0.0)));
 }
 
@@ -567,6 +570,8 @@ impl StepStyle {
 
 /// The items of one training phase: `epochs` epochs of a dense stack (full batch, or DP-SGD
 /// batches of `batch` with `steps` steps per epoch) plus a validation forward per epoch.
+// One argument per property of the phase, each named at its call sites.
+#[allow(clippy::too_many_arguments)]
 fn phase(
     items: &mut Vec<Item>,
     s: &Shapes,

@@ -49,8 +49,8 @@ struct AccountantBench {
 fn main() {
     gnnaudit::libtorch::passive_openmp_wait();
     gnnaudit::fatal::install_panic_hook();
-    let matches = Cli::command().try_get_matches().unwrap_or_else(|e| clap_exit(e));
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| clap_exit(e));
+    let matches = Cli::command().try_get_matches().unwrap_or_else(|e| gnnaudit::fatal::clap_exit(e));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| gnnaudit::fatal::clap_exit(e));
     gnnaudit::cli::init_logging(0);
     gnnaudit::libtorch::silence_warnings();
     let result = match cli.command {
@@ -60,19 +60,7 @@ fn main() {
         BenchCommand::Scale(a) => crate::scale::run(a),
         BenchCommand::Audit(a) => crate::audit_cost::run(a),
     };
-    let flushed = gnnaudit::fatal::flush_stdout();
-    if let Err(e) = result {
-        eprintln!("error: {}", gnnaudit::error::humanize_numbers(&e.to_string()));
-        gnnaudit::libtorch::quick_exit(e.exit_code());
-    }
-    gnnaudit::libtorch::quick_exit(flushed.unwrap_or(0))
-}
-
-/// What `clap::Error::exit` does, ending through `quick_exit` like every other run.
-fn clap_exit(e: clap::Error) -> ! {
-    let _ = e.print();
-    let flushed = gnnaudit::fatal::flush_stdout();
-    gnnaudit::libtorch::quick_exit(flushed.unwrap_or(e.exit_code()))
+    gnnaudit::fatal::exit_with(result)
 }
 
 /// The `gnnaudit` binary the whole-process measurements run: `GNNAUDIT_BIN`, else the one built

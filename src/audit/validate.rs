@@ -283,7 +283,7 @@ fn validate_grid(field: &str, grid: &[Epsilon]) -> Result<()> {
     }
     for (i, e) in grid.iter().enumerate() {
         if let Epsilon::Finite(x) = e {
-            if !(*x > 0.0) {
+            if x.is_nan() || *x <= 0.0 {
                 return Err(Error::invalid(format!("{field}[{i}]"), format!("epsilon must be > 0, got {x}")));
             }
         }

@@ -16,6 +16,8 @@ pub struct AccountArgs {
     pub command: AccountCommand,
 }
 
+// Parsed once per process: boxing the larger flag sets would only add indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum AccountCommand {
     /// The budget `gnnaudit train` claims for --method on --dataset (same flags as train).

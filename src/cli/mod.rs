@@ -27,6 +27,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: boxing the larger flag sets would only add indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What libtorch can do here: version, threads, CUDA devices, checks on --device.

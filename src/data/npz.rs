@@ -226,7 +226,7 @@ impl<R: Read + Seek> Npz<R> {
         }
         // A weight is an edge when it is > 0; NaN or a negative weight has no meaning as an edge,
         // and counting it as one (it is != 0) would be a silent guess.
-        if let Some((k, &w)) = a.data.iter().enumerate().find(|(_, &w)| !(w >= 0.0)) {
+        if let Some((k, &w)) = a.data.iter().enumerate().find(|(_, &w)| w.is_nan() || w < 0.0) {
             let key = if self.has("adj_indptr") || !self.has("adj_matrix") { "adj_data" } else { "adj_matrix" };
             let row = a.indptr.partition_point(|&p| p <= k).saturating_sub(1);
             return Err(self.bad(format!(

@@ -188,6 +188,19 @@ fn ensure_finite(vs: &tch::nn::VarStore, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Saves a model that answers over its training graph: its weights, the tensors it answers from
+/// (`cache`) and the graph itself ([`graph_entries`]).
+pub fn save_with_graph(
+    dir: &Path,
+    vs: &tch::nn::VarStore,
+    meta: &Meta,
+    mut cache: Vec<(String, Tensor)>,
+    graph: &crate::data::Graph,
+) -> Result<()> {
+    cache.extend(graph_entries(graph));
+    save_store(dir, vs, meta, &cache)
+}
+
 /// The graph a model was trained on (e.g. DP-GNN's degree-bounded sample, SAGE-EDP's perturbed
 /// graph), as cache entries: its edge index and node count.
 pub fn graph_entries(graph: &crate::data::Graph) -> Vec<(String, Tensor)> {

@@ -17,7 +17,8 @@ use crate::data::subclass::kmeans;
 use crate::data::Dataset;
 use crate::ensure;
 use crate::error::{Error, Result};
-use crate::methods::decoupled::{accountant_failure, MlpModel};
+use crate::methods::decoupled::accountant_failure;
+use crate::methods::mlp::MlpModel;
 use crate::methods::{Method, Recipe, TrainedRun};
 use crate::models::mlp::MlpClassifier;
 use crate::models::NodeClassifier;
@@ -375,7 +376,7 @@ pub const CLASS_DP_MLP: MethodSpec = MethodSpec {
     knobs: CLASS_KNOBS,
     own_knobs: Some(crate::methods::knobs::own_some::<ClassDpKnobs>(&["unit_rate", "relation", "allow_large_delta"])),
     check: validate,
-    load: Some(super::decoupled::load_mlp),
+    load: Some(super::mlp::load_mlp),
     ..MethodSpec::new(
         "class-dp-mlp",
         "Class-level DP-SGD (Zhang thesis ch.4 Algorithm 5) on an MLP: classes Poisson-sampled at \

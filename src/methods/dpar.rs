@@ -96,19 +96,19 @@ pub fn check_knobs(r: &Recipe) -> Result<()> {
         c.appr.alpha > 0.0 && c.appr.alpha < 1.0,
         Error::invalid("alpha_ppr", format!("teleport probability must be in (0, 1), got {}", c.appr.alpha))
     );
-    ensure!(c.top_k >= 1, Error::invalid("top_k", "must be at least 1"));
-    ensure!(c.m_rows.is_none_or(|m| m >= 1), Error::invalid("m_rows", "must be at least 1"));
-    ensure!(c.ref_cap >= 1, Error::invalid("ref_cap", "must be at least 1"));
-    for (k, x) in [("c1", c.c1), ("c2", c.c2), ("tau", c.tau)] {
+    ensure!(c.own.top_k >= 1, Error::invalid("top_k", "must be at least 1"));
+    ensure!(c.own.m_rows.is_none_or(|m| m >= 1), Error::invalid("m_rows", "must be at least 1"));
+    ensure!(c.own.ref_cap >= 1, Error::invalid("ref_cap", "must be at least 1"));
+    for (k, x) in [("c1", c.own.c1), ("c2", c.own.c2), ("tau", c.own.tau)] {
         ensure!(x.is_finite() && x > 0.0, Error::invalid(k, format!("must be > 0 and finite, got {x}")));
     }
     ensure!(
-        c.q_prime > 0.0 && c.q_prime <= 1.0,
-        Error::invalid("q_prime", format!("node sampling rate must be in (0, 1], got {}", c.q_prime))
+        c.own.q_prime > 0.0 && c.own.q_prime <= 1.0,
+        Error::invalid("q_prime", format!("node sampling rate must be in (0, 1], got {}", c.own.q_prime))
     );
     ensure!(
-        c.pr_fraction > 0.0 && c.pr_fraction < 1.0,
-        Error::invalid("epsilon_pr_fraction", format!("must be in (0, 1), got {}", c.pr_fraction))
+        c.own.epsilon_pr_fraction > 0.0 && c.own.epsilon_pr_fraction < 1.0,
+        Error::invalid("epsilon_pr_fraction", format!("must be in (0, 1), got {}", c.own.epsilon_pr_fraction))
     );
     ensure!(c.optimizer_batch >= 1, Error::invalid("batch_size", "must be at least 1"));
     if v == Variant::Vanilla {
@@ -165,23 +165,17 @@ impl Default for DparKnobs {
 
 impl crate::methods::knobs::Knobs for DparKnobs {}
 
-/// Resolved DPAR hyper-parameters (defaults: thesis l.1241, l.1300).
+/// The checked DPAR configuration a run trains with: the shared training settings, the variant
+/// and its own knobs ([`DparKnobs`], defaults: thesis l.1241, l.1300).
 #[derive(Debug, Clone)]
 pub struct DparConfig {
     pub variant: Variant,
     pub epsilon: Option<f64>,
     pub delta: Option<f64>,
+    /// The APPR parameters (alpha from the knobs' `alpha_ppr`).
     pub appr: ApprParams,
-    pub top_k: usize,
-    /// Rows M (None = every kept training node).
-    pub m_rows: Option<usize>,
-    pub c1: f64,
-    pub c2: f64,
-    pub tau: f64,
-    pub ref_cap: usize,
-    pub q_prime: f64,
-    pub pr_fraction: f64,
-    pub calibration: DparCalibration,
+    /// DPAR's own knobs, as the recipe sets them.
+    pub own: DparKnobs,
     pub optimizer_batch: usize,
     pub epochs: usize,
     pub lr: f64,
@@ -202,15 +196,7 @@ impl DparConfig {
             epsilon: r.epsilon,
             delta: r.delta,
             appr: ApprParams { alpha: k.alpha_ppr, ..ApprParams::default() },
-            top_k: k.top_k,
-            m_rows: k.m_rows,
-            c1: k.c1,
-            c2: k.c2,
-            tau: k.tau,
-            ref_cap: k.ref_cap,
-            q_prime: k.q_prime,
-            pr_fraction: k.epsilon_pr_fraction,
-            calibration: k.calibration,
+            own: k,
             optimizer_batch: r.batch_size.unwrap_or(60),
             epochs: r.epochs.unwrap_or(200),
             lr: r.lr,
@@ -249,16 +235,16 @@ pub struct DparNoise {
 impl DparConfig {
     fn appr_release(&self, noise: &DparNoise) -> acc::ApprRelease {
         match noise.appr {
-            Some(ApprNoise::Gm { sigma }) => acc::ApprRelease::Gaussian { sigma, c1: self.c1 },
-            Some(ApprNoise::Em { eps, eps2 }) => acc::ApprRelease::Exponential { eps, k: self.top_k as u64, eps2 },
+            Some(ApprNoise::Gm { sigma }) => acc::ApprRelease::Gaussian { sigma, c1: self.own.c1 },
+            Some(ApprNoise::Em { eps, eps2 }) => acc::ApprRelease::Exponential { eps, k: self.own.top_k as u64, eps2 },
             None => acc::ApprRelease::None,
         }
     }
 
     /// The whole mechanism's event (what the budget records).
     pub fn event(&self, noise: &DparNoise) -> Event {
-        let shape = SgdShape { rows: noise.rows, cap: self.ref_cap as u64, batch: noise.batch, steps: noise.steps };
-        sound_event(self.variant, self.appr_release(noise), shape, noise.sigma_sgd, self.q_prime)
+        let shape = SgdShape { rows: noise.rows, cap: self.own.ref_cap as u64, batch: noise.batch, steps: noise.steps };
+        sound_event(self.variant, self.appr_release(noise), shape, noise.sigma_sgd, self.own.q_prime)
     }
 
     /// Calibrates DP-APPR from eps_pr, then DP-SGD so that the whole meets the target exactly.
@@ -272,19 +258,19 @@ impl DparConfig {
         let Some(eps) = self.epsilon.filter(|_| self.private()) else {
             return Ok(noise);
         };
-        let q = self.q_prime;
+        let q = self.own.q_prime;
         ensure!(delta < q, Error::invalid("delta", format!("must be below q' = {q}, got {delta}")));
         let (e0, d0) = (((eps.exp_m1()) / q).ln_1p(), delta / q);
-        let (eps_pr, delta_pr) = (self.pr_fraction * e0, d0 / 2.0);
-        let k = self.top_k as u64;
-        let thesis = self.calibration == DparCalibration::Thesis;
+        let (eps_pr, delta_pr) = (self.own.epsilon_pr_fraction * e0, d0 / 2.0);
+        let k = self.own.top_k as u64;
+        let thesis = self.own.calibration == DparCalibration::Thesis;
         noise.appr = match self.variant {
             Variant::Gm if thesis => {
-                Some(ApprNoise::Gm { sigma: acc::thesis_gm_sigma(eps_pr, delta_pr, rows, self.c1)? })
+                Some(ApprNoise::Gm { sigma: acc::thesis_gm_sigma(eps_pr, delta_pr, rows, self.own.c1)? })
             }
             Variant::Gm => {
                 let s = calibrate(eps_pr, delta_pr, &|s| Event::gaussian(s).times(rows))?;
-                Some(ApprNoise::Gm { sigma: s * std::f64::consts::SQRT_2 * self.c1 })
+                Some(ApprNoise::Gm { sigma: s * std::f64::consts::SQRT_2 * self.own.c1 })
             }
             Variant::Em0 | Variant::Em1 if thesis => {
                 let (eps, eps2) = acc::thesis_em_epsilons(eps_pr, delta_pr, rows, k, self.variant == Variant::Em1)?;
@@ -312,14 +298,19 @@ impl DparConfig {
     /// The thesis's own total for this noise (Thm 8 read as its proof's mixture, "multiply by q'").
     fn paper_epsilon(&self, noise: &DparNoise, delta: f64) -> Result<f64> {
         let (m, b, t, s) = (noise.rows, noise.batch, noise.steps, noise.sigma_sgd);
-        let q = self.q_prime;
+        let q = self.own.q_prime;
         Ok(match self.variant {
             Variant::Dpsgd => q * rdp_epsilon(&Event::gaussian(s).scaled(b as f64).times(t), delta)?.epsilon,
             Variant::Features => {
                 q * rdp_epsilon(&Event::poisson_gaussian(b as f64 / m as f64, s).times(t), delta)?.epsilon
             }
-            Variant::Random => q * rdp_epsilon(&acc::dpsgd_paper_event(m, b, s, self.tau, t), delta)?.epsilon,
-            _ => acc::thesis_dpar_epsilon(noise.eps_pr, &acc::dpsgd_paper_event(m, b, s, self.tau, t), delta / 2.0, q)?,
+            Variant::Random => q * rdp_epsilon(&acc::dpsgd_paper_event(m, b, s, self.own.tau, t), delta)?.epsilon,
+            _ => acc::thesis_dpar_epsilon(
+                noise.eps_pr,
+                &acc::dpsgd_paper_event(m, b, s, self.own.tau, t),
+                delta / 2.0,
+                q,
+            )?,
         })
     }
 }
@@ -377,7 +368,7 @@ fn build_rows<R: Rng>(
     rng: &mut R,
 ) -> Result<Vec<SparseRow>> {
     let n = g.num_nodes();
-    let k = cfg.top_k.min(n);
+    let k = cfg.own.top_k.min(n);
     rows.iter()
         .map(|&v| -> Result<SparseRow> {
             Ok(match cfg.variant {
@@ -392,19 +383,21 @@ fn build_rows<R: Rng>(
                     let appr = appr_ista(g, v, &cfg.appr)?;
                     match noise.appr {
                         Some(ApprNoise::Gm { sigma }) => {
-                            private_row(&appr, n, k, &ApprMechanism::Gaussian { c1: cfg.c1, sigma }, rng)?
+                            private_row(&appr, n, k, &ApprMechanism::Gaussian { c1: cfg.own.c1, sigma }, rng)?
                         }
                         Some(ApprNoise::Em { eps, eps2 }) => {
                             let mech = match eps2 {
-                                Some(epsilon2) => ApprMechanism::ExponentialV1 { c2: cfg.c2, epsilon: eps, epsilon2 },
-                                None => ApprMechanism::ExponentialV0 { c2: cfg.c2, epsilon: eps },
+                                Some(epsilon2) => {
+                                    ApprMechanism::ExponentialV1 { c2: cfg.own.c2, epsilon: eps, epsilon2 }
+                                }
+                                None => ApprMechanism::ExponentialV0 { c2: cfg.own.c2, epsilon: eps },
                             };
                             private_row(&appr, n, k, &mech, rng)?
                         }
                         // eps = inf: the clipped rows' top K without noise.
-                        None if cfg.variant == Variant::Gm => top_k(&clip_l2(&appr, cfg.c1), k),
+                        None if cfg.variant == Variant::Gm => top_k(&clip_l2(&appr, cfg.own.c1), k),
                         None => {
-                            let picked = top_k(&clip_entries(&appr, cfg.c2), k);
+                            let picked = top_k(&clip_entries(&appr, cfg.own.c2), k);
                             if cfg.variant == Variant::Em0 {
                                 picked.into_iter().map(|(j, _)| (j, 1.0 / k as f64)).collect()
                             } else {
@@ -429,9 +422,9 @@ pub fn noiseless_rows(cfg: &DparConfig, g: &Graph, order: &[usize], seed: u64) -
 /// The rows' post-processing over `n` columns (Alg. 9 step 1's L1 column clip, then the
 /// referenced-row cap where the variant is accounted through it); returns the entries the cap dropped.
 pub fn post_process(cfg: &DparConfig, rows: &mut [SparseRow], n: usize) -> usize {
-    clip_columns_l1(rows, n, cfg.tau);
+    clip_columns_l1(rows, n, cfg.own.tau);
     if cfg.variant.capped() {
-        cap_referenced_rows(rows, n, cfg.ref_cap)
+        cap_referenced_rows(rows, n, cfg.own.ref_cap)
     } else {
         0
     }
@@ -615,7 +608,7 @@ fn claim(
     acct: &Accounting,
 ) -> Result<Budget> {
     Ok(if cfg.private() {
-        let event = cfg.event(&noise);
+        let event = cfg.event(noise);
         match noise.appr {
             Some(ApprNoise::Gm { sigma }) => info.push(("sigma_pr".into(), sigma)),
             Some(ApprNoise::Em { eps, eps2 }) => {
@@ -630,8 +623,8 @@ fn claim(
             info.push(("epsilon_pr_target".into(), noise.eps_pr));
         }
         info.push(("sigma_sgd".into(), noise.sigma_sgd));
-        info.push(("q_prime".into(), cfg.q_prime));
-        info.push(("paper_epsilon".into(), cfg.paper_epsilon(&noise, delta)?));
+        info.push(("q_prime".into(), cfg.own.q_prime));
+        info.push(("paper_epsilon".into(), cfg.paper_epsilon(noise, delta)?));
         acct.budget_of(&event, PrivacyUnit::Node, cfg.epsilon, delta, info)?
     } else {
         Budget { noise: info, ..Budget::non_private() }
@@ -646,16 +639,16 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64, acct: &Accounting) -> 
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xd9a2_5eed);
     tch::manual_seed(seed as i64);
     // 1. Node subsampling q'.
-    let kept: Vec<usize> = split.train.iter().copied().filter(|_| rng.gen::<f64>() < cfg.q_prime).collect();
+    let kept: Vec<usize> = split.train.iter().copied().filter(|_| rng.gen::<f64>() < cfg.own.q_prime).collect();
     ensure!(
         !kept.is_empty(),
-        Error::invalid("q_prime", format!("no training node was kept at q' = {} (raise it)", cfg.q_prime))
+        Error::invalid("q_prime", format!("no training node was kept at q' = {} (raise it)", cfg.own.q_prime))
     );
     let g = induced_undirected(&data.graph, &kept)?;
     // 2. Rows: the first M of a random order.
     let mut order: Vec<usize> = (0..kept.len()).collect();
     order.shuffle(&mut rng);
-    order.truncate(cfg.m_rows.unwrap_or(kept.len()).min(kept.len()));
+    order.truncate(cfg.own.m_rows.unwrap_or(kept.len()).min(kept.len()));
     let m = order.len() as u64;
     let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
     let noise = cfg.calibrate(m, delta, acct)?;
@@ -735,12 +728,12 @@ use crate::methods::spec::MethodSpec;
 fn dpar_budget(recipe: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<Budget> {
     let cfg = DparConfig::from_recipe(recipe)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xd9a2_5eed);
-    let kept = data.split()?.train.iter().filter(|_| rng.gen::<f64>() < cfg.q_prime).count();
+    let kept = data.split()?.train.iter().filter(|_| rng.gen::<f64>() < cfg.own.q_prime).count();
     ensure!(
         kept > 0,
-        Error::invalid("q_prime", format!("no training node was kept at q' = {} (raise it)", cfg.q_prime))
+        Error::invalid("q_prime", format!("no training node was kept at q' = {} (raise it)", cfg.own.q_prime))
     );
-    let m = cfg.m_rows.unwrap_or(kept).min(kept) as u64;
+    let m = cfg.own.m_rows.unwrap_or(kept).min(kept) as u64;
     let delta = cfg.delta.unwrap_or_else(|| default_delta(data.num_nodes()));
     claim(&cfg, &cfg.calibrate(m, delta, acct)?, delta, vec![], acct)
 }

@@ -30,13 +30,15 @@
 //! reach far more than K+1 clipped rows; per-node clipping as here gives up to 35x less signal.
 use crate::data::{bound_degree, Dataset, DegreeBound, Graph, Split};
 use crate::error::{Error, Result};
-use crate::methods::{TrainedModel, TrainedRun};
+use crate::methods::{white_box_posteriors, TrainedModel, TrainedRun};
+use crate::models::dense::to_float;
 use crate::models::{row_normalize, Activation, Fwd, Linear, Mlp, MlpStyle, Norm, NormKind, ParamStore};
 use crate::privacy::accountant::{default_delta, methods, Accountant, Budget, Event, PrivacyUnit};
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind};
 use crate::train::accounting::Accounting;
 use crate::train::evaluate::Labels;
 use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Trainee};
+use gnnaudit_attacks::Result as AttackResult;
 use tch::{Kind, Reduction, Tensor};
 
 /// DP-GNN hyper-parameters; defaults are the reference scripts' (anchors file) and thesis ch.4's.
@@ -103,7 +105,7 @@ impl Default for DpgnnConfig {
 impl DpgnnConfig {
     /// Checks every parameter against the data before any work.
     pub fn validate(&self, num_train: usize) -> Result<()> {
-        if !(self.epsilon > 0.0) || self.epsilon.is_nan() {
+        if self.epsilon.is_nan() || self.epsilon <= 0.0 {
             return Err(Error::invalid("epsilon", format!("must be > 0, got {}", self.epsilon)));
         }
         if let Some(d) = self.delta {
@@ -132,7 +134,7 @@ impl DpgnnConfig {
         if self.hidden < 1 || self.post_layers < 1 {
             return Err(Error::invalid("hidden/post_layers", "need hidden >= 1 and post_layers >= 1"));
         }
-        if !(self.learning_rate > 0.0) || !(0.0..1.0).contains(&self.dropout) {
+        if self.learning_rate.is_nan() || self.learning_rate <= 0.0 || !(0.0..1.0).contains(&self.dropout) {
             return Err(Error::invalid("learning_rate/dropout", "need lr > 0 and dropout in [0, 1)"));
         }
         if !(self.inference_budget > 0.0 && self.inference_budget < 1.0) {
@@ -315,14 +317,13 @@ impl TrainedModel for DpgnnModel {
     /// Saves the weights, the released posteriors (one noisy aggregation: recomputing them would
     /// be a new release) and the sampled training graph (see `train::checkpoint`).
     fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
-        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{save_with_graph, Meta};
         let in_dim = self.ps.params.first().map_or(0, |w| w.size()[1]);
         let mut meta = Meta::new(recipe, budget, in_dim, self.posteriors.size()[1]);
         meta.noise_std = self.noise_std;
         meta.max_degree = Some(recipe.max_degree);
-        let mut cache = vec![("posteriors".to_string(), self.posteriors.shallow_clone())];
-        cache.extend(graph_entries(&self.graph));
-        save_store(dir, &self.ps.vs, &meta, &cache)
+        let cache = vec![("posteriors".to_string(), self.posteriors.shallow_clone())];
+        save_with_graph(dir, &self.ps.vs, &meta, cache, &self.graph)
     }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
@@ -547,6 +548,25 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
     Ok(cfg)
 }
 
+// ---------------------------------------------------------------- white box
+
+/// Pre-MLP, row-normalise, sum over in-neighbours of the degree-bounded graph divided by D, SAGE
+/// layer, post-MLP, without the test-time Gaussian release.
+impl gnnaudit_attacks::WhiteBox for DpgnnModel {
+    fn num_classes(&self) -> usize {
+        crate::methods::TrainedModel::posteriors(self).size()[1] as usize
+    }
+    fn parameters(&self) -> Vec<Tensor> {
+        self.parameter_tensors()
+    }
+    fn forward_features(&self, x: &Tensor) -> AttackResult<Tensor> {
+        white_box_posteriors(self.logits_noise_free(&to_float(x), self.aggregation()))
+    }
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<AttackResult<Tensor>> {
+        Some(white_box_posteriors(self.logits_noise_free(&to_float(x), &to_float(adj))))
+    }
+}
+
 // ---------------------------------------------------------------- registry entries
 
 use crate::methods::spec::MethodSpec;
@@ -641,7 +661,7 @@ mod tests {
             Tensor::cat(&[Tensor::ones([m, 1], (Kind::Float, tch::Device::Cpu)), table_mask.index_select(0, b)], 1)
         };
         let loss = |logits: &Tensor, b: &Tensor| {
-            crate::models::log_softmax_rows(&logits).g_nll_loss::<Tensor>(
+            crate::models::log_softmax_rows(logits).g_nll_loss::<Tensor>(
                 &y.index_select(0, b),
                 None,
                 Reduction::Sum,

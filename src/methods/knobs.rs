@@ -158,6 +158,28 @@ pub fn names_of(method: Method) -> Vec<String> {
     method.spec().own_knobs.map(|o| o.docs().into_iter().map(|d| d.name).collect()).unwrap_or_default()
 }
 
+/// Recipe fields every method reads.
+pub const ALWAYS_READ: &[&str] = &["method", "epsilon", "delta", "epochs", "lr"];
+
+/// Every knob `method` reads besides [`ALWAYS_READ`]: the recipe fields it lists, then its own.
+pub fn knob_names(method: Method) -> Vec<String> {
+    let spec = method.spec();
+    spec.knobs.iter().map(|k| k.to_string()).chain(names_of(method)).collect()
+}
+
+/// Why `method` refuses `knob`: the methods that read it, and what `method` reads instead.
+pub fn unread_knob(method: Method, knob: &str) -> String {
+    let readers: Vec<&str> =
+        Method::ALL.iter().filter(|m| knob_names(**m).iter().any(|k| k == knob)).map(|m| m.name()).collect();
+    let spec = method.spec();
+    let who = match readers.len() {
+        0 => "no method reads it".to_string(),
+        1..=4 => format!("{} read(s) it", readers.join(", ")),
+        n => format!("{n} other methods read it"),
+    };
+    format!("{} does not use {knob} ({who}; {} reads {})", spec.name, spec.name, knob_names(method).join(", "))
+}
+
 /// A knob value typed on the command line: a TOML value (`10`, `0.5`, `true`, `inf`), else a
 /// bare word (`coteach`).
 pub fn parse_cli_value(text: &str) -> toml::Value {

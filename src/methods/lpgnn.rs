@@ -3,10 +3,11 @@
 //! randomized response (eps_y), KProp denoising on both (K_x, K_y; GCN aggregator, no self
 //! loops), a GCN/GAT/SAGE backbone, and Drop training/validation. eps = inf switches a part off.
 //! Budget: (eps_x + eps_y)-LDP per node (Corollary 2), PrivacyUnit::Local.
-use super::backbone::{GnnKind, GraphTensors, TwoLayerGnn};
 use crate::data::{Dataset, Split};
 use crate::error::{Error, Result};
-use crate::methods::{TrainedModel, TrainedRun};
+use crate::methods::{white_box_posteriors, TrainedModel, TrainedRun};
+use crate::models::backbone::{GnnKind, GraphTensors, TwoLayerGnn};
+use crate::models::dense::{kprop_operator_dense, propagate, to_float};
 use crate::models::kprop::KProp;
 use crate::privacy::accountant::{budget, Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::multibit::{min_max_scale, MultiBit};
@@ -14,84 +15,10 @@ use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
 use crate::privacy::mechanisms::record_noise::{RecordMechanism, RecordNoise, AG_DELTA};
 use crate::train::evaluate::{accuracy, Labels};
 use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Ties, Trainee};
+use gnnaudit_attacks::Result as AttackResult;
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
-/// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Training {
-    /// Loss between KProp-smoothed noisy labels and KProp-smoothed forward-corrected
-    /// predictions (eqs. 3.41-3.42); validation by forward-correction loss under Acc*.
-    Drop,
-    /// Forward correction (Patrini et al. 2017): cross-entropy of p(y|x) T against y'.
-    ForwardCorrection,
-    /// Plain cross-entropy against the noisy labels.
-    CrossEntropy,
-}
-
-impl std::str::FromStr for Training {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "drop" => Ok(Training::Drop),
-            "forward-correction" => Ok(Training::ForwardCorrection),
-            "cross-entropy" => Ok(Training::CrossEntropy),
-            _ => Err(Error::invalid(
-                "training",
-                format!("expected drop, forward-correction or cross-entropy, got '{s}'"),
-            )),
-        }
-    }
-}
-
-/// What the server uses as node features (Table 3.3: multi-bit vs. ad-hoc features).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FeatureMode {
-    /// Multi-bit perturbed features at eps_x (raw features when eps_x = inf).
-    Multibit,
-    /// The all-ones vector (no feature information, no privacy cost).
-    Ones,
-    /// Uniform random features in [0, 1) (no feature information, no privacy cost).
-    Rnd,
-    /// The clean features (min-max scaled): no feature privacy.
-    Raw,
-    /// Table 3.2's 1B: the multi-bit encoder with m = d (every feature at eps_x / d).
-    Onebit,
-    /// Table 3.2's LP: Laplace noise of scale d/eps_x per coordinate (eps_x-LDP).
-    Laplace,
-    /// Table 3.2's AG: analytic Gaussian, (eps_x, delta)-LDP with delta = 1e-10 by default.
-    Gaussian,
-    /// Table 3.3's OHD: one-hot of min(degree, d - 1) in d columns (public, no privacy cost).
-    Ohd,
-}
-
-impl FeatureMode {
-    /// Modes that spend eps_x on the private features.
-    pub fn is_private(self) -> bool {
-        matches!(self, FeatureMode::Multibit | FeatureMode::Onebit | FeatureMode::Laplace | FeatureMode::Gaussian)
-    }
-}
-
-impl std::str::FromStr for FeatureMode {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "multibit" => Ok(FeatureMode::Multibit),
-            "ones" => Ok(FeatureMode::Ones),
-            "rnd" => Ok(FeatureMode::Rnd),
-            "raw" => Ok(FeatureMode::Raw),
-            "onebit" => Ok(FeatureMode::Onebit),
-            "laplace" => Ok(FeatureMode::Laplace),
-            "gaussian" => Ok(FeatureMode::Gaussian),
-            "ohd" => Ok(FeatureMode::Ohd),
-            _ => Err(Error::invalid(
-                "features",
-                format!("expected multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw, got '{s}'"),
-            )),
-        }
-    }
-}
+pub use super::recipe::{FeatureMode, Training};
 
 /// LPGNN hyper-parameters. Defaults: thesis Section 3.5.2 with Cora's K_x = 16, K_y = 8.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -138,10 +65,10 @@ impl Default for LpgnnConfig {
 impl LpgnnConfig {
     /// Checks every parameter before any work.
     pub fn validate(&self) -> Result<()> {
-        if !(self.epsilon_x > 0.0) {
+        if self.epsilon_x.is_nan() || self.epsilon_x <= 0.0 {
             return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
         }
-        if !(self.epsilon_y > 0.0) {
+        if self.epsilon_y.is_nan() || self.epsilon_y <= 0.0 {
             return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
         }
         if self.kx < 0 {
@@ -159,7 +86,7 @@ impl LpgnnConfig {
         if !(self.learning_rate > 0.0 && self.learning_rate.is_finite()) {
             return Err(Error::invalid("learning_rate", format!("must be > 0, got {}", self.learning_rate)));
         }
-        if !(self.weight_decay >= 0.0) {
+        if self.weight_decay.is_nan() || self.weight_decay < 0.0 {
             return Err(Error::invalid("weight_decay", format!("must be >= 0, got {}", self.weight_decay)));
         }
         if self.epochs == 0 {
@@ -420,11 +347,15 @@ impl TrainedModel for LpgnnModel {
     /// Saves the weights, the collected features (the users' one-time randomized reports: a new
     /// draw would be a new release) and the training graph (see `train::checkpoint`).
     fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
-        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{save_with_graph, Meta};
         let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors.size()[1]);
-        let mut cache = vec![("features".to_string(), self.features.shallow_clone())];
-        cache.extend(graph_entries(&self.graph));
-        save_store(dir, &self.vs, &meta, &cache)
+        save_with_graph(
+            dir,
+            &self.vs,
+            &meta,
+            vec![("features".to_string(), self.features.shallow_clone())],
+            &self.graph,
+        )
     }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
@@ -623,18 +554,6 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// The `train` arm for `--method lpgnn`. Dropout and weight decay are the recipe's, zero
-/// included; a recipe that leaves them unset starts from LPGNN's defaults (0.5 and 1e-3), which
-/// the registry's `lpgnn_defaults` writes into it.
-pub fn train_recipe(
-    recipe: &crate::methods::Recipe,
-    data: &Dataset,
-    seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<TrainedRun> {
-    train(data, &config(recipe), seed)
-}
-
 /// Rebuilds a saved LPGNN (see `train::checkpoint`): the backbone from the recipe, its weights,
 /// and the posteriors recomputed on the saved collected features and training graph.
 pub fn load_checkpoint(
@@ -661,7 +580,9 @@ pub fn load_checkpoint(
     Ok(Box::new(LpgnnModel { vs, gnn, tensors, features, config, posteriors, kprop, graph, label_recovery: None }))
 }
 
-/// The [`LpgnnConfig`] of a recipe (see [`train_recipe`]).
+/// The [`LpgnnConfig`] of a recipe (the `train` arm of `--method lpgnn`). Dropout and weight decay
+/// are the recipe's, zero included; a recipe that leaves them unset starts from LPGNN's defaults
+/// (0.5 and 1e-3), which the registry's `lpgnn_defaults` writes into it.
 pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
     LpgnnConfig {
         epsilon_x: recipe.epsilon_x,
@@ -680,6 +601,31 @@ pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
         epochs: recipe.epochs(),
     }
 }
+// ---------------------------------------------------------------- white box
+
+/// The features are what the server receives (multi-bit rectified estimates, or min-max scaled
+/// raw features at eps_x = inf); the forward is KProp (K_x steps of the GCN aggregator without
+/// self loops, thesis eq. 3.40) followed by the backbone. The dense form runs KProp on the
+/// relaxed adjacency too.
+impl gnnaudit_attacks::WhiteBox for LpgnnModel {
+    fn num_classes(&self) -> usize {
+        crate::methods::TrainedModel::posteriors(self).size()[1] as usize
+    }
+    fn parameters(&self) -> Vec<Tensor> {
+        self.vs.trainable_variables()
+    }
+    /// `x`: the features as the server receives them (before KProp).
+    fn forward_features(&self, x: &Tensor) -> AttackResult<Tensor> {
+        white_box_posteriors(self.gnn.forward_t(&self.kprop.forward(&to_float(x)), &self.tensors, false))
+    }
+    fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<AttackResult<Tensor>> {
+        let op = kprop_operator_dense(adj);
+        let reads = self.gnn.input_weights();
+        let h = propagate(&op, &to_float(x), self.kprop.steps(), Some(&reads));
+        Some(white_box_posteriors(self.gnn.forward_dense(&h, adj)))
+    }
+}
+
 // ---------------------------------------------------------------- registry entries
 
 use crate::methods::spec::MethodSpec;
@@ -722,7 +668,7 @@ pub const LPGNN: MethodSpec = MethodSpec {
         "lpgnn",
         "LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y)",
         PrivacyUnit::Local,
-        train_recipe,
+        |r, data, seed, _| train(data, &config(r), seed),
         lpgnn_budget,
     )
 };

@@ -6,28 +6,34 @@ use crate::error::Result;
 use crate::privacy::accountant::Budget;
 use tch::Tensor;
 
+// First: its list of methods (a macro) generates `Method` in `method`.
+#[macro_use]
+pub mod registry;
+
 pub mod backbone;
 pub mod checkpoint;
 pub mod class_dp;
 pub mod decoupled;
 pub mod dpar;
 pub mod dpgnn;
+pub mod gap;
 pub mod knobs;
 pub mod lpgnn;
+pub mod method;
+pub mod mlp;
 pub mod pate;
 pub mod pgc;
 pub mod pgc_vgae;
+pub mod progap;
 pub mod recipe;
-pub mod registry;
-pub mod release;
 pub mod rgnn;
 pub mod size;
 pub mod spec;
-pub mod white_box;
 
 pub use crate::train::Accuracy;
 pub use checkpoint::{load_model, LoadedModel};
-pub use recipe::{Method, Recipe, UtilityMetric};
+pub use method::Method;
+pub use recipe::{Recipe, UtilityMetric};
 pub use spec::MethodSpec;
 
 /// A trained target as a deployment exposes it. Attacks reach it only through the adapters in
@@ -72,6 +78,12 @@ pub trait TrainedModel {
         let _ = (dir, recipe, budget);
         Err(crate::error::Error::invalid("save", "this method does not support saving yet"))
     }
+}
+
+/// A white box's posteriors from its logits: the adversary holding the parameters reads the
+/// model's probabilities, in evaluation mode (no dropout, batch norm on its running statistics).
+pub fn white_box_posteriors(logits: Tensor) -> gnnaudit_attacks::Result<Tensor> {
+    Ok(logits.softmax(-1, tch::Kind::Float))
 }
 
 /// What a training run returns: the model, its utility and the budget it spent.

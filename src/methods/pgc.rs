@@ -25,7 +25,9 @@ use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 const PATIENCE: usize = 20;
 const MIN_EPOCHS: usize = 10;
 
-/// PGC hyper-parameters; defaults are Table 2.2's Cora row (lr 0.01, wd 0.01, dropout 0.5).
+/// PGC and PGC-VGAE hyper-parameters (the node-side randomiser, the claim and the training knobs
+/// are the same); defaults are Table 2.2's Cora row for PGC (lr 0.01, wd 0.01, dropout 0.5), and
+/// [`PgcConfig::vgae`] the VGAE row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PgcConfig {
     pub mechanism: FeatureMechanismKind,
@@ -53,6 +55,11 @@ impl Default for PgcConfig {
 }
 
 impl PgcConfig {
+    /// Table 2.2's Cora row for the VGAE (dropout 0; encoder widths 32 -> 16).
+    pub fn vgae() -> Self {
+        PgcConfig { dropout: 0.0, ..PgcConfig::default() }
+    }
+
     /// The randomiser the nodes run, None for raw features. Features live in the public range
     /// [0, 1] (bag-of-words / one-hot columns).
     pub fn randomiser(&self) -> Result<Option<FeatureLdp>> {
@@ -90,6 +97,16 @@ impl PgcConfig {
         }];
         Ok(b)
     }
+}
+
+/// Inference on another graph (`data`), whose nodes run the same mechanism with fresh randomness:
+/// the first-layer estimate there and its normalised adjacency, for a model reading `want` columns.
+pub fn estimate_on(data: &Dataset, config: &PgcConfig, want: i64) -> Result<(Tensor, Tensor)> {
+    if data.num_features() as i64 != want {
+        return Err(Error::invalid("features", format!("model expects {want} columns, got {}", data.num_features())));
+    }
+    let (y, _) = collect(data, config, 0x9e37)?;
+    Ok((first_layer_estimate(&data.graph, &y), gcn_normalized(&data.graph, true)))
 }
 
 /// The first-layer estimate GC^ = A^ Y* (Algorithm 1 with the eq. 2.4 typo fixed), [N, d].
@@ -171,11 +188,15 @@ pub fn load_checkpoint(
 
 impl TrainedModel for PgcModel {
     fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
-        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{save_with_graph, Meta};
         let meta = Meta::new(recipe, budget, self.estimate.size()[1], self.posteriors.size()[1]);
-        let mut cache = vec![("estimate".to_string(), self.estimate.shallow_clone())];
-        cache.extend(graph_entries(&self.graph));
-        save_store(dir, &self.vs, &meta, &cache)
+        save_with_graph(
+            dir,
+            &self.vs,
+            &meta,
+            vec![("estimate".to_string(), self.estimate.shallow_clone())],
+            &self.graph,
+        )
     }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
@@ -185,16 +206,7 @@ impl TrainedModel for PgcModel {
     }
     /// Inference on another graph: its nodes run the same mechanism (fresh randomness).
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
-        let want = self.gcn.first.ws.size()[1];
-        if data.num_features() as i64 != want {
-            return Err(Error::invalid(
-                "features",
-                format!("model expects {want} columns, got {}", data.num_features()),
-            ));
-        }
-        let (y, _) = collect(data, &self.config, 0x9e37)?;
-        let gc = first_layer_estimate(&data.graph, &y);
-        let adj = gcn_normalized(&data.graph, true);
+        let (gc, adj) = estimate_on(data, &self.config, self.gcn.first.ws.size()[1])?;
         Ok(tch::no_grad(|| self.gcn.forward_t(&gc, &adj, false).softmax(-1, Kind::Float)))
     }
 }
@@ -311,18 +323,9 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// The `train` arm for `--method pgc`: `--epsilon` is the budget per feature, `--mechanism` the
-/// randomiser; hidden, lr, weight decay, dropout and epochs (the maximum) from the recipe.
-pub fn train_recipe(
-    recipe: &crate::methods::Recipe,
-    data: &Dataset,
-    seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<TrainedRun> {
-    train(data, &config(recipe), seed)
-}
-
-/// The [`PgcConfig`] of a recipe (see [`train_recipe`]).
+/// The [`PgcConfig`] of a recipe (the `train` arm of `--method pgc` and `pgc-vgae`): `--epsilon` is
+/// the budget per feature, `--mechanism` the randomiser; hidden, lr, weight decay, dropout and
+/// epochs (the maximum) from the recipe.
 pub fn config(recipe: &crate::methods::Recipe) -> PgcConfig {
     PgcConfig {
         mechanism: recipe.mechanism,
@@ -374,7 +377,7 @@ pub const PGC: MethodSpec = MethodSpec {
         "PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per feature; \
             the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row",
         PrivacyUnit::Local,
-        train_recipe,
+        |r, data, seed, _| train(data, &config(r), seed),
         pgc_budget,
     )
 };

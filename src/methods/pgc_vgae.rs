@@ -19,10 +19,9 @@ use super::pgc::{collect, first_layer_estimate, PgcConfig};
 use crate::data::link_split::{sample_non_edges, split_edges, EdgeSplit, EdgeSplitRatios};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::methods::{Accuracy, Method, Recipe, TrainedModel, TrainedRun};
+use crate::methods::{Accuracy, Recipe, TrainedModel, TrainedRun};
 use crate::models::gcn::gcn_normalized;
 use crate::privacy::accountant::{Budget, PrivacyUnit};
-use crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind;
 use crate::train::fit::{drive, Batching, EarlyStop, Evaluation, Schedule, Selection, Ties, Trainee};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -33,44 +32,6 @@ pub const LATENT: i64 = 16;
 const MIN_EPOCHS: usize = 100;
 const CHECK_EVERY: usize = 10;
 const PATIENCE_CHECKS: usize = 10;
-
-/// VGAE hyper-parameters; defaults are Table 2.2's Cora row (lr 0.01, wd 0.01, dropout 0).
-#[derive(Debug, Clone, PartialEq)]
-pub struct VgaeConfig {
-    pub mechanism: FeatureMechanismKind,
-    /// Budget per feature; None = raw features (the RAW row).
-    pub epsilon: Option<f64>,
-    pub hidden: i64,
-    pub dropout: f64,
-    pub learning_rate: f64,
-    pub weight_decay: f64,
-    pub max_epochs: usize,
-}
-
-impl Default for VgaeConfig {
-    fn default() -> Self {
-        VgaeConfig {
-            mechanism: FeatureMechanismKind::Onebit,
-            epsilon: Some(1.0),
-            hidden: 32,
-            dropout: 0.0,
-            learning_rate: 0.01,
-            weight_decay: 0.01,
-            max_epochs: 500,
-        }
-    }
-}
-
-impl VgaeConfig {
-    /// The node-side randomiser and budget are PGC's: the same reports, the same claim.
-    fn pgc(&self) -> PgcConfig {
-        PgcConfig { mechanism: self.mechanism, epsilon: self.epsilon, ..PgcConfig::default() }
-    }
-    /// Record-level budget d eps (`Local`), eps per feature as a detail: PGC's own.
-    pub fn budget(&self, num_features: usize) -> Result<Budget> {
-        self.pgc().budget(num_features)
-    }
-}
 
 /// Link-prediction utility: ROC-AUC and average precision of held-out edges vs non-edges.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -140,7 +101,7 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn new(root: &nn::Path, config: &VgaeConfig, d: i64, latent: i64) -> Self {
+    fn new(root: &nn::Path, config: &PgcConfig, d: i64, latent: i64) -> Self {
         Encoder {
             first: nn::linear(root / "conv1", d, config.hidden, glorot(d, config.hidden, true)),
             norm: nn::batch_norm1d(root / "bn1", config.hidden, crate::models::torch_batch_norm_config()),
@@ -179,7 +140,7 @@ fn scores(z: &Tensor, pairs: &(Tensor, Tensor)) -> Vec<f64> {
 pub struct VgaeModel {
     vs: nn::VarStore,
     encoder: Encoder,
-    config: VgaeConfig,
+    config: PgcConfig,
     /// The server's first-layer estimate on the training graph (never the raw reports).
     estimate: Tensor,
     split: EdgeSplit,
@@ -188,7 +149,7 @@ pub struct VgaeModel {
 }
 
 impl VgaeModel {
-    fn new(vs: nn::VarStore, encoder: Encoder, config: VgaeConfig, estimate: Tensor, split: EdgeSplit) -> Self {
+    fn new(vs: nn::VarStore, encoder: Encoder, config: PgcConfig, estimate: Tensor, split: EdgeSplit) -> Self {
         let adj = gcn_normalized(&split.train_graph, true);
         let mu = tch::no_grad(|| encoder.forward_t(&estimate, &adj, false).0);
         let score = |p: &[(usize, usize)]| scores(&mu, &pair_index(p));
@@ -237,7 +198,7 @@ pub fn load_checkpoint(
     cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
-    let config = config(&meta.recipe);
+    let config = super::pgc::config(&meta.recipe);
     let mut vs = nn::VarStore::new(crate::device::current());
     let encoder = Encoder::new(&vs.root(), &config, meta.num_features, meta.num_classes);
     load(&mut vs)?;
@@ -261,16 +222,7 @@ impl TrainedModel for VgaeModel {
     }
     /// Latent means on another graph, whose nodes run the same mechanism (fresh randomness).
     fn posteriors_on(&self, data: &Dataset) -> Result<Tensor> {
-        let want = self.encoder.first.ws.size()[1];
-        if data.num_features() as i64 != want {
-            return Err(Error::invalid(
-                "features",
-                format!("model expects {want} columns, got {}", data.num_features()),
-            ));
-        }
-        let (y, _) = collect(data, &self.config.pgc(), 0x9e37)?;
-        let gc = first_layer_estimate(&data.graph, &y);
-        let adj = gcn_normalized(&data.graph, true);
+        let (gc, adj) = super::pgc::estimate_on(data, &self.config, self.encoder.first.ws.size()[1])?;
         Ok(tch::no_grad(|| self.encoder.forward_t(&gc, &adj, false).0))
     }
     fn embeddings(&self) -> Option<Tensor> {
@@ -333,7 +285,7 @@ impl Trainee for VgaeTrainee<'_> {
 }
 
 /// Trains the VGAE for link prediction on `data` (its node split and labels are not used).
-pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRun> {
+pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun> {
     if !(0.0..1.0).contains(&config.dropout) {
         return Err(Error::invalid("dropout", format!("must be in [0, 1), got {}", config.dropout)));
     }
@@ -344,7 +296,7 @@ pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRu
     let start = std::time::Instant::now();
     tch::manual_seed(seed as i64);
     let split = split_edges(&data.graph, EdgeSplitRatios::default(), seed)?;
-    let (y_star, clipped) = collect(data, &config.pgc(), seed)?;
+    let (y_star, clipped) = collect(data, config, seed)?;
     if clipped > 0 {
         tracing::warn!("pgc-vgae: {clipped} feature values outside the public range [0, 1] were clipped");
     }
@@ -391,30 +343,6 @@ pub fn train(data: &Dataset, config: &VgaeConfig, seed: u64) -> Result<TrainedRu
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// The `train` arm for `--method pgc-vgae`.
-pub fn train_recipe(
-    recipe: &Recipe,
-    data: &Dataset,
-    seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<TrainedRun> {
-    debug_assert_eq!(recipe.method, Method::PgcVgae);
-    train(data, &config(recipe), seed)
-}
-
-/// The [`VgaeConfig`] of a recipe: mechanism, epsilon per feature, hidden, lr, weight decay,
-/// dropout and the maximum epochs.
-pub fn config(recipe: &Recipe) -> VgaeConfig {
-    VgaeConfig {
-        mechanism: recipe.mechanism,
-        epsilon: recipe.epsilon,
-        hidden: recipe.hidden as i64,
-        dropout: recipe.dropout,
-        learning_rate: recipe.lr,
-        weight_decay: recipe.weight_decay,
-        max_epochs: recipe.epochs(),
-    }
-}
 // ---------------------------------------------------------------- registry entries
 
 use crate::methods::spec::MethodSpec;
@@ -430,7 +358,7 @@ fn vgae_budget(
     _seed: u64,
     _acct: &crate::train::accounting::Accounting,
 ) -> Result<Budget> {
-    config(recipe).budget(data.num_features())
+    super::pgc::config(recipe).budget(data.num_features())
 }
 
 pub const PGC_VGAE: MethodSpec = MethodSpec {
@@ -445,7 +373,7 @@ pub const PGC_VGAE: MethodSpec = MethodSpec {
         "PGC link prediction (thesis ch.2): a VGAE whose first layer reads PGC's estimate of the privatised \
             features (--mechanism, --epsilon per feature); 85/5/10 edge split; ROC-AUC",
         PrivacyUnit::Local,
-        train_recipe,
+        |r, data, seed, _| train(data, &super::pgc::config(r), seed),
         vgae_budget,
     )
 };

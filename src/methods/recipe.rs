@@ -15,7 +15,7 @@ pub const MAX_EPOCHS: usize = 1_000_000;
 /// trains a model, so more is a typo (and 10^12 seeds alone would not fit in memory).
 pub const MAX_REPEATS: usize = 100_000;
 
-pub use super::registry::Method;
+pub use super::method::Method;
 
 impl Method {
     /// The unit the method's guarantee protects (MLP protects edges perfectly: it uses none).
@@ -32,7 +32,16 @@ impl Method {
     }
     /// The DPAR family (methods::dpar).
     pub fn is_dpar(self) -> bool {
-        super::dpar::Variant::of(self).is_some()
+        matches!(
+            self,
+            Method::DparGm
+                | Method::DparEm0
+                | Method::DparEm1
+                | Method::DparDpsgd
+                | Method::DparFeatures
+                | Method::DparRandom
+                | Method::DparInf
+        )
     }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
     pub fn is_unsound(self) -> bool {
@@ -76,6 +85,54 @@ impl UtilityMetric {
         }
     }
 }
+
+// LPGNN's knob types, kept beside the recipe fields that hold them (LPGNN re-exports them).
+
+/// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Training {
+    /// Loss between KProp-smoothed noisy labels and KProp-smoothed forward-corrected
+    /// predictions (eqs. 3.41-3.42); validation by forward-correction loss under Acc*.
+    Drop,
+    /// Forward correction (Patrini et al. 2017): cross-entropy of p(y|x) T against y'.
+    ForwardCorrection,
+    /// Plain cross-entropy against the noisy labels.
+    CrossEntropy,
+}
+
+crate::from_serde_word!(Training, "training", "drop, forward-correction or cross-entropy");
+
+/// What the server uses as node features (Table 3.3: multi-bit vs. ad-hoc features).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FeatureMode {
+    /// Multi-bit perturbed features at eps_x (raw features when eps_x = inf).
+    Multibit,
+    /// The all-ones vector (no feature information, no privacy cost).
+    Ones,
+    /// Uniform random features in [0, 1) (no feature information, no privacy cost).
+    Rnd,
+    /// The clean features (min-max scaled): no feature privacy.
+    Raw,
+    /// Table 3.2's 1B: the multi-bit encoder with m = d (every feature at eps_x / d).
+    Onebit,
+    /// Table 3.2's LP: Laplace noise of scale d/eps_x per coordinate (eps_x-LDP).
+    Laplace,
+    /// Table 3.2's AG: analytic Gaussian, (eps_x, delta)-LDP with delta = 1e-10 by default.
+    Gaussian,
+    /// Table 3.3's OHD: one-hot of min(degree, d - 1) in d columns (public, no privacy cost).
+    Ohd,
+}
+
+impl FeatureMode {
+    /// Modes that spend eps_x on the private features.
+    pub fn is_private(self) -> bool {
+        matches!(self, FeatureMode::Multibit | FeatureMode::Onebit | FeatureMode::Laplace | FeatureMode::Gaussian)
+    }
+}
+
+crate::from_serde_word!(FeatureMode, "features", "multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw");
 
 /// Every knob of a training run. Fields left `None` take the method's default (see the getters).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,9 +190,9 @@ pub struct Recipe {
     /// LPGNN: KProp steps on features and labels (Cora defaults 16 and 8).
     pub kx: i64,
     pub ky: i64,
-    pub training: crate::methods::lpgnn::Training,
-    pub backbone: crate::methods::backbone::GnnKind,
-    pub features: crate::methods::lpgnn::FeatureMode,
+    pub training: Training,
+    pub backbone: crate::models::backbone::GnnKind,
+    pub features: FeatureMode,
     /// LPGNN: multi-bit's m (None = m* of Proposition 3; `features = onebit` is m = d).
     pub multibit_m: Option<usize>,
     /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
@@ -182,9 +239,9 @@ impl Default for Recipe {
             epsilon_y: 1.0,
             kx: 16,
             ky: 8,
-            training: crate::methods::lpgnn::Training::Drop,
-            backbone: crate::methods::backbone::GnnKind::Sage,
-            features: crate::methods::lpgnn::FeatureMode::Multibit,
+            training: Training::Drop,
+            backbone: crate::models::backbone::GnnKind::Sage,
+            features: FeatureMode::Multibit,
             multibit_m: None,
             mechanism: Default::default(),
             accountant: Default::default(),
@@ -255,7 +312,7 @@ impl Recipe {
     /// Checks every field once, before any work (linfa's ParamGuard idea).
     pub fn validate(&self) -> Result<()> {
         if let Some(e) = self.epsilon {
-            if !(e > 0.0) || e.is_nan() {
+            if e.is_nan() || e <= 0.0 {
                 return Err(Error::invalid("epsilon", format!("{e} must be > 0 (omit it for eps = inf)")));
             }
             if e.is_infinite() {
@@ -338,7 +395,7 @@ impl Recipe {
             }
         }
         for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
-            if !(e > 0.0) {
+            if e.is_nan() || e <= 0.0 {
                 return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));
             }
         }
@@ -352,7 +409,7 @@ impl Recipe {
         let spec = self.method.spec();
         let own = super::knobs::names_of(self.method);
         if let Some(k) = self.knobs.names().find(|k| !own.iter().any(|o| o == k)) {
-            return Err(Error::invalid(k, super::registry::unread_knob(self.method, k)));
+            return Err(Error::invalid(k, super::knobs::unread_knob(self.method, k)));
         }
         if let Some(own) = spec.own_knobs {
             (own.check)(&self.knobs)?;
@@ -360,9 +417,9 @@ impl Recipe {
         let set = serde_json::to_value(Recipe { knobs: Default::default(), ..self.clone() })?;
         let default = serde_json::to_value(Recipe::new(self.method, self.epsilon))?;
         for (k, v) in set.as_object().into_iter().flatten() {
-            let read = super::spec::ALWAYS_READ.contains(&k.as_str()) || spec.knobs.contains(&k.as_str());
+            let read = super::knobs::ALWAYS_READ.contains(&k.as_str()) || spec.knobs.contains(&k.as_str());
             if !read && default.get(k) != Some(v) {
-                return Err(Error::invalid(k, super::registry::unread_knob(self.method, k)));
+                return Err(Error::invalid(k, super::knobs::unread_knob(self.method, k)));
             }
         }
         Ok(())

@@ -3,44 +3,60 @@
 //! and [`methods!`] turns one line per method into the `Method` enum that the CLI, the audit
 //! configs, checkpoints, `account`, `replay` and the docs read. Adding a method is one module
 //! plus one line below.
+pub use super::knobs::{knob_names, unread_knob};
+pub use super::method::Method;
 use super::recipe::Recipe;
 pub use super::spec::*;
 use crate::error::Result;
-use crate::privacy::accountant::PrivacyUnit;
 
-/// Every knob `method` reads besides [`ALWAYS_READ`]: the recipe fields it lists, then its own.
-pub fn knob_names(method: Method) -> Vec<String> {
-    let spec = method.spec();
-    spec.knobs.iter().map(|k| k.to_string()).chain(super::knobs::names_of(method)).collect()
-}
-
-/// Why `method` refuses `knob`: the methods that read it, and what `method` reads instead.
-pub fn unread_knob(method: Method, knob: &str) -> String {
-    let readers: Vec<&str> =
-        Method::ALL.iter().filter(|m| knob_names(**m).iter().any(|k| k == knob)).map(|m| m.name()).collect();
-    let spec = method.spec();
-    let who = match readers.len() {
-        0 => "no method reads it".to_string(),
-        1..=4 => format!("{} read(s) it", readers.join(", ")),
-        n => format!("{n} other methods read it"),
+/// The only list of methods: one line per method, its `Method` variant and its entry. Both the
+/// `Method` enum (in [`super::method`], which reads only the variant names, so that the type every
+/// module names imports no method) and [`Method::spec`] below are generated from it: the macro
+/// hands the list to the macro it is given.
+macro_rules! registered_methods {
+    ($then:ident) => {
+        $then! {
+        Mlp => super::mlp::MLP,
+        DpMlp => super::mlp::DP_MLP,
+        DemoDpMlpNoiseOnMean => super::mlp::DEMO_DP_MLP_NOISE_ON_MEAN,
+        DemoDpMlpBiasUnclipped => super::mlp::DEMO_DP_MLP_BIAS_UNCLIPPED,
+        GapInf => super::gap::GAP_INF,
+        GapEdp => super::gap::GAP_EDP,
+        GapNdp => super::gap::GAP_NDP,
+        DemoGapEdpPlantedBug => super::gap::DEMO_GAP_EDP_PLANTED_BUG,
+        DemoGapEdpNoiseOff => super::gap::DEMO_GAP_EDP_NOISE_OFF,
+        ProgapInf => super::progap::PROGAP_INF,
+        ProgapEdp => super::progap::PROGAP_EDP,
+        ProgapNdp => super::progap::PROGAP_NDP,
+        Sage => super::backbone::SAGE,
+        SageEdp => super::backbone::SAGE_EDP,
+        Gcn => super::backbone::GCN,
+        Gat => super::backbone::GAT,
+        Dpgnn => super::dpgnn::DPGNN,
+        DpgnnRowclip => super::dpgnn::DPGNN_ROWCLIP,
+        Lpgnn => super::lpgnn::LPGNN,
+        Rgnn => super::rgnn::RGNN,
+        Pgc => super::pgc::PGC,
+        GraphPate => super::pate::GRAPH_PATE,
+        DparGm => super::dpar::DPAR_GM,
+        DparEm0 => super::dpar::DPAR_EM0,
+        DparEm1 => super::dpar::DPAR_EM1,
+        DparDpsgd => super::dpar::DPAR_DPSGD,
+        DparFeatures => super::dpar::DPAR_FEATURES,
+        DparRandom => super::dpar::DPAR_RANDOM,
+        DparInf => super::dpar::DPAR_INF,
+        ClassDpMlp => super::class_dp::CLASS_DP_MLP,
+        SubclassDpMlp => super::class_dp::SUBCLASS_DP_MLP,
+        PgcVgae => super::pgc_vgae::PGC_VGAE,
+            }
     };
-    format!("{} does not use {knob} ({who}; {} reads {})", spec.name, spec.name, knob_names(method).join(", "))
 }
 
-/// Generates `Method` (one variant per line, named by its spec), `Method::ALL` and
-/// `Method::spec`, with serde and clap spelling each method by its spec's name.
-macro_rules! methods {
+/// Generates [`Method::spec`] from the list.
+macro_rules! spec_lookup {
     ($($variant:ident => $spec:path,)*) => {
-        /// A training method; see [`Method::spec`] for what each one is.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum Method {
-            $($variant,)*
-        }
-
         impl Method {
-            /// Every method, in registry order.
-            pub const ALL: &'static [Method] = &[$(Method::$variant,)*];
-
+            /// What the method is: its registry entry.
             pub fn spec(self) -> &'static MethodSpec {
                 match self {
                     $(Method::$variant => &$spec,)*
@@ -50,41 +66,10 @@ macro_rules! methods {
     };
 }
 
-methods! {
-    Mlp => super::decoupled::MLP,
-    DpMlp => super::decoupled::DP_MLP,
-    DemoDpMlpNoiseOnMean => super::decoupled::DEMO_DP_MLP_NOISE_ON_MEAN,
-    DemoDpMlpBiasUnclipped => super::decoupled::DEMO_DP_MLP_BIAS_UNCLIPPED,
-    GapInf => super::decoupled::GAP_INF,
-    GapEdp => super::decoupled::GAP_EDP,
-    GapNdp => super::decoupled::GAP_NDP,
-    DemoGapEdpPlantedBug => super::decoupled::DEMO_GAP_EDP_PLANTED_BUG,
-    DemoGapEdpNoiseOff => super::decoupled::DEMO_GAP_EDP_NOISE_OFF,
-    ProgapInf => super::decoupled::PROGAP_INF,
-    ProgapEdp => super::decoupled::PROGAP_EDP,
-    ProgapNdp => super::decoupled::PROGAP_NDP,
-    Sage => super::backbone::SAGE,
-    SageEdp => super::backbone::SAGE_EDP,
-    Gcn => super::backbone::GCN,
-    Gat => super::backbone::GAT,
-    Dpgnn => super::dpgnn::DPGNN,
-    DpgnnRowclip => super::dpgnn::DPGNN_ROWCLIP,
-    Lpgnn => super::lpgnn::LPGNN,
-    Rgnn => super::rgnn::RGNN,
-    Pgc => super::pgc::PGC,
-    GraphPate => super::pate::GRAPH_PATE,
-    DparGm => super::dpar::DPAR_GM,
-    DparEm0 => super::dpar::DPAR_EM0,
-    DparEm1 => super::dpar::DPAR_EM1,
-    DparDpsgd => super::dpar::DPAR_DPSGD,
-    DparFeatures => super::dpar::DPAR_FEATURES,
-    DparRandom => super::dpar::DPAR_RANDOM,
-    DparInf => super::dpar::DPAR_INF,
-    ClassDpMlp => super::class_dp::CLASS_DP_MLP,
-    SubclassDpMlp => super::class_dp::SUBCLASS_DP_MLP,
-    PgcVgae => super::pgc_vgae::PGC_VGAE,
-}
+registered_methods!(spec_lookup);
 
+// The enum is generated from the registry's list, where no variant can carry `#[default]`.
+#[allow(clippy::derivable_impls)]
 impl Default for Method {
     fn default() -> Self {
         Method::GapEdp
@@ -172,18 +157,6 @@ pub fn control_recipe(r: &Recipe) -> Result<Option<Recipe>> {
     Ok(Some(out))
 }
 
-/// The privacy unit as the docs name it.
-fn unit_name(u: PrivacyUnit) -> &'static str {
-    match u {
-        PrivacyUnit::None => "none",
-        PrivacyUnit::Edge => "edge",
-        PrivacyUnit::Node => "node",
-        PrivacyUnit::Local => "local",
-        PrivacyUnit::Class => "class",
-        PrivacyUnit::Subclass => "subclass",
-    }
-}
-
 /// How a method takes its privacy target.
 fn target_of(s: &MethodSpec) -> &'static str {
     if s.takes_epsilon {
@@ -205,7 +178,7 @@ pub fn markdown_table() -> String {
         out += &format!(
             "| `{}` | {} | {} | {} | {} |\n",
             s.name,
-            unit_name(s.unit),
+            s.unit.name(),
             target_of(s),
             knob_names(*m).join(", "),
             s.about.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|")
@@ -219,7 +192,7 @@ pub fn toml_comment() -> String {
     let mut out = String::new();
     for m in Method::ALL {
         let s = m.spec();
-        out += &format!("# {} ({}): {}\n", s.name, unit_name(s.unit), knob_names(*m).join(", "));
+        out += &format!("# {} ({}): {}\n", s.name, s.unit.name(), knob_names(*m).join(", "));
     }
     out
 }
@@ -230,7 +203,7 @@ pub fn describe(m: Method) -> Result<String> {
     let defaults = toml::Table::try_from(Recipe::new(m, None))
         .map_err(|e| crate::Error::Other(format!("cannot render the defaults of {}: {e}", spec.name)))?;
     let mut out =
-        format!("# {}: {}\n# unit: {}, target: {}\n", spec.name, spec.about, unit_name(spec.unit), target_of(spec));
+        format!("# {}: {}\n# unit: {}, target: {}\n", spec.name, spec.about, spec.unit.name(), target_of(spec));
     out += &format!("method = \"{}\"\n", spec.name);
     for k in ALWAYS_READ.iter().chain(spec.knobs).filter(|k| !matches!(**k, "method" | "epsilon" | "delta")) {
         match defaults.get(*k) {
@@ -247,4 +220,101 @@ pub fn describe(m: Method) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+/// Every method's white box, against its own posteriors.
+#[cfg(test)]
+mod white_box_tests {
+    use crate::data::split::{random_split, SplitRatios};
+    use crate::data::{Csbm, Dataset};
+    use crate::methods::{train, Method, Recipe};
+    use tch::{Kind, Tensor};
+
+    fn small_graph() -> Dataset {
+        let data = Csbm { nodes: 240, features: 64, ..Default::default() }.generate().unwrap();
+        random_split(&data, SplitRatios::new(0.5, 0.25, 0.25).unwrap(), 0).unwrap()
+    }
+
+    fn max_gap(a: &Tensor, b: &Tensor) -> f64 {
+        (a - b).abs().max().double_value(&[])
+    }
+
+    /// Every method's white box reproduces its own posteriors in eval mode: the sparse
+    /// `forward_features` and the dense `forward_dense` on the training graph's adjacency. Noisy
+    /// methods are compared with their noise-free path (GAP/ProGAP inf; LPGNN at eps_x = inf; the
+    /// rest at a huge epsilon, where the cached noise is negligible), and gradients reach A.
+    #[test]
+    fn white_box_forwards_reproduce_each_models_posteriors() {
+        let data = small_graph();
+        let x = data.features.to_tensor().to_kind(Kind::Float);
+        let dense = data.graph.aggregation_tensor().to_dense(None, false);
+        let mut lp = Recipe::new(Method::Lpgnn, None);
+        lp.epsilon_x = f64::INFINITY;
+        lp.epsilon_y = f64::INFINITY;
+        lp.features = crate::methods::lpgnn::FeatureMode::Raw;
+        lp.kx = 2; // 64 features > 32 projections: exercises the pseudo-inverse shortcut of `propagate`
+        let x_lp = crate::privacy::mechanisms::multibit::min_max_scale(&data.features.to_tensor());
+        let mut dpgnn = Recipe::new(Method::Dpgnn, Some(1e6));
+        dpgnn.batch_size = Some(64);
+        // A degree bound above every degree of the test graph, so that the dense adjacency fed
+        // below is the graph DP-GNN trained on (its default K = 4 would sample neighbours).
+        dpgnn.max_degree = 100;
+        let mut layerwise = Recipe::new(Method::ProgapInf, None);
+        layerwise.layerwise = true;
+        // (recipe, tolerance, compare with posteriors_on instead of the cached posteriors). The
+        // private variants without an epsilon are the same models built with sigma = 0.
+        let exact = 1e-5;
+        let cases: Vec<(Recipe, f64, bool)> = vec![
+            (Recipe::new(Method::Mlp, None), exact, false),
+            (Recipe::new(Method::DpMlp, None), exact, false),
+            (Recipe::new(Method::Sage, None), exact, false),
+            (Recipe::new(Method::SageEdp, None), exact, false),
+            (Recipe::new(Method::Gcn, None), exact, false),
+            (Recipe::new(Method::Gat, None), exact, false),
+            (Recipe::new(Method::GapInf, None), exact, false),
+            (Recipe::new(Method::GapEdp, None), exact, false),
+            (Recipe::new(Method::GapNdp, None), exact, false),
+            (layerwise, exact, false),
+            // Progressive training caches stage s's input with base s-1 as it was when stage s
+            // began; the white box (like inductive inference) uses the final parameters.
+            (Recipe::new(Method::ProgapInf, None), exact, true),
+            (Recipe::new(Method::ProgapEdp, None), exact, true),
+            (Recipe::new(Method::ProgapNdp, None), exact, true),
+            (lp, exact, false),
+            // DP-GNN needs an epsilon: its cached posteriors carry the test-time Gaussian release of
+            // std noise_scale sqrt(D); the noise-free forward must lie within a fraction of it.
+            (dpgnn, f64::NAN, false),
+        ];
+        for (mut recipe, tol, inductive) in cases {
+            recipe.epochs = Some(5);
+            let run = train(&recipe, &data, 1).unwrap();
+            let name = recipe.method.name();
+            let tol = if tol.is_nan() {
+                let scale = run.budget.noise.iter().find(|(k, _)| k == "inference_noise_scale").expect("noise scale").1;
+                0.5 * scale * (recipe.max_degree as f64).sqrt()
+            } else {
+                tol
+            };
+            let wb = run.model.white_box().unwrap_or_else(|| panic!("{name} has no white box"));
+            let feed = if recipe.method == Method::Lpgnn { &x_lp } else { &x };
+            let want = if inductive { run.model.posteriors_on(&data).unwrap() } else { run.model.posteriors() };
+            assert_eq!(wb.num_classes(), want.size()[1] as usize, "{name}");
+            assert!(!wb.parameters().is_empty(), "{name}");
+            let sparse = wb.forward_features(feed).unwrap();
+            assert!(max_gap(&sparse, &want) < tol, "{name}: forward_features off by {}", max_gap(&sparse, &want));
+            let adj = dense.copy().set_requires_grad(true);
+            let d = wb.forward_dense(feed, &adj).expect("dense form").unwrap();
+            assert!(max_gap(&d, &want) < tol, "{name}: forward_dense off by {}", max_gap(&d, &want));
+            d.select(1, 0).sum(Kind::Float).backward();
+            let grad = adj.grad();
+            let reaches = grad.defined() && grad.abs().sum(Kind::Float).double_value(&[]) > 0.0;
+            assert_eq!(reaches, !matches!(recipe.method, Method::Mlp | Method::DpMlp), "{name}: gradient in A");
+            // Model inversion queries one isolated node: its input gradient must be finite.
+            let one = feed.narrow(0, 0, 1).copy().set_requires_grad(true);
+            let zero = Tensor::zeros([1, 1], (Kind::Float, tch::Device::Cpu));
+            wb.forward_dense(&one, &zero).unwrap().unwrap().select(1, 0).sum(Kind::Float).backward();
+            let g = one.grad();
+            assert!(!g.defined() || bool::try_from(g.isfinite().all()).unwrap(), "{name}: NaN input gradient");
+        }
+    }
 }

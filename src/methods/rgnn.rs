@@ -15,10 +15,10 @@
 //! ln(1 + (m/d')(e^{m eps_x} - 1)) + eps_y is recorded as `paper_epsilon` in the budget's noise
 //! entries and flagged. Ablations: kx = 0 (no f_X), ky = 0 (no f_Y), alpha = 0 (no LLP); all three
 //! give the paper's "GraphSAGE" baseline trained on X', Y'.
-use super::backbone::{GnnKind, GraphTensors, TwoLayerGnn};
 use crate::data::{grouping, partition, Dataset, Graph, Split};
 use crate::error::{Error, Result};
 use crate::methods::{TrainedModel, TrainedRun};
+use crate::models::backbone::{GnnKind, GraphTensors, TwoLayerGnn};
 use crate::privacy::accountant::{Budget, BudgetComponent, Event, PrivacyUnit};
 use crate::privacy::mechanisms::grr_fs::GrrFs;
 use crate::privacy::mechanisms::randomized_response::RandomizedResponse;
@@ -70,13 +70,12 @@ pub struct RgnnKnobs {
 
 impl Default for RgnnKnobs {
     fn default() -> Self {
-        let c = RgnnConfig::default();
         RgnnKnobs {
-            sampled: c.sampled,
-            clusters: c.clusters,
-            alpha: c.alpha,
-            group_size: c.group_size,
-            kl_direction: c.kl_direction,
+            sampled: 10,
+            clusters: 16,
+            alpha: 1.0,
+            group_size: None,
+            kl_direction: KlDirection::TargetPredicted,
         }
     }
 }
@@ -88,17 +87,12 @@ impl crate::methods::knobs::Knobs for RgnnKnobs {}
 pub struct RgnnConfig {
     pub epsilon_x: f64,
     pub epsilon_y: f64,
-    /// m: features sampled by GRR-FS per record.
-    pub sampled: usize,
     pub kx: i64,
     pub ky: i64,
-    /// C: bags of the LLP regulariser.
-    pub clusters: usize,
-    /// alpha: weight of the LLP loss (0 switches it off).
-    pub alpha: f64,
-    /// g of the feature grouping; None = the paper's g for the dataset.
-    pub group_size: Option<usize>,
-    pub kl_direction: KlDirection,
+    /// RGNN's own knobs (GRR-FS's m, the label-proportion loss, the feature grouping), flat in
+    /// the serialised form.
+    #[serde(flatten)]
+    pub own: RgnnKnobs,
     pub backbone: GnnKind,
     pub hidden: i64,
     pub dropout: f64,
@@ -112,13 +106,9 @@ impl Default for RgnnConfig {
         RgnnConfig {
             epsilon_x: 1.0,
             epsilon_y: 1.0,
-            sampled: 10,
             kx: 16,
             ky: 16,
-            clusters: 16,
-            alpha: 1.0,
-            group_size: None,
-            kl_direction: KlDirection::TargetPredicted,
+            own: RgnnKnobs::default(),
             backbone: GnnKind::Sage,
             hidden: 16,
             dropout: 0.0,
@@ -135,25 +125,25 @@ const GRAD_CLIP: f64 = 5.0;
 impl RgnnConfig {
     /// Checks every parameter before any work (m against d' is checked once d' is known).
     pub fn validate(&self) -> Result<()> {
-        if !(self.epsilon_x > 0.0) {
+        if self.epsilon_x.is_nan() || self.epsilon_x <= 0.0 {
             return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
         }
-        if !(self.epsilon_y > 0.0) {
+        if self.epsilon_y.is_nan() || self.epsilon_y <= 0.0 {
             return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
         }
-        if self.sampled == 0 {
+        if self.own.sampled == 0 {
             return Err(Error::invalid("sampled", "m must be at least 1"));
         }
         if self.kx < 0 || self.ky < 0 {
             return Err(Error::invalid(if self.kx < 0 { "kx" } else { "ky" }, "must be >= 0"));
         }
-        if self.clusters == 0 {
+        if self.own.clusters == 0 {
             return Err(Error::invalid("clusters", "must be at least 1"));
         }
-        if !(self.alpha >= 0.0 && self.alpha.is_finite()) {
-            return Err(Error::invalid("alpha", format!("must be >= 0 and finite, got {}", self.alpha)));
+        if !(self.own.alpha >= 0.0 && self.own.alpha.is_finite()) {
+            return Err(Error::invalid("alpha", format!("must be >= 0 and finite, got {}", self.own.alpha)));
         }
-        if self.group_size == Some(0) {
+        if self.own.group_size == Some(0) {
             return Err(Error::invalid("group_size", "must be at least 1"));
         }
         if self.hidden < 1 {
@@ -173,7 +163,7 @@ impl RgnnConfig {
 
     /// The group size for a dataset with `d` raw columns.
     pub fn group_size_for(&self, d: usize) -> Result<usize> {
-        self.group_size.or_else(|| grouping::paper_group_size(d)).ok_or_else(|| {
+        self.own.group_size.or_else(|| grouping::paper_group_size(d)).ok_or_else(|| {
             Error::invalid(
                 "group_size",
                 format!("the paper gives no group size for {d} features: set group_size (1 = already binary)"),
@@ -186,18 +176,18 @@ impl RgnnConfig {
     pub fn budget(&self, grouped_features: usize) -> Result<Budget> {
         let mut parts = vec![];
         let mut components = vec![];
-        let mut noise = vec![("grr_fs_m".to_string(), self.sampled as f64)];
+        let mut noise = vec![("grr_fs_m".to_string(), self.own.sampled as f64)];
         let mut paper = 0.0;
         if self.epsilon_x.is_finite() {
-            let grr = GrrFs::binary(self.epsilon_x, self.sampled, grouped_features)
+            let grr = GrrFs::binary(self.epsilon_x, self.own.sampled, grouped_features)
                 .map_err(|e| Error::invalid("sampled", e.to_string()))?;
-            let sound = self.sampled as f64 * self.epsilon_x;
+            let sound = self.own.sampled as f64 * self.epsilon_x;
             paper += grr.paper_epsilon();
             components.push(BudgetComponent {
                 name: "features".into(),
                 mechanism: format!(
                     "GRR-FS (m = {} of d' = {grouped_features} binary features, eps_x = {}): exactly m eps_x-LDP; paper Thm 1 claims {:.4}",
-                    self.sampled,
+                    self.own.sampled,
                     self.epsilon_x,
                     grr.paper_epsilon()
                 ),
@@ -315,12 +305,12 @@ pub fn collect(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<Collect
     let g = config.group_size_for(data.num_features())?;
     let clean = grouping::group_features(&data.features, g)?;
     let (n, d) = (clean.size()[0], clean.size()[1] as usize);
-    if config.sampled > d {
-        return Err(Error::invalid("sampled", format!("m = {} exceeds the {d} grouped features", config.sampled)));
+    if config.own.sampled > d {
+        return Err(Error::invalid("sampled", format!("m = {} exceeds the {d} grouped features", config.own.sampled)));
     }
     let adj = mean_with_self_loops(&data.graph);
     let noisy = if config.epsilon_x.is_finite() {
-        let grr = GrrFs::binary(config.epsilon_x, config.sampled, d)?;
+        let grr = GrrFs::binary(config.epsilon_x, config.own.sampled, d)?;
         let bits: Vec<f32> = Vec::try_from(clean.reshape([-1]))?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5247_4e4e_0001);
         let (mut record, mut order, mut out) = (vec![0usize; d], Vec::with_capacity(d), vec![0usize; d]);
@@ -338,7 +328,7 @@ pub fn collect(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<Collect
     };
     let features = if config.epsilon_x.is_finite() {
         let lambda = propagate(&adj, &noisy, config.kx);
-        estimate_frequency(&lambda, config.epsilon_x, config.sampled, d, 2)
+        estimate_frequency(&lambda, config.epsilon_x, config.own.sampled, d, 2)
     } else {
         noisy.shallow_clone()
     };
@@ -491,16 +481,15 @@ impl RgnnModel {
 
 impl TrainedModel for RgnnModel {
     fn save(&self, dir: &std::path::Path, recipe: &crate::methods::Recipe, budget: &Budget) -> Result<()> {
-        use crate::methods::checkpoint::{graph_entries, save_store, Meta};
+        use crate::methods::checkpoint::{save_with_graph, Meta};
         let meta = Meta::new(recipe, budget, self.features.size()[1], self.posteriors.size()[1]);
         let r = &self.reconstruction;
         let figures = [r.label_accuracy, r.noisy_label_accuracy, r.feature_mae, r.noisy_feature_mae];
-        let mut cache = vec![
+        let cache = vec![
             ("features".to_string(), self.features.shallow_clone()),
             ("reconstruction".to_string(), Tensor::from_slice(&figures)),
         ];
-        cache.extend(graph_entries(&self.graph));
-        save_store(dir, &self.vs, &meta, &cache)
+        save_with_graph(dir, &self.vs, &meta, cache, &self.graph)
     }
     fn posteriors(&self) -> Tensor {
         self.posteriors.shallow_clone()
@@ -535,7 +524,7 @@ impl gnnaudit_attacks::WhiteBox for RgnnModel {
         Ok(self.gnn.forward_t(&h, &g, false).softmax(-1, Kind::Float))
     }
     fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<gnnaudit_attacks::Result<Tensor>> {
-        let a = super::white_box::without_self_loops(adj);
+        let a = crate::models::dense::without_self_loops(adj);
         let n = a.size()[0];
         let a = a + Tensor::eye(n, (Kind::Float, adj.device()));
         let mean = &a / a.sum_dim_intlist([1i64].as_slice(), true, Kind::Float);
@@ -564,7 +553,7 @@ impl RgnnModel {
         let grouped = x.reshape([n, groups, g]).sum_dim_intlist([2i64].as_slice(), false, Kind::Float).clamp_max(1.0);
         Ok(if self.config.epsilon_x.is_finite() {
             let lambda = propagate(mean, &grouped, self.config.kx);
-            estimate_frequency(&lambda, self.config.epsilon_x, self.config.sampled, groups as usize, 2)
+            estimate_frequency(&lambda, self.config.epsilon_x, self.config.own.sampled, groups as usize, 2)
         } else {
             grouped
         })
@@ -593,7 +582,7 @@ impl Trainee for RgnnTrainee<'_> {
             crate::models::cross_entropy(&logits.index_select(0, tr), &self.reconstructed.index_select(0, tr));
         if let Some((b, direction, alpha)) = self.bags {
             let probs = logits.index_select(0, tr).softmax(-1, Kind::Float);
-            loss = loss + b.loss(&probs, direction) * alpha;
+            loss += b.loss(&probs, direction) * alpha;
         }
         self.opt.backward_step_clip_norm(&loss, GRAD_CLIP);
         Ok(())
@@ -631,8 +620,8 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
     );
     let tr_idx = &split.train;
     let tr = Split::index_tensor(tr_idx);
-    let bags = (config.alpha > 0.0).then(|| {
-        let part = partition::greedy_growing(&data.graph, config.clusters.min(data.num_nodes()), seed);
+    let bags = (config.own.alpha > 0.0).then(|| {
+        let part = partition::greedy_growing(&data.graph, config.own.clusters.min(data.num_nodes()), seed);
         part.map(|p| {
             Bags::new(&p, tr_idx, &collected.noisy_labels.index_select(0, &tr), config.epsilon_y, data.num_classes)
         })
@@ -653,7 +642,7 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
         tensors: &tensors,
         opt,
         reconstructed: &collected.labels,
-        bags: bags.as_ref().map(|b| (b, config.kl_direction, config.alpha)),
+        bags: bags.as_ref().map(|b| (b, config.own.kl_direction, config.own.alpha)),
         val: &labels.val,
     };
     let schedule = Schedule {
@@ -668,29 +657,14 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
     Ok(TrainedRun { model: Box::new(model), accuracy, budget, seconds: start.elapsed().as_secs_f64() })
 }
 
-/// The `train` arm for `--method rgnn`.
-pub fn train_recipe(
-    recipe: &crate::methods::Recipe,
-    data: &Dataset,
-    seed: u64,
-    _acct: &crate::train::accounting::Accounting,
-) -> Result<TrainedRun> {
-    train(data, &config(recipe)?, seed)
-}
-
-/// The [`RgnnConfig`] of a recipe (see [`train_recipe`]).
+/// The [`RgnnConfig`] of a recipe (the `train` arm of `--method rgnn`).
 pub fn config(recipe: &crate::methods::Recipe) -> Result<RgnnConfig> {
-    let k: RgnnKnobs = recipe.own()?;
     Ok(RgnnConfig {
         epsilon_x: recipe.epsilon_x,
         epsilon_y: recipe.epsilon_y,
-        sampled: k.sampled,
         kx: recipe.kx,
         ky: recipe.ky,
-        clusters: k.clusters,
-        alpha: k.alpha,
-        group_size: k.group_size,
-        kl_direction: k.kl_direction,
+        own: recipe.own()?,
         backbone: recipe.backbone,
         hidden: recipe.hidden as i64,
         dropout: recipe.dropout,
@@ -733,7 +707,7 @@ pub const RGNN: MethodSpec = MethodSpec {
         "RGNN (Bhaila et al.): GRR-FS features (--epsilon-x per sampled feature, --sampled m), GRR labels \
             (--epsilon-y), frequency-estimation reconstruction and the label-proportion loss",
         PrivacyUnit::Local,
-        train_recipe,
+        |r, data, seed, _| train(data, &config(r)?, seed),
         rgnn_budget,
     )
 };

@@ -2,15 +2,14 @@
 //! carries). The types live apart from the registry, which imports every method, so that a
 //! method's module can declare its entry without importing the others.
 use super::checkpoint::Loader;
+use super::method::Method;
 use super::recipe::{Recipe, UtilityMetric};
-use super::registry::Method;
 use super::TrainedRun;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::privacy::accountant::{Budget, PrivacyUnit};
 
-/// Recipe fields every method reads.
-pub const ALWAYS_READ: &[&str] = &["method", "epsilon", "delta", "epochs", "lr"];
+pub use super::knobs::ALWAYS_READ;
 
 /// Everything the rest of gnnaudit needs to know about one method.
 pub struct MethodSpec {

@@ -63,6 +63,8 @@ pub struct GapClassifier {
 }
 
 impl GapClassifier {
+    // One argument per hyper-parameter of the paper's architecture, each named at its call site.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ps: &mut ParamStore,
         hops: usize,

@@ -9,9 +9,13 @@
 //! | GAP encoder + classifier, PMA operator | [`gap`], [`aggregation`] | gap-* |
 //! | ProGAP stages, NAP | [`progap`], [`aggregation`] | progap-* |
 //! | GCN / GAT / GraphSAGE layers | [`gcn`], [`gat`], [`sage`] | baselines, dpgnn, lpgnn, rgnn, pgc, graph-pate |
+//! | two-layer backbones over them | [`backbone`] | baselines, lpgnn, rgnn, graph-pate |
 //! | KProp | [`kprop`] | lpgnn, rgnn |
+//! | dense (differentiable-in-A) operators | [`dense`] | the white boxes |
 //! | APPR rows | [`ppr`], [`dpar`] | dpar-* |
 pub mod aggregation;
+pub mod backbone;
+pub mod dense;
 pub mod dpar;
 pub mod gap;
 pub mod gat;
@@ -350,6 +354,8 @@ pub struct Mlp {
 impl Mlp {
     /// `layers` Linear layers from `input` to `output`, hidden width `hidden`. Zero layers is the
     /// identity.
+    // One argument per hyper-parameter of the paper's architecture, each named at its call site.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ps: &mut ParamStore,
         name: &str,

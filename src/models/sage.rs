@@ -14,16 +14,7 @@ pub enum Aggregation {
     Mean,
 }
 
-impl std::str::FromStr for Aggregation {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "sum" => Ok(Aggregation::Sum),
-            "mean" => Ok(Aggregation::Mean),
-            _ => Err(Error::invalid("aggregation", format!("expected sum or mean, got '{s}'"))),
-        }
-    }
-}
+crate::from_serde_word!(Aggregation, "aggregation", "sum or mean");
 
 /// A^T (sum) or D^-1 A^T (mean) as a sparse [N, N] matrix, rows = targets, self loops dropped.
 pub fn aggregation_matrix(graph: &Graph, aggregation: Aggregation) -> SparseMatrix {

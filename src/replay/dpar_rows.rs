@@ -75,64 +75,60 @@ pub fn shipped_scores(g: &Graph, v: usize, appr: &ApprParams, c2: f64) -> Result
 
 /// Replays `dpar-em0`/`dpar-em1`'s shipped scores against the shipped Gumbel scale.
 pub fn replay_exponential(r: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<(String, Vec<Release>)> {
-    let c2 = DparConfig::from_recipe(r)?.c2;
-    replay_exponential_with(r, data, opts, shipped_scores, em_score_sensitivity(c2))
-}
-
-/// Replays the scores `row` against `declared` (tests plant an unclipped score).
-pub fn replay_exponential_with(
-    r: &Recipe,
-    data: &Dataset,
-    opts: &ReplayOptions,
-    row: RowRelease,
-    declared: f64,
-) -> Result<(String, Vec<Release>)> {
-    let cfg = DparConfig::from_recipe(r)?;
-    ensure!(
-        matches!(cfg.variant, Variant::Em0 | Variant::Em1),
-        Error::invalid("method", "the DP-APPR score replay covers dpar-em0 and dpar-em1 only")
-    );
-    let release = |g: &Graph, v: usize| row(g, v, &cfg.appr, cfg.c2);
-    let names = (
-        "DP-APPR scores (L-infinity)",
-        "DP-APPR own scores (L-infinity)",
-        linf_distance as fn(&SparseRow, &SparseRow) -> f64,
-    );
-    let out = rows_on_neighbours(data, opts, &release, names, declared)?;
-    Ok((
-        "one training node and its edges removed from the training nodes' induced graph (q' = 1); every row's \
-         entry-clipped APPR scores recomputed on both graphs, compared entry by entry"
-            .into(),
-        out,
-    ))
+    let c2 = DparConfig::from_recipe(r)?.own.c2;
+    replay_rows(r, data, opts, shipped_scores, em_score_sensitivity(c2), Rows::ExponentialScores)
 }
 
 /// Replays the shipped rows against the shipped calibration.
 pub fn replay(r: &Recipe, data: &Dataset, opts: &ReplayOptions) -> Result<(String, Vec<Release>)> {
-    let c1 = DparConfig::from_recipe(r)?.c1;
-    replay_with(r, data, opts, shipped, declared_sensitivity(c1))
+    let c1 = DparConfig::from_recipe(r)?.own.c1;
+    replay_rows(r, data, opts, shipped, declared_sensitivity(c1), Rows::Gaussian)
 }
 
-/// Replays `row` against `declared` (tests plant a wrong release or the thesis's C1).
-pub fn replay_with(
+/// The DP-APPR releases a replay recomputes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// dpar-gm's L2-clipped rows, compared in L2.
+    Gaussian,
+    /// dpar-em0/em1's entry-clipped scores, compared entry by entry (L-infinity).
+    ExponentialScores,
+}
+
+/// Replays `row` (clipped to the variant's C1 or C2) on neighbouring graphs against `declared`
+/// (tests plant a wrong release, an unclipped score or the thesis's C1).
+pub fn replay_rows(
     r: &Recipe,
     data: &Dataset,
     opts: &ReplayOptions,
     row: RowRelease,
     declared: f64,
+    rows: Rows,
 ) -> Result<(String, Vec<Release>)> {
     let cfg = DparConfig::from_recipe(r)?;
-    ensure!(
-        cfg.variant == Variant::Gm,
-        Error::invalid("method", "the DP-APPR row replay covers dpar-gm (the Gaussian rows) only")
-    );
-    let release = |g: &Graph, v: usize| row(g, v, &cfg.appr, cfg.c1);
-    let names = ("DP-APPR row", "DP-APPR own row", l2_distance as fn(&SparseRow, &SparseRow) -> f64);
+    type Distance = fn(&SparseRow, &SparseRow) -> f64;
+    let (covered, refusal, clip, names, what) = match rows {
+        Rows::Gaussian => (
+            cfg.variant == Variant::Gm,
+            "the DP-APPR row replay covers dpar-gm (the Gaussian rows) only",
+            cfg.own.c1,
+            ("DP-APPR row", "DP-APPR own row", l2_distance as Distance),
+            "clipped APPR recomputed on both graphs",
+        ),
+        Rows::ExponentialScores => (
+            matches!(cfg.variant, Variant::Em0 | Variant::Em1),
+            "the DP-APPR score replay covers dpar-em0 and dpar-em1 only",
+            cfg.own.c2,
+            ("DP-APPR scores (L-infinity)", "DP-APPR own scores (L-infinity)", linf_distance as Distance),
+            "entry-clipped APPR scores recomputed on both graphs, compared entry by entry",
+        ),
+    };
+    ensure!(covered, Error::invalid("method", refusal));
+    let release = |g: &Graph, v: usize| row(g, v, &cfg.appr, clip);
     let out = rows_on_neighbours(data, opts, &release, names, declared)?;
     Ok((
-        "one training node and its edges removed from the training nodes' induced graph (q' = 1); every row's \
-         clipped APPR recomputed on both graphs"
-            .into(),
+        format!(
+            "one training node and its edges removed from the training nodes' induced graph (q' = 1); every row's {what}"
+        ),
         out,
     ))
 }

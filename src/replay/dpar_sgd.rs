@@ -46,7 +46,7 @@ fn sensitivity_in_clips(e: &Event) -> Option<f64> {
 /// noise calibration assumes: sigma = 1 in the accountant's event, times the clip C.
 pub fn declared_sensitivity(cfg: &DparConfig, rows: u64) -> Result<f64> {
     let batch = (cfg.optimizer_batch as u64).min(rows).max(1);
-    let shape = SgdShape { rows, cap: cfg.ref_cap as u64, batch, steps: 1 };
+    let shape = SgdShape { rows, cap: cfg.own.ref_cap as u64, batch, steps: 1 };
     let event = sound_event(cfg.variant, ApprRelease::None, shape, 1.0, 1.0);
     let clips = sensitivity_in_clips(&event).ok_or_else(|| {
         Error::Other(format!("the DP-SGD event of {:?} has no Gaussian noise multiplier", cfg.variant))

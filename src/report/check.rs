@@ -160,7 +160,7 @@ impl Thresholds {
         for (i, o) in self.overrides.iter().enumerate() {
             check(format!("overrides[{i}]."), &o.limits())?;
             if let Some(Epsilon::Finite(e)) = o.epsilon {
-                if !(e > 0.0) {
+                if e.is_nan() || e <= 0.0 {
                     return Err(Error::invalid(
                         format!("overrides[{i}].epsilon"),
                         format!("{e} must be > 0 or \"inf\""),
@@ -255,7 +255,7 @@ pub fn validate_report(report: &Report, path: &Path) -> Result<()> {
                 }
             }
             if let Some(lb) = a.eps_lb {
-                if !(lb >= 0.0) {
+                if lb.is_nan() || lb < 0.0 {
                     return bad(format!("{at}: eps_lb {lb} is negative or not a number"));
                 }
             }
@@ -393,7 +393,7 @@ pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
                 Aggregate::Mean => measured.iter().map(|c| c.utility.test).sum::<f64>() / measured.len() as f64,
                 Aggregate::Worst => measured.iter().map(|c| c.utility.test).fold(f64::INFINITY, f64::min),
             };
-            if !(acc >= floor) {
+            if acc.is_nan() || floor.is_nan() || acc < floor {
                 findings.push(finding(
                     None,
                     format!("test accuracy {:.3} < min_test_accuracy {floor:.3}{}", acc, agg_desc(&row.test_accuracy)),
@@ -410,7 +410,7 @@ pub fn check(report: &Report, t: &Thresholds) -> CheckOutcome {
             };
             let mut over = |name: &str, limit: Option<f64>, v: f64, what: &str| {
                 if let Some(limit) = limit {
-                    if !(v <= limit) {
+                    if v.is_nan() || limit.is_nan() || v > limit {
                         findings.push(finding(
                             Some(&a.attack),
                             format!("{what} {v:.3} > {name} {limit:.3}{}", agg_desc(&a.auc)),

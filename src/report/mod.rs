@@ -276,7 +276,7 @@ fn combined_verdict(verdicts: &[Option<&str>]) -> String {
     // "holds" is the word of older reports; kept as recorded so that they still validate, and
     // shown as inconclusive (it showed no power).
     for v in ["violated", "inconclusive", "holds", "not refuted", "no claim", "not comparable"] {
-        if verdicts.iter().any(|x| *x == Some(v)) {
+        if verdicts.contains(&Some(v)) {
             return v.to_string();
         }
     }
@@ -577,16 +577,5 @@ mod tests {
         assert!(s.contains(r#""x": [1,2]"#), "{s}");
         let back: serde_json::Value = serde_json::from_str(&s).unwrap();
         assert_eq!(back, v);
-    }
-}
-
-pub(crate) fn unit_name(u: PrivacyUnit) -> &'static str {
-    match u {
-        PrivacyUnit::None => "none",
-        PrivacyUnit::Edge => "edge",
-        PrivacyUnit::Node => "node",
-        PrivacyUnit::Local => "local",
-        PrivacyUnit::Class => "class",
-        PrivacyUnit::Subclass => "subclass",
     }
 }

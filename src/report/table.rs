@@ -1,7 +1,7 @@
 //! The report's tables as data (headers, alignment, cell text), built once per section so that
 //! report.md and report.html show the same rows; each writer only renders a `Table` and escapes
 //! its cells for its own format.
-use super::{fmt_eps, fmt_num, unit_name, AttackSummary, Report, Stat, SummaryRow};
+use super::{fmt_eps, fmt_num, AttackSummary, Report, Stat, SummaryRow};
 use crate::privacy::accountant::PrivacyUnit;
 use crate::report::record::Epsilon;
 
@@ -149,7 +149,7 @@ pub fn unit_cell(s: &SummaryRow) -> String {
     if uses_no_edges(s) {
         "edge: uses no edges (ε = 0) · node: not private".into()
     } else {
-        unit_name(s.privacy_unit).into()
+        s.privacy_unit.name().into()
     }
 }
 

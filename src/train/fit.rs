@@ -244,7 +244,7 @@ impl FitConfig {
         if !(self.lr > 0.0 && self.lr.is_finite()) {
             return Err(Error::invalid("learning_rate", format!("must be > 0, got {}", self.lr)));
         }
-        if !(self.weight_decay >= 0.0) {
+        if self.weight_decay.is_nan() || self.weight_decay < 0.0 {
             return Err(Error::invalid("weight_decay", format!("must be >= 0, got {}", self.weight_decay)));
         }
         Ok(())

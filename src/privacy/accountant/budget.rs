@@ -22,6 +22,20 @@ pub enum PrivacyUnit {
     Subclass,
 }
 
+impl PrivacyUnit {
+    /// The unit as configs, docs and reports name it (its serde name).
+    pub fn name(self) -> &'static str {
+        match self {
+            PrivacyUnit::None => "none",
+            PrivacyUnit::Edge => "edge",
+            PrivacyUnit::Node => "node",
+            PrivacyUnit::Local => "local",
+            PrivacyUnit::Class => "class",
+            PrivacyUnit::Subclass => "subclass",
+        }
+    }
+}
+
 /// One mechanism's share of the budget (e.g. "PMA, 2 hops" or "encoder DP-Adam").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BudgetComponent {

@@ -248,7 +248,7 @@ impl Plan {
         let mut h = opts.interval.max(widest * 1.05 / budget);
         let mut worst = 0usize;
         for _attempt in 0..6 {
-            if !(h <= opts.max_interval) {
+            if h.is_nan() || opts.max_interval.is_nan() || h > opts.max_interval {
                 break;
             }
             let parts = |dir: Direction| -> Vec<(Discrete, u64)> {
@@ -486,7 +486,7 @@ fn window(parts: &[(Discrete, u64)], h: f64, tail: f64) -> (f64, f64) {
             lo = lo.max((lt - km[j]) / ls[j]);
         }
     }
-    if !(hi > lo) {
+    if hi.is_nan() || lo.is_nan() || hi <= lo {
         return (sup_lo, sup_hi);
     }
     (lo, hi)
@@ -559,8 +559,8 @@ fn fft_compose_pair(
     let mut offset = [0i64; 2];
     let mut log_finite = [0.0f64; 2]; // log of the composed finite mass fraction (1 - inf)^count
     let mut buf = vec![Complex::new(0.0, 0.0); n];
-    for j in 0..parts[0].len() {
-        let ((px, c), (py, cy)) = (&parts[0][j], &parts[1][j]);
+    ensure!(parts[0].len() == parts[1].len(), Error::Other("PLD directions have different parts".into()));
+    for ((px, c), (py, cy)) in parts[0].iter().zip(parts[1]) {
         ensure!(c == cy, Error::Other("PLD directions have different counts".into()));
         buf.iter_mut().for_each(|b| *b = Complex::new(0.0, 0.0));
         for (b, &w) in buf.iter_mut().zip(&px.masses) {

@@ -304,7 +304,7 @@ pub fn minimize_pruned(
         let e = at(a, r, delta);
         if r.is_finite() {
             let p = pts.partition_point(|x| x.0 < a);
-            if pts.get(p).map_or(true, |x| x.0 != a) {
+            if pts.get(p).is_none_or(|x| x.0 != a) {
                 pts.insert(p, (a, (a - 1.0) * r));
             }
         }
@@ -352,10 +352,8 @@ pub fn minimize_pruned(
                 continue;
             }
             let lb = at(orders[i], lower_rdp(orders[i], &pts), delta);
-            if lb.is_nan() || lb <= bound || !best.0.is_finite() {
-                if next.map_or(true, |(_, v)| lb < v || v.is_nan()) {
-                    next = Some((i, lb));
-                }
+            if (lb.is_nan() || lb <= bound || !best.0.is_finite()) && next.is_none_or(|(_, v)| lb < v || v.is_nan()) {
+                next = Some((i, lb));
             }
         }
         match next {

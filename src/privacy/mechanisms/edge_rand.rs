@@ -44,7 +44,7 @@ pub struct ArrOutput {
 impl AsymmetricRandomizedResponse {
     /// Edge-level epsilon > 0; +inf returns the graph unchanged.
     pub fn new(epsilon: f64) -> Result<Self> {
-        if !(epsilon > 0.0) {
+        if epsilon.is_nan() || epsilon <= 0.0 {
             return Err(Error::invalid("epsilon", format!("edge-level epsilon must be > 0 (or inf), got {epsilon}")));
         }
         Ok(AsymmetricRandomizedResponse { epsilon })

@@ -17,7 +17,7 @@ pub struct RandomizedResponse {
 impl RandomizedResponse {
     /// `epsilon` may be +inf (identity); it must be > 0. At least two classes.
     pub fn new(epsilon: f64, num_classes: usize) -> Result<Self> {
-        if !(epsilon > 0.0) {
+        if epsilon.is_nan() || epsilon <= 0.0 {
             return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {epsilon}")));
         }
         if num_classes < 2 {
