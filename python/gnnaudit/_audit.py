@@ -139,6 +139,10 @@ class Report:
     """The declared claim as gnnaudit's accountant checked it (None: no claim)."""
     accuracy: Optional[dict[str, float]] = None
     """The model's accuracy on the members and on the other nodes."""
+    baseline: Optional[dict[str, Any]] = None
+    """What the model must beat on the non-members: chance and the members' majority class."""
+    chance_test: Optional[dict[str, Any]] = None
+    """Whether the accuracy on the non-members clears the majority class, with its named test."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     """Everything the audit returned, including the CLI-format report ("report")."""
 
@@ -206,7 +210,15 @@ def audit(
     raw = json.loads(
         _native.audit_json(_predictor(model), shadow, x, edge_index, labels, ids, specs, seed_list, claim_json, controls)
     )
-    report = Report(rows=raw["rows"], attacks=raw["attacks"], claim=raw.get("claim"), accuracy=raw.get("accuracy"), raw=raw)
+    report = Report(
+        rows=raw["rows"],
+        attacks=raw["attacks"],
+        claim=raw.get("claim"),
+        accuracy=raw.get("accuracy"),
+        baseline=raw.get("baseline"),
+        chance_test=raw.get("chance_test"),
+        raw=raw,
+    )
     if out is not None:
         report.save(out)
     return report
