@@ -227,14 +227,17 @@ def audit(
 def _control_model(
     control: Any, x: torch.Tensor, edge_index: torch.Tensor, y: torch.Tensor, ids: list[int], seed: int
 ) -> tuple[Model, Optional[TrainFn]]:
-    """The control as (model, its train_fn or None): a train_fn (five parameters) is trained on the members."""
+    """The control as (model, its train_fn or None): a train_fn (five required parameters, as
+    (x, edge_index, y, train_mask, seed); a model takes two) is trained on the members."""
     try:
-        params = [
-            p for p in inspect.signature(control).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        required = [
+            p
+            for p in inspect.signature(control).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
         ]
     except (TypeError, ValueError):
-        params = []
-    if not isinstance(control, torch.nn.Module) and len(params) == 5:
+        required = []
+    if not isinstance(control, torch.nn.Module) and len(required) == 5:
         mask = torch.zeros(x.shape[0], dtype=torch.bool)
         mask[ids] = True
         return control(x, edge_index, y, mask, seed), control
