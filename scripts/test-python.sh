@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's tests: `pip install ./python` with the pip of the torch environment that
-# scripts/libtorch-env.sh made (pytest installed into it once), then pytest on python/tests against
-# the gnnaudit binary in CARGO_TARGET_DIR (built first if absent). Prints how long the install took.
+# scripts/libtorch-env.sh made (it installs torch and torch_geometric from PyPI; pytest is
+# installed here once), then pytest on python/tests against the gnnaudit binary in
+# CARGO_TARGET_DIR (brought up to date first). Prints how long the install and the tests took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/libtorch-env.sh
@@ -16,11 +17,20 @@ if [ ! -f "$GNNAUDIT_TORCH_DIR/.pytest-installed" ]; then
   "$PY" -m pip install --quiet --disable-pip-version-check pytest
   touch "$GNNAUDIT_TORCH_DIR/.pytest-installed"
 fi
-[ -x "$CARGO_TARGET_DIR/debug/gnnaudit" ] || cargo build --quiet --bin gnnaudit
+if ! "$PY" -c "import torch_geometric" 2>/dev/null; then
+  echo "error: torch_geometric is missing from $GNNAUDIT_TORCH_DIR (scripts/libtorch-env.sh installs it; see its warning)" >&2
+  exit 2
+fi
+# The tests compare the package with this binary: never a stale one.
+cargo build --quiet --bin gnnaudit
 start=$(date +%s)
 "$PY" -m pip install --quiet --disable-pip-version-check ./python
 echo "gnnaudit: pip install ./python took $(( $(date +%s) - start )) s" >&2
 export GNNAUDIT_BIN="$CARGO_TARGET_DIR/debug/gnnaudit"
 # From outside the source folder, so that the installed package (not python/gnnaudit) is imported.
 cd python/tests
-exec "$PY" -m pytest -q -p no:cacheprovider .
+start=$(date +%s)
+status=0
+"$PY" -m pytest -q -p no:cacheprovider --durations=5 . || status=$?
+echo "gnnaudit: the Python tests took $(( $(date +%s) - start )) s" >&2
+exit "$status"

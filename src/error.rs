@@ -24,6 +24,9 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     #[error("{0}")]
     Other(String),
+    /// The user asked to stop (see `interrupt::check`); nothing after the interruption was kept.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -57,6 +60,7 @@ impl Error {
             | Error::Unreachable(_)
             | Error::Json(_) => 2,
             Error::Io(e) if e.kind() == std::io::ErrorKind::NotFound => 2,
+            Error::Interrupted => 128 + libc::SIGINT,
             _ => 1,
         }
     }

@@ -199,3 +199,34 @@ pub fn die_with_parent(parent: libc::pid_t) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// Asks whether the user asked to stop (true: stop). Registered by a host that cannot let a
+/// signal end the process, such as the Python package, whose Ctrl-C must become
+/// `KeyboardInterrupt` in the caller.
+pub type Poll = Arc<dyn Fn() -> bool + Send + Sync>;
+
+static POLL: Mutex<Option<Poll>> = Mutex::new(None);
+static POLLING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Registers (Some) or removes (None) the poll that [`check`] calls, and returns the one it
+/// replaces (for a nested host call to put back). The CLI registers none: its signal thread ends
+/// the process, and `check` is then a single atomic load.
+pub fn set_poll(poll: Option<Poll>) -> Option<Poll> {
+    let mut slot = POLL.lock().unwrap_or_else(|p| p.into_inner());
+    POLLING.store(poll.is_some(), std::sync::atomic::Ordering::SeqCst);
+    std::mem::replace(&mut *slot, poll)
+}
+
+/// Called between steps of long loops (training epochs): `Err(Interrupted)` once the registered
+/// poll says the user asked to stop, so the work unwinds through ordinary error paths.
+pub fn check() -> crate::error::Result<()> {
+    if !POLLING.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(());
+    }
+    // Cloned out of the lock: the poll may take a while (it takes Python's GIL).
+    let poll = POLL.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    match poll {
+        Some(p) if p() => Err(crate::error::Error::Interrupted),
+        _ => Ok(()),
+    }
+}

@@ -139,6 +139,10 @@ class Report:
     """The declared claim as gnnaudit's accountant checked it (None: no claim)."""
     accuracy: Optional[dict[str, float]] = None
     """The model's accuracy on the members and on the other nodes."""
+    baseline: Optional[dict[str, Any]] = None
+    """What the model must beat on the non-members: chance and the members' majority class."""
+    chance_test: Optional[dict[str, Any]] = None
+    """Whether the accuracy on the non-members clears the majority class, with its named test."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     """Everything the audit returned, including the CLI-format report ("report")."""
 
@@ -206,7 +210,15 @@ def audit(
     raw = json.loads(
         _native.audit_json(_predictor(model), shadow, x, edge_index, labels, ids, specs, seed_list, claim_json, controls)
     )
-    report = Report(rows=raw["rows"], attacks=raw["attacks"], claim=raw.get("claim"), accuracy=raw.get("accuracy"), raw=raw)
+    report = Report(
+        rows=raw["rows"],
+        attacks=raw["attacks"],
+        claim=raw.get("claim"),
+        accuracy=raw.get("accuracy"),
+        baseline=raw.get("baseline"),
+        chance_test=raw.get("chance_test"),
+        raw=raw,
+    )
     if out is not None:
         report.save(out)
     return report
@@ -215,14 +227,17 @@ def audit(
 def _control_model(
     control: Any, x: torch.Tensor, edge_index: torch.Tensor, y: torch.Tensor, ids: list[int], seed: int
 ) -> tuple[Model, Optional[TrainFn]]:
-    """The control as (model, its train_fn or None): a train_fn (five parameters) is trained on the members."""
+    """The control as (model, its train_fn or None): a train_fn (five required parameters, as
+    (x, edge_index, y, train_mask, seed); a model takes two) is trained on the members."""
     try:
-        params = [
-            p for p in inspect.signature(control).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        required = [
+            p
+            for p in inspect.signature(control).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
         ]
     except (TypeError, ValueError):
-        params = []
-    if not isinstance(control, torch.nn.Module) and len(params) == 5:
+        required = []
+    if not isinstance(control, torch.nn.Module) and len(required) == 5:
         mask = torch.zeros(x.shape[0], dtype=torch.bool)
         mask[ids] = True
         return control(x, edge_index, y, mask, seed), control

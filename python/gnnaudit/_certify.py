@@ -20,6 +20,8 @@ class Certificate:
     threshold: Optional[float]
     """The test certified ("score >= threshold" means positive, or "<" when `reversed`); None: no test."""
     reversed: bool
+    top_guesses: Optional[int]
+    """One-run bounds under `bonferroni`: the rule certified guessed "included" for this many highest scores."""
     verdict: str
     """Against `claim`: "violated", "inconclusive" or "no claim"."""
     claim: Optional[float]
@@ -31,6 +33,8 @@ class Certificate:
     negatives: int
     certified_positives: int
     certified_negatives: int
+    cannot_certify: Optional[str]
+    """When `max_certifiable` is 0: why this bound and strategy cannot certify anything here, and what would."""
     assumption: str
 
     @classmethod

@@ -29,8 +29,8 @@ EVENTS = (
     "subclass-dp-mlp",
 )
 ALIASES = {
-    # One Gaussian release at sensitivity 1: GAP's edge-level aggregation with one hop.
-    "gaussian": ("gap-edp", {"hops": 1}),
+    # One Gaussian release at sensitivity 1: GAP's aggregation with one hop, priced per entry of A.
+    "gaussian": ("gap-edp", {"hops": 1, "directed_entry": True}),
     "subsampled-gaussian": ("dp-sgd", {}),
     "randomized-response": ("edge-rand", {}),
     "multi-bit": ("lpgnn", {}),
@@ -81,7 +81,9 @@ def _argv(command: str, event: str, params: dict[str, Optional[Param]]) -> list[
     name = event.replace("_", "-")
     name, implied = ALIASES.get(name, (name, {}))
     argv = [command, "--event", name]
-    for key, value in {**implied, **params}.items():
+    # An alias's implied flags stand unless a keyword sets them (None: not set).
+    given = {k: v for k, v in params.items() if v is not None}
+    for key, value in {**implied, **given}.items():
         if value is None or value is False:
             continue
         flag = "--" + key.replace("_", "-")
@@ -96,20 +98,37 @@ def _argv(command: str, event: str, params: dict[str, Optional[Param]]) -> list[
 
 
 def epsilon(
-    event: str, *, sigma: Optional[float] = None, delta: Optional[float] = None, units: Optional[int] = None, **params: Param
+    event: str,
+    *,
+    sigma: Optional[float] = None,
+    delta: Optional[float] = None,
+    units: Optional[int] = None,
+    directed_entry: bool = False,
+    **params: Param,
 ) -> Budget:
     """The epsilon `event` spends at noise multiplier `sigma` (`gnnaudit account epsilon`).
 
-    `delta` defaults to 1/10^digits(`units`) when the number of private units is given. Other
-    keywords are the event's parameters: steps, sample_rate, hops, degree, num_nodes, ...
+    `delta` defaults to 1/10^digits(`units`) when the number of private units is given. gap-edp
+    and progap-edp price one undirected edge (sensitivity sqrt(2)); `directed_entry=True` prices
+    one entry of the adjacency matrix instead, the GAP and ProGAP papers' unit (sensitivity 1).
+    Other keywords are the event's parameters: steps, sample_rate, hops, degree, num_nodes, ...
     """
-    argv = _argv("epsilon", event, {"sigma": sigma, "delta": delta, "units": units, **params})
+    argv = _argv("epsilon", event, {"sigma": sigma, "delta": delta, "units": units, "directed_entry": directed_entry or None, **params})
     return Budget.from_json(_native.account_json(argv))
 
 
 def calibrate(
-    event: str, epsilon: float, *, delta: Optional[float] = None, units: Optional[int] = None, **params: Param
+    event: str,
+    epsilon: float,
+    *,
+    delta: Optional[float] = None,
+    units: Optional[int] = None,
+    directed_entry: bool = False,
+    **params: Param,
 ) -> Budget:
-    """The smallest noise multiplier with which `event` spends at most `epsilon` (`gnnaudit account calibrate`)."""
-    argv = _argv("calibrate", event, {"epsilon": epsilon, "delta": delta, "units": units, **params})
+    """The smallest noise multiplier with which `event` spends at most `epsilon` (`gnnaudit account calibrate`).
+
+    `directed_entry` as in `epsilon`.
+    """
+    argv = _argv("calibrate", event, {"epsilon": epsilon, "delta": delta, "units": units, "directed_entry": directed_entry or None, **params})
     return Budget.from_json(_native.account_json(argv))

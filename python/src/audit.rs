@@ -12,6 +12,7 @@ use gnnaudit::external::run::{claim_unit, split_of_members};
 use gnnaudit::external::DeclaredClaim;
 use gnnaudit::report::DatasetInfo;
 use gnnaudit::target::{from_attack, rows_of};
+use gnnaudit::train::baseline::{at_chance, Baseline, DEFAULT_CHANCE_CONFIDENCE};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::stats::{certify, AuditSpec};
 use gnnaudit_attacks::{run_attack, AttackGraph, BlackBox, Claim, ClaimUnit, NodeSplit, ShadowOracle, Target};
@@ -284,6 +285,10 @@ pub fn run(target: &PythonTarget, inputs: AuditInputs) -> Result<Value, Error> {
         all_runs.push((entry.kind.clone(), table, results, control));
     }
     let accuracy = accuracy_of(&released.table, &graph.labels, &split)?;
+    // What the model must beat, as the CLI's audits record it: the members are the train split,
+    // every other node the test split.
+    let baseline = Baseline::of_labels(&graph.labels, graph.num_classes, &split.train, &split.test);
+    let chance_test = at_chance(accuracy.1, &baseline, DEFAULT_CHANCE_CONFIDENCE);
     let facts = report::AuditFacts {
         dataset: dataset_info(&inputs.x, &inputs.edge_index, &inputs.labels, &graph)?,
         members_sha256: report::sha256_hex(
@@ -294,6 +299,7 @@ pub fn run(target: &PythonTarget, inputs: AuditInputs) -> Result<Value, Error> {
         claim: claim_report.as_ref(),
         claim_table: inputs.claim.as_ref(),
         accuracy,
+        baseline,
         started,
         seconds: clock.elapsed().as_secs_f64(),
     };
@@ -312,6 +318,8 @@ pub fn run(target: &PythonTarget, inputs: AuditInputs) -> Result<Value, Error> {
         "claim": claim_report,
         "audited_claim": claim,
         "accuracy": {"members": accuracy.0, "non_members": accuracy.1},
+        "baseline": baseline,
+        "chance_test": chance_test,
         "report": report,
     }))
 }

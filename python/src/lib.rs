@@ -28,7 +28,40 @@ fn to_py(e: Error) -> PyErr {
 
 /// Runs `work` without the GIL; an error or a panic comes back as a Python exception.
 fn without_gil<T: Send>(py: Python<'_>, work: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
-    py.allow_threads(|| catch_unwind(AssertUnwindSafe(work))).map_err(panic_to_py)?.map_err(to_py)
+    interruptible(py, work)?.map_err(panic_to_py)?.map_err(to_py)
+}
+
+/// The exception Python's signal handlers raised while Rust worked (a Ctrl-C's KeyboardInterrupt).
+static SIGNALLED: std::sync::Mutex<Option<PyErr>> = std::sync::Mutex::new(None);
+
+/// Runs `work` without the GIL, with a Ctrl-C noticed between the steps of its long loops: Python
+/// runs signal handlers only in its main thread under the GIL, so gnnaudit's interrupt poll takes
+/// the GIL back briefly (at most every 50 ms) and runs them. Their exception (KeyboardInterrupt)
+/// is returned in place of the work's result, which is then `Error::Interrupted`.
+fn interruptible<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResult<std::thread::Result<T>> {
+    use gnnaudit::interrupt;
+    let last = std::sync::Mutex::new(std::time::Instant::now());
+    let poll: interrupt::Poll = std::sync::Arc::new(move || {
+        let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() < std::time::Duration::from_millis(50) {
+            return false;
+        }
+        *last = std::time::Instant::now();
+        Python::with_gil(|py| match py.check_signals() {
+            Ok(()) => false,
+            Err(e) => {
+                SIGNALLED.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                true
+            }
+        })
+    });
+    let outer = interrupt::set_poll(Some(poll));
+    let result = py.allow_threads(|| catch_unwind(AssertUnwindSafe(work)));
+    interrupt::set_poll(outer);
+    match SIGNALLED.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(e) => Err(e),
+        None => Ok(result),
+    }
 }
 
 fn panic_to_py(payload: Box<dyn std::any::Any + Send>) -> PyErr {
@@ -131,10 +164,10 @@ fn audit_json(
     };
     // The target holds Python objects and is only touched with the GIL (taken back per call).
     let shared = AssertSend(&target);
-    let result = py.allow_threads(move || {
+    let result = interruptible(py, move || {
         let shared = shared;
-        catch_unwind(AssertUnwindSafe(|| audit::run(shared.0, inputs)))
-    });
+        audit::run(shared.0, inputs)
+    })?;
     if let Some(e) = target.failure.borrow_mut().take() {
         return Err(e);
     }

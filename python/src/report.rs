@@ -9,6 +9,7 @@ use gnnaudit::report::record::{
     BudgetRecord, CellKey, CellMeasurement, CellRecord, CellSeconds, ControlRecord, Epsilon,
 };
 use gnnaudit::report::{provenance, DatasetInfo, Report, RunInfo};
+use gnnaudit::train::baseline::Baseline;
 use gnnaudit::train::Accuracy;
 use gnnaudit_attacks::AttackResult;
 use serde_json::json;
@@ -42,6 +43,8 @@ pub struct AuditFacts<'a> {
     pub claim_table: Option<&'a serde_json::Value>,
     /// Accuracy of the target's posteriors on the members and on the other nodes.
     pub accuracy: (f64, f64),
+    /// The trivial predictors on the same split (members train, the other nodes test).
+    pub baseline: Baseline,
     pub started: SystemTime,
     pub seconds: f64,
 }
@@ -106,8 +109,7 @@ pub fn build(facts: &AuditFacts<'_>, attacks: &[AttackRuns<'_>]) -> Result<Repor
                 budget: BudgetRecord::from(&budget),
                 recipe,
                 attacks: cell_attacks,
-                // Not yet computed for an in-process audit: the report shows "-" for its baselines.
-                baseline: None,
+                baseline: Some(facts.baseline),
                 seconds: CellSeconds { train: 0.0, attacks: facts.seconds / facts.seeds.len() as f64 },
             },
         });

@@ -39,7 +39,8 @@ def test_dp_sgd_epsilon_rdp_and_pld(case):
 @pytest.mark.parametrize("case", cases("gap_edge", mode="epsilon"), ids=lambda c: c["id"])
 def test_gaussian_aggregations_epsilon(case):
     p = case["params"]
-    b = gnnaudit.accountant.epsilon("gap-edp", sigma=p["sigma"], hops=p["K"], delta=p["delta"])
+    # The golden file prices the GAP paper's unit: one entry of A (sensitivity 1).
+    b = gnnaudit.accountant.epsilon("gap-edp", sigma=p["sigma"], hops=p["K"], delta=p["delta"], directed_entry=True)
     assert b.privacy_unit == "edge"
     close(b.epsilon_rdp, case, "eps_rdp_dp_accounting")
     close(b.epsilon_pld, case, "eps_pld_dp_accounting")
@@ -62,8 +63,24 @@ def test_dp_sgd_calibrate(case):
 @pytest.mark.parametrize("case", cases("gap_edge", mode="calibrate"), ids=lambda c: c["id"])
 def test_gaussian_aggregations_calibrate(case):
     p = case["params"]
-    b = gnnaudit.accountant.calibrate("gap-edp", p["target_epsilon"], hops=p["K"], delta=p["delta"])
+    b = gnnaudit.accountant.calibrate("gap-edp", p["target_epsilon"], hops=p["K"], delta=p["delta"], directed_entry=True)
     close(b.sigma, case, "sigma_rdp_opacus")
+
+
+@pytest.mark.parametrize("event", ["gap-edp", "progap-edp"])
+@pytest.mark.parametrize("sigma", [1.0, 2.5])
+def test_an_undirected_edge_is_an_entry_at_sigma_over_sqrt2(event, sigma):
+    # One undirected edge moves two entries of A: sensitivity sqrt(2), i.e. the entry's
+    # mechanism at noise multiplier sigma / sqrt(2).
+    edge = gnnaudit.accountant.epsilon(event, sigma=sigma, hops=3, delta=1e-6)
+    entry = gnnaudit.accountant.epsilon(event, sigma=sigma / math.sqrt(2), hops=3, delta=1e-6, directed_entry=True)
+    assert math.isclose(edge.epsilon_rdp, entry.epsilon_rdp, rel_tol=1e-9)
+    assert math.isclose(edge.epsilon_pld, entry.epsilon_pld, rel_tol=1e-6)
+    assert edge.epsilon_rdp > gnnaudit.accountant.epsilon(event, sigma=sigma, hops=3, delta=1e-6, directed_entry=True).epsilon_rdp
+    # Calibration inverts it: the edge needs sqrt(2) times the entry's noise.
+    cal_edge = gnnaudit.accountant.calibrate(event, 2.0, hops=3, delta=1e-6)
+    cal_entry = gnnaudit.accountant.calibrate(event, 2.0, hops=3, delta=1e-6, directed_entry=True)
+    assert math.isclose(cal_edge.sigma, math.sqrt(2) * cal_entry.sigma, rel_tol=1e-6)
 
 
 def test_pure_ldp_events_spend_their_parameter():
@@ -84,5 +101,7 @@ def test_bad_input_raises_with_the_cli_message():
         gnnaudit.accountant.epsilon("dp-sgd", sigma=1.0, delta=1e-5, colour=3)
     with pytest.raises(ValueError, match="has no noise to calibrate"):
         gnnaudit.accountant.calibrate("edge-rand", 1.0, ldp_epsilon=1.0)
+    with pytest.raises(ValueError, match="invalid --directed-entry: only gap-edp and progap-edp price an edge"):
+        gnnaudit.accountant.epsilon("dp-sgd", sigma=1.0, delta=1e-5, directed_entry=True)
     with pytest.raises(TypeError, match="steps"):
         gnnaudit.accountant.epsilon("dp-sgd", sigma=1.0, delta=1e-5, steps=[1])

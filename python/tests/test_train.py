@@ -50,3 +50,36 @@ def test_bad_input_raises_with_the_cli_message():
         gnnaudit.train(str(CORA), "gnn")
     with pytest.raises(ValueError, match="no-such-graph"):
         gnnaudit.train("no-such-graph", "gcn")
+
+
+def test_ctrl_c_stops_a_training_that_never_calls_python(tmp_path):
+    # gnnaudit.train runs Rust only: the Ctrl-C must be noticed inside its epoch loop (which
+    # polls Python's signal handlers), not when the call returns hours later.
+    import signal
+    import sys
+    import time
+
+    script = tmp_path / "long_train.py"
+    script.write_text(
+        f"""
+import sys
+import gnnaudit
+print("training", flush=True)
+try:
+    gnnaudit.train({str(CORA)!r}, "gcn", epochs=1_000_000)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(3)
+"""
+    )
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "training"
+    time.sleep(3)  # let the call reach its epoch loop (a million epochs: hours)
+    p.send_signal(signal.SIGINT)
+    try:
+        rest = p.communicate(timeout=300)[0]
+    finally:
+        p.kill()
+    assert p.returncode == 3, rest
+    assert "interrupted" in rest

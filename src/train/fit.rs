@@ -148,6 +148,8 @@ pub fn drive(t: &mut dyn Trainee, train: &Tensor, schedule: &Schedule) -> Result
     let (mut kept, mut fallback): (Kept, Kept) = (None, None);
     let mut steps = 0;
     for epoch in 0..schedule.epochs {
+        // A host that cannot let Ctrl-C end the process (the Python package) stops training here.
+        crate::interrupt::check()?;
         match schedule.batching {
             Batching::Full => {
                 t.step(train)?;
