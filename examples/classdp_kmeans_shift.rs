@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let raw = data::load_dataset(name, None)?;
     let ds = data::transforms::prepare_like_gap(&raw, min_class, SplitRatios::default(), seed)?;
     let mut r = Recipe::new(Method::SubclassDpMlp, Some(8.0));
-    r.epochs = Some(20);
+    r.train.epochs = Some(20);
     r.knobs.set("subclasses", k_sub as i64);
     r.knobs.set("unit_rate", 0.5);
     let (model, parts, _) = fit(&r, &ds, &[], seed, &Accounting::rdp_only())?;

@@ -449,7 +449,7 @@ pub fn ensure_converged(run: &methods::TrainedRun, recipe: &Recipe) -> Result<()
             format!(
                 "training {} diverged (its outputs are NaN or infinite); lower --lr (was {})",
                 recipe.method.name(),
-                crate::error::num(recipe.lr)
+                crate::error::num(recipe.train.lr)
             )
         )
     );

@@ -18,7 +18,7 @@ fn dpgnn_and_dpar_calibrate_through_the_accounting_they_are_given() {
         (Method::DparDpsgd, 1),
     ] {
         let mut r = Recipe::new(m, Some(2.0));
-        r.epochs = Some(2);
+        r.train.epochs = Some(2);
         let budget = m.spec().budget;
         let rdp = Accounting::rdp_only();
         let b_rdp = budget(&r, &ds, 0, &rdp).unwrap();

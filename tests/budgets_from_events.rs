@@ -19,7 +19,7 @@ fn synthetic() -> data::Dataset {
 #[test]
 fn mlp_edge_budget_is_the_empty_composition() {
     let mut r = Recipe::new(Method::Mlp, None);
-    r.epochs = Some(2);
+    r.train.epochs = Some(2);
     let b = methods::train(&r, &synthetic(), 0).unwrap().budget;
     let old = Budget {
         privacy_unit: PrivacyUnit::Edge,
@@ -45,7 +45,7 @@ fn mlp_edge_budget_is_the_empty_composition() {
 #[test]
 fn sage_edp_budget_equals_the_old_literal() {
     let mut r = Recipe::new(Method::SageEdp, Some(2.0));
-    r.epochs = Some(2);
+    r.train.epochs = Some(2);
     let b = methods::train(&r, &synthetic(), 0).unwrap().budget;
     let (keep, add) = (b.noise[0].1, b.noise[1].1);
     let old = Budget {

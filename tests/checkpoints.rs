@@ -30,7 +30,7 @@ fn a_checkpoint_written_before_the_restructure_still_loads() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/checkpoint-gap-edp-v1");
     let loaded = train::load_model(&dir).unwrap();
     let mut want = Recipe::new(Method::GapEdp, Some(1.0));
-    (want.epochs, want.hidden) = (Some(2), 2);
+    (want.train.epochs, want.train.hidden) = (Some(2), 2);
     assert_eq!(loaded.recipe, want);
     assert_eq!(loaded.budget.epsilon_rdp, 0.9999994500720365);
     let p = loaded.model.posteriors();
@@ -56,7 +56,7 @@ fn every_method_answers_the_same_after_loading() {
         (Method::Lpgnn, None),
     ] {
         let mut r = Recipe::new(method, eps);
-        r.epochs = Some(if method == Method::Dpgnn { 1 } else { 20 });
+        r.train.epochs = Some(if method == Method::Dpgnn { 1 } else { 20 });
         let run = train::train_with(&r, &ds, 5, &accounting::Accounting::rdp_only()).unwrap();
         let path = dir.path().join(method.name());
         run.model.save(&path, &r, &run.budget).unwrap();
@@ -84,7 +84,7 @@ fn local_dp_methods_answer_the_same_after_loading() {
     let dir = tempfile::tempdir().unwrap();
     for (method, eps) in [(Method::Pgc, Some(1.0)), (Method::Rgnn, None)] {
         let mut r = Recipe::new(method, eps);
-        r.epochs = Some(20);
+        r.train.epochs = Some(20);
         let run = train::train_with(&r, &ds, 5, &accounting::Accounting::rdp_only()).unwrap();
         let path = dir.path().join(method.name());
         run.model.save(&path, &r, &run.budget).unwrap();
@@ -103,7 +103,7 @@ fn a_damaged_cache_is_refused() {
     let ds = cora();
     let dir = tempfile::tempdir().unwrap();
     let mut r = Recipe::new(Method::Gcn, None);
-    r.epochs = Some(2);
+    r.train.epochs = Some(2);
     let run = train::train_with(&r, &ds, 1, &accounting::Accounting::rdp_only()).unwrap();
     run.model.save(dir.path(), &r, &run.budget).unwrap();
     let cache = dir.path().join("cache.safetensors");

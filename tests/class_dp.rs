@@ -180,7 +180,7 @@ fn unit_clipping_replay_holds_and_flags_per_record_clipping() {
     let ds = data::transforms::prepare_like_gap(&raw, 1, SplitRatios::default(), 0).unwrap();
     let opts = ReplayOptions { seed: 0, random_units: 3 };
     let mut r = Recipe::new(Method::ClassDpMlp, Some(8.0));
-    r.epochs = Some(3);
+    r.train.epochs = Some(3);
     let rep = replay(&r, &ds, &opts).unwrap();
     assert_eq!((rep.verdict.as_str(), rep.releases.len()), ("not refuted", 4), "{:?}", rep.releases);
     let worst = rep.releases.iter().find(|x| x.worst_case).unwrap();
@@ -195,7 +195,7 @@ fn unit_clipping_replay_holds_and_flags_per_record_clipping() {
     assert!(worst.declared_sensitivity == 2.0 && worst.ratio > 0.5, "a replaced class moves by more than S: {worst:?}");
 
     let mut s = Recipe::new(Method::SubclassDpMlp, Some(8.0));
-    s.epochs = Some(3);
+    s.train.epochs = Some(3);
     s.knobs.set("subclasses", 5);
     let rep = replay(&s, &ds, &opts).unwrap();
     assert_eq!(rep.verdict, "not refuted", "{:?}", rep.releases);

@@ -96,7 +96,7 @@ fn dpar_baseline_sgd_steps_stay_within_their_declared_sensitivity() {
         r.max_grad_norm = c;
         // The thesis's batch of 60 and referenced-row cap of 4 (the defaults are tuned otherwise),
         // so the declared sensitivities above are the thesis's.
-        r.batch_size = Some(60);
+        r.train.batch_size = Some(60);
         if m == Method::DparRandom {
             r.knobs.set("ref_cap", 4i64);
         }

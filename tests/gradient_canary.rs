@@ -48,7 +48,7 @@ fn plan(m: usize, coin: impl Fn(usize) -> bool, seed: u64) -> CanaryPlan {
 fn the_hook_leaves_training_bit_identical_when_no_canary_enters() {
     let data = common_cora::load("cora", 0.5, 0.2, 1);
     let mut r = Recipe::new(Method::DpMlp, Some(4.0));
-    r.epochs = Some(3);
+    r.train.epochs = Some(3);
     let acct = Default::default();
     let train = || gnnaudit::methods::train_with(&r, &data, 7, &acct);
     let plain = train().unwrap().model.posteriors();

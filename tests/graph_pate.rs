@@ -18,7 +18,7 @@ use tch::Kind;
 
 fn small(epsilon: Option<f64>) -> Recipe {
     let mut r = Recipe::new(Method::GraphPate, epsilon);
-    r.epochs = Some(30);
+    r.train.epochs = Some(30);
     r.knobs.set("teachers", 10);
     r.knobs.set("vote_threshold", 0.5);
     if epsilon.is_some() {

@@ -31,7 +31,7 @@ fn audit(recipe: &Recipe, kind: AttackKind, claim: Option<Claim>) -> AttackResul
 
 fn pgc(eps: f64) -> Recipe {
     let mut r = Recipe::new(Method::Pgc, Some(eps));
-    r.epochs = Some(100);
+    r.train.epochs = Some(100);
     r
 }
 

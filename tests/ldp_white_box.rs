@@ -17,7 +17,7 @@ fn pgc_and_rgnn_white_boxes_reproduce_their_posteriors() {
     (rgnn.epsilon_x, rgnn.epsilon_y) = (f64::INFINITY, f64::INFINITY);
     rgnn.knobs.set("group_size", 25);
     for mut recipe in [Recipe::new(Method::Pgc, None), rgnn] {
-        recipe.epochs = Some(5);
+        recipe.train.epochs = Some(5);
         let name = recipe.method.name();
         let run = train(&recipe, &data, 1).unwrap();
         let want = run.model.posteriors();

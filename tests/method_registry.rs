@@ -153,11 +153,28 @@ fn a_knob_the_method_does_not_read_is_refused_by_name() {
     assert!(refused > 500, "{refused} refusals");
 }
 
+/// The training settings live in `Recipe::train`, but configs, JSON reports and checkpoints
+/// keep spelling them at the top level, and they never leak into the method's own knob map.
+#[test]
+fn the_training_settings_keep_their_flat_keys() {
+    let text = "method = \"dp-mlp\"\nepochs = 7\nhidden = 32\nlr = 0.5\nbatch_norm = true\nmax_grad_norm = 2.0";
+    let r: Recipe = toml::from_str(text).unwrap();
+    assert_eq!((r.train.epochs, r.train.hidden, r.train.lr, r.train.batch_norm), (Some(7), 32, 0.5, Some(true)));
+    assert_eq!(r.max_grad_norm, 2.0);
+    assert_eq!(r.knobs.names().collect::<Vec<_>>(), Vec::<&str>::new(), "taken by the training settings");
+    r.validate().unwrap();
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!((json["epochs"].as_u64(), json["hidden"].as_u64()), (Some(7), Some(32)));
+    assert!(json.get("train").is_none(), "no nested key: {json}");
+    let back: Recipe = serde_json::from_value(json).unwrap();
+    assert_eq!(back, r);
+}
+
 #[test]
 fn zero_means_zero_for_lpgnn_dropout_and_weight_decay() {
     let mut r = Recipe::new(Method::Lpgnn, None);
-    assert_eq!((r.dropout, r.weight_decay), (0.5, 1e-3), "LPGNN's defaults");
-    (r.dropout, r.weight_decay) = (0.0, 0.0);
+    assert_eq!((r.train.dropout, r.train.weight_decay), (0.5, 1e-3), "LPGNN's defaults");
+    (r.train.dropout, r.train.weight_decay) = (0.0, 0.0);
     let c = gnnaudit::methods::lpgnn::config(&r);
     assert_eq!((c.dropout, c.weight_decay), (0.0, 0.0));
 }
@@ -171,7 +188,7 @@ fn cora_for(m: Method) -> Dataset {
 /// 200 DPAR rows: the budget still composes every part of the method).
 fn quick(m: Method) -> Recipe {
     let mut r = Recipe::new(m, m.takes_epsilon().then_some(4.0));
-    r.epochs = Some(2);
+    r.train.epochs = Some(2);
     let reads = |k: &str| knob_names(m).iter().any(|n| n == k);
     if reads("hops") {
         r.hops = Some(1);

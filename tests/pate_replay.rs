@@ -16,7 +16,7 @@ fn round_robin(train: &[usize], teachers: usize, _seed: u64) -> Vec<usize> {
 fn one_node_moves_one_vote_and_a_positional_partition_is_flagged() {
     let data = common_cora::load("cora", 0.75, 0.1, 0);
     let mut r = Recipe::new(Method::GraphPate, Some(8.0));
-    r.epochs = Some(10);
+    r.train.epochs = Some(10);
     r.knobs.set("teachers", 5);
     let opts = ReplayOptions { seed: 0, random_units: 1 };
     let rep = replay(&r, &data, &opts).unwrap();

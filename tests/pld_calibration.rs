@@ -32,7 +32,7 @@ fn training_with_pld_claims_the_pld_epsilon() {
     let raw = data::load_dataset("cora", Some(&data_dir())).unwrap();
     let ds = data::transforms::prepare_like_gap(&raw, 1, SplitRatios::default(), 0).unwrap();
     let mut r = Recipe::new(Method::DpMlp, Some(1.0));
-    r.epochs = Some(2);
+    r.train.epochs = Some(2);
     let by_rdp = methods::train(&r, &ds, 1).unwrap().budget;
     r.accountant = Accountant::Pld;
     let by_pld = methods::train(&r, &ds, 1).unwrap().budget;

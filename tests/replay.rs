@@ -22,7 +22,7 @@ fn prepared_from(dir: &std::path::Path, name: &str, min_class_count: usize) -> D
 /// A short recipe: sensitivity does not depend on how long the model trained.
 fn recipe(method: Method, epsilon: f64) -> Recipe {
     let mut r = Recipe::new(method, Some(epsilon));
-    r.epochs = Some(3);
+    r.train.epochs = Some(3);
     r
 }
 
@@ -84,7 +84,7 @@ fn progap_dp_mlp_and_sage_edp_hold() {
 
     let mut r = recipe(Method::ProgapNdp, 8.0);
     r.depth = Some(2);
-    r.epochs = Some(1);
+    r.train.epochs = Some(1);
     let rep = run(&r, &ds, 1);
     assert_holds(&rep);
     assert_eq!(releases(&rep, "stage").filter(|r| r.name.contains("DP-SGD")).count(), 3 * 2);

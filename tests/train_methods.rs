@@ -27,7 +27,7 @@ fn cora() -> data::Dataset {
 
 fn recipe(method: Method, eps: Option<f64>) -> Recipe {
     let mut r = Recipe::new(method, eps);
-    r.epochs = Some(if method.is_node_level() { 2 } else { 30 });
+    r.train.epochs = Some(if method.is_node_level() { 2 } else { 30 });
     if method.is_progap() {
         r.depth = Some(2);
     }

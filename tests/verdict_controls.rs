@@ -43,11 +43,11 @@ fn every_private_method_names_a_control_without_noise() {
             control.name()
         );
         let mut target = Recipe::new(m, Some(1.0));
-        target.hidden = 24;
+        target.train.hidden = 24;
         let r = control_recipe(&target).unwrap().expect("a control recipe");
         assert_eq!(r.method, control);
         // The architecture knobs the control reads are the target's.
-        assert_eq!(r.hidden, 24, "{}: the control keeps the target's width", spec.name);
+        assert_eq!(r.train.hidden, 24, "{}: the control keeps the target's width", spec.name);
         // The noise-off demo keeps the target's claim; a non-private control takes no epsilon.
         assert_eq!(r.epsilon, control.takes_epsilon().then_some(1.0), "{}", spec.name);
     }

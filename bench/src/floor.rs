@@ -554,7 +554,7 @@ impl StepStyle {
             gnnaudit::models::NormKind::Group(g) => Some(g),
             _ => None,
         };
-        StepStyle { batch_norm: norm == gnnaudit::models::NormKind::Batch, groups, dropout: recipe.dropout }
+        StepStyle { batch_norm: norm == gnnaudit::models::NormKind::Batch, groups, dropout: recipe.train.dropout }
     }
     /// The step of a dense stack: norms after its activated layers, the loss where it ends in
     /// the classes, Adam over its weights [out, in] and biases [out].
@@ -657,7 +657,7 @@ pub enum Timing {
 /// The floor of `recipe` on `s`; None for methods without a plan here (SAGE-EDP at a finite
 /// epsilon trains on a randomised graph of unknown size; DP-GNN; the others not in the table).
 pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
-    let (h, f, c) = (recipe.hidden as i64, s.features, s.classes);
+    let (h, f, c) = (recipe.train.hidden as i64, s.features, s.classes);
     let epochs = recipe.epochs();
     let dp = (recipe.method.is_node_level() && recipe.epsilon.is_some()).then(|| {
         let b = recipe.batch_size().unwrap_or(256).min(s.n_train as usize).max(1);

@@ -110,7 +110,7 @@ fn cell_recipe(cell: &Cell) -> Option<Recipe> {
     let value = |flag: &str| cell.args.iter().position(|a| a == flag).and_then(|i| cell.args.get(i + 1));
     let method = <Method as clap::ValueEnum>::from_str(value("--method")?, true).ok()?;
     let mut r = Recipe::new(method, value("--epsilon").and_then(|e| e.parse().ok()));
-    r.epochs = value("--epochs").and_then(|e| e.parse().ok());
+    r.train.epochs = value("--epochs").and_then(|e| e.parse().ok());
     Some(r)
 }
 

@@ -167,16 +167,16 @@ impl RecipeArgs {
         r.delta = self.delta;
         r.hops = self.hops;
         r.depth = self.depth;
-        r.epochs = self.epochs;
-        r.batch_size = self.batch_size;
+        r.train.epochs = self.epochs;
+        r.train.batch_size = self.batch_size;
         r.base_layers = self.base_layers;
-        r.batch_norm = self.batch_norm;
+        r.train.batch_norm = self.batch_norm;
         r.norm_groups = self.norm_groups;
         r.layerwise = self.layerwise;
         macro_rules! set {
-            ($($f:ident => $g:ident),*) => { $( if let Some(v) = self.$f { r.$g = v; } )* };
+            ($($f:ident => $($g:ident).+),*) => { $( if let Some(v) = self.$f { r.$($g).+ = v; } )* };
         }
-        set!(max_degree => max_degree, hidden => hidden, lr => lr, dropout => dropout, activation => activation,
+        set!(max_degree => max_degree, hidden => train.hidden, lr => train.lr, dropout => train.dropout, activation => train.activation,
              max_grad_norm => max_grad_norm, encoder_layers => encoder_layers, head_layers => head_layers,
              mlp_layers => mlp_layers, aggregation => aggregation, epsilon_x => epsilon_x,
              epsilon_y => epsilon_y, kx => kx, ky => ky, training => training, backbone => backbone,

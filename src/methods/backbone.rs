@@ -206,7 +206,7 @@ fn network(vs: &nn::VarStore, spec: &BaselineSpec, d: i64, c: i64) -> Result<Net
 fn spec_of(recipe: &crate::methods::Recipe) -> Result<BaselineSpec> {
     use crate::methods::Method;
     let sage = SageConfig {
-        hidden: recipe.hidden as i64,
+        hidden: recipe.train.hidden as i64,
         pre_layers: recipe.base_layers(),
         mp_layers: recipe.mp_layers.unwrap_or(2),
         // With jumping knowledge, the reference (PyG's GraphSAGE with `jk`) first projects the
@@ -216,9 +216,10 @@ fn spec_of(recipe: &crate::methods::Recipe) -> Result<BaselineSpec> {
         jk: true,
         batch_norm: recipe.norm() == crate::models::NormKind::Batch,
         normalize: true,
-        dropout: recipe.dropout,
+        dropout: recipe.train.dropout,
     };
-    let two_layer = |kind| BaselineSpec::TwoLayer { kind, hidden: recipe.hidden as i64, dropout: recipe.dropout };
+    let two_layer =
+        |kind| BaselineSpec::TwoLayer { kind, hidden: recipe.train.hidden as i64, dropout: recipe.train.dropout };
     let spec = match recipe.method {
         Method::Sage | Method::SageEdp => BaselineSpec::Sage(sage),
         Method::Gcn => two_layer(GnnKind::Gcn),
@@ -245,7 +246,7 @@ pub fn train_recipe(
     use crate::privacy::mechanisms::edge_rand::AsymmetricRandomizedResponse;
     use rand::SeedableRng;
     let start = std::time::Instant::now();
-    let fit = baseline_fit(recipe.epochs(), recipe.lr, recipe.weight_decay);
+    let fit = baseline_fit(recipe.epochs(), recipe.train.lr, recipe.train.weight_decay);
     let spec = spec_of(recipe)?;
     let mut budget = Budget::non_private();
     let mut noisy;
@@ -375,8 +376,8 @@ mod tests {
         let ratios = crate::data::split::SplitRatios::new(0.5, 0.25, 0.25).unwrap();
         let data = crate::data::split::random_split(&data, ratios, 0).unwrap();
         let mut r = Recipe::new(Method::Mlp, None);
-        r.batch_norm = Some(true);
-        r.epochs = Some(20);
+        r.train.batch_norm = Some(true);
+        r.train.epochs = Some(20);
         assert_eq!(r.norm(), NormKind::Batch);
         let (model, _, _) = crate::methods::mlp::fit_mlp(&r, &data, 1, &Default::default()).unwrap();
         let norms: Vec<&Norm> = model.net.mlp.norms.iter().filter(|n| matches!(n, Norm::Batch { .. })).collect();

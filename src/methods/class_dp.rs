@@ -105,11 +105,11 @@ pub fn steps(r: &Recipe) -> Result<u64> {
 pub fn validate(r: &Recipe) -> Result<()> {
     group_unit(r.method).ok_or_else(|| Error::invalid("method", "not a class/subclass-DP method"))?;
     ensure!(
-        r.batch_norm != Some(true),
+        r.train.batch_norm != Some(true),
         Error::invalid("batch_norm", "batch statistics mix units, which breaks per-unit gradient isolation")
     );
     ensure!(
-        r.batch_size.is_none(),
+        r.train.batch_size.is_none(),
         Error::invalid("batch_size", "Algorithm 5 samples whole units (set unit_rate), not batches of records")
     );
     Ok(())
@@ -230,7 +230,7 @@ impl Trainee for UnitTrainee<'_> {
         Ok(())
     }
     fn check(&self, epoch: usize) -> Result<()> {
-        ensure_finite(self.ps, &self.params, epoch, self.recipe.lr, &self.opt)
+        ensure_finite(self.ps, &self.params, epoch, self.recipe.train.lr, &self.opt)
     }
     fn evaluate(&self) -> Evaluation {
         Evaluation::accuracy(model_accuracy(self.net, &self.labels.y, &self.labels.val))
@@ -307,8 +307,8 @@ pub fn fit(
     let (sigma, budget) = spend(r, data, u, acct)?;
     let mut ps = crate::models::ParamStore::new();
     let x = crate::models::Rows::of_features(&data.features);
-    let style = MlpStyle { activation: r.activation, dropout: r.dropout, norm: r.norm() };
-    let net = MlpClassifier::new(&mut ps, x, r.hidden as i64, data.num_classes as i64, r.mlp_layers, style);
+    let style = MlpStyle { activation: r.train.activation, dropout: r.train.dropout, norm: r.norm() };
+    let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, data.num_classes as i64, r.mlp_layers, style);
     let ids = net.trainable();
     let params: Vec<(usize, Tensor)> = ids.iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
     let dp = DpSgd {
@@ -318,7 +318,7 @@ pub fn fit(
         sample_rate: q,
         flaw: Default::default(),
     };
-    let opt = Optimizer::new(r.optimizer, r.lr, r.weight_decay);
+    let opt = Optimizer::new(r.train.optimizer, r.train.lr, r.train.weight_decay);
     let rng = ChaCha8Rng::seed_from_u64(seed ^ 0xC1A55);
     let per_epoch = (t as usize / r.epochs()).max(1);
     net.cache_rows(&labels.val);
@@ -327,7 +327,11 @@ pub fn fit(
     let schedule = Schedule {
         epochs: r.epochs(),
         batching: Batching::TraineeDrawn { steps_per_epoch: per_epoch },
-        selection: if r.select_best_val { Selection::BestValAcc { ties: Ties::Earliest } } else { Selection::Last },
+        selection: if r.train.select_best_val {
+            Selection::BestValAcc { ties: Ties::Earliest }
+        } else {
+            Selection::Last
+        },
         early_stop: None,
     };
     drive(&mut trainee, &labels.train, &schedule)?;

@@ -26,7 +26,7 @@ pub struct Privacy {
 }
 
 pub fn style(r: &Recipe) -> MlpStyle {
-    MlpStyle { activation: r.activation, dropout: r.dropout, norm: r.norm() }
+    MlpStyle { activation: r.train.activation, dropout: r.train.dropout, norm: r.norm() }
 }
 
 /// Delta for the run: the recipe's, or 10^-digits of the private-unit count.
@@ -150,10 +150,14 @@ pub fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
         epochs: r.epochs(),
         batching,
         dp,
-        optimizer: r.optimizer,
-        lr: r.lr,
-        weight_decay: r.weight_decay,
-        selection: if r.select_best_val { Selection::BestValAcc { ties: Ties::Earliest } } else { Selection::Last },
+        optimizer: r.train.optimizer,
+        lr: r.train.lr,
+        weight_decay: r.train.weight_decay,
+        selection: if r.train.select_best_val {
+            Selection::BestValAcc { ties: Ties::Earliest }
+        } else {
+            Selection::Last
+        },
     }
 }
 

@@ -197,14 +197,14 @@ impl DparConfig {
             delta: r.delta,
             appr: ApprParams { alpha: k.alpha_ppr, ..ApprParams::default() },
             own: k,
-            optimizer_batch: r.batch_size.unwrap_or(60),
-            epochs: r.epochs.unwrap_or(200),
-            lr: r.lr,
-            weight_decay: r.weight_decay,
-            hidden: r.hidden as i64,
-            activation: r.activation,
+            optimizer_batch: r.train.batch_size.unwrap_or(60),
+            epochs: r.train.epochs.unwrap_or(200),
+            lr: r.train.lr,
+            weight_decay: r.train.weight_decay,
+            hidden: r.train.hidden as i64,
+            activation: r.train.activation,
             max_grad_norm: r.max_grad_norm,
-            optimizer: r.optimizer,
+            optimizer: r.train.optimizer,
             prop_steps: 2,
         })
     }
@@ -750,7 +750,8 @@ fn dpar_defaults(r: &mut Recipe) {
     // Thesis l.1241: 2-layer net, hidden 32, lr 0.005, batch 60, 200 epochs (PPRGo: ReLU); the
     // private variants train shorter on larger batches (see PRIVATE_EPOCHS).
     let (batch, epochs) = if r.method == Method::DparInf { (60, 200) } else { (PRIVATE_BATCH, PRIVATE_EPOCHS) };
-    (r.hidden, r.lr, r.activation, r.batch_size, r.epochs) = (32, 0.005, Activation::Relu, Some(batch), Some(epochs));
+    (r.train.hidden, r.train.lr, r.train.activation, r.train.batch_size, r.train.epochs) =
+        (32, 0.005, Activation::Relu, Some(batch), Some(epochs));
 }
 
 /// The knobs of each variant: the network and DP-SGD ones, plus what its rows need (APPR's alpha,

@@ -530,15 +530,15 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
         epsilon,
         delta: recipe.delta,
         max_degree: recipe.max_degree,
-        batch_size: recipe.batch_size.unwrap_or(d.batch_size.min(n_train)),
-        epochs: recipe.epochs.unwrap_or(d.epochs),
+        batch_size: recipe.train.batch_size.unwrap_or(d.batch_size.min(n_train)),
+        epochs: recipe.train.epochs.unwrap_or(d.epochs),
         max_grad_norm: recipe.max_grad_norm,
-        hidden: recipe.hidden as i64,
+        hidden: recipe.train.hidden as i64,
         pre_layers: recipe.base_layers(),
         post_layers: recipe.head_layers,
-        learning_rate: recipe.lr,
-        weight_decay: recipe.weight_decay,
-        dropout: recipe.dropout,
+        learning_rate: recipe.train.lr,
+        weight_decay: recipe.train.weight_decay,
+        dropout: recipe.train.dropout,
         // --batch-norm false switches the group norm off.
         norm_groups: if recipe.norm() == crate::models::NormKind::None { 0 } else { recipe.norm_groups() },
         inference_budget: recipe.own::<DpgnnKnobs>()?.inference_budget,
@@ -596,7 +596,7 @@ fn dpgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64, acc
 fn dpgnn_defaults(r: &mut crate::methods::Recipe) {
     // DP-GNN's tuned degree bound, width and learning rate.
     let d = DpgnnConfig::default();
-    (r.max_degree, r.hidden, r.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
+    (r.max_degree, r.train.hidden, r.train.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
 }
 
 const KNOBS: &[&str] = &[

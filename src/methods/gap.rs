@@ -133,7 +133,7 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
 pub fn build_gap(r: &Recipe, x: Rows, classes: usize) -> (ParamStore, GapEncoder, GapClassifier) {
     let mut ps = ParamStore::new();
     let st = style(r);
-    let (h, c) = (r.hidden as i64, classes as i64);
+    let (h, c) = (r.train.hidden as i64, classes as i64);
     let encoder = GapEncoder::new(&mut ps, x, h, c, r.encoder_layers, st);
     let classifier = GapClassifier::new(&mut ps, r.hops(), h, h, c, r.base_layers(), r.head_layers, st);
     (ps, encoder, classifier)

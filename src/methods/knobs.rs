@@ -265,7 +265,7 @@ mod tests {
         r.knobs.forget_v1_defaults(r.method);
         r.validate().unwrap();
         let mut now = crate::methods::Recipe::new(Method::GapEdp, Some(1.0));
-        now.epochs = Some(2);
+        now.train.epochs = Some(2);
         assert_eq!(r, now);
         // A v1 value away from its default is kept (and then refused by name), never dropped.
         let text = V1_RECIPE.replace("\"clusters\": 16", "\"clusters\": 3");

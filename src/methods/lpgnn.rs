@@ -594,10 +594,10 @@ pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
         features: recipe.features,
         multibit_m: recipe.multibit_m,
         delta: recipe.delta,
-        hidden: recipe.hidden as i64,
-        dropout: recipe.dropout,
-        learning_rate: recipe.lr,
-        weight_decay: recipe.weight_decay,
+        hidden: recipe.train.hidden as i64,
+        dropout: recipe.train.dropout,
+        learning_rate: recipe.train.lr,
+        weight_decay: recipe.train.weight_decay,
         epochs: recipe.epochs(),
     }
 }
@@ -632,7 +632,7 @@ use crate::methods::spec::MethodSpec;
 
 fn lpgnn_defaults(r: &mut crate::methods::Recipe) {
     let d = LpgnnConfig::default();
-    (r.dropout, r.weight_decay) = (d.dropout, d.weight_decay);
+    (r.train.dropout, r.train.weight_decay) = (d.dropout, d.weight_decay);
 }
 
 fn lpgnn_budget(

@@ -52,7 +52,7 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     let privacy = privacy(r, data, acct)?;
     let mut ps = ParamStore::new();
     let x = Rows::of_features(&data.features);
-    let net = MlpClassifier::new(&mut ps, x, r.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
+    let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
     fit(&net, &ps, &labels, &fit_config(r, n_train, privacy.sigma))?;
     let accuracy = labels.model_accuracy(&net);
     Ok((MlpModel { ps, net }, accuracy, privacy))
@@ -61,7 +61,7 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
 /// The MLP of a recipe; `x` holds the features it will be asked about.
 pub fn build_mlp(r: &Recipe, x: Rows, classes: usize) -> (ParamStore, MlpClassifier) {
     let mut ps = ParamStore::new();
-    let net = MlpClassifier::new(&mut ps, x, r.hidden as i64, classes as i64, r.mlp_layers, style(r));
+    let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, classes as i64, r.mlp_layers, style(r));
     (ps, net)
 }
 

@@ -330,10 +330,10 @@ pub fn config(recipe: &crate::methods::Recipe) -> PgcConfig {
     PgcConfig {
         mechanism: recipe.mechanism,
         epsilon: recipe.epsilon,
-        hidden: recipe.hidden as i64,
-        dropout: recipe.dropout,
-        learning_rate: recipe.lr,
-        weight_decay: recipe.weight_decay,
+        hidden: recipe.train.hidden as i64,
+        dropout: recipe.train.dropout,
+        learning_rate: recipe.train.lr,
+        weight_decay: recipe.train.weight_decay,
         max_epochs: recipe.epochs(),
     }
 }
@@ -343,7 +343,7 @@ use crate::methods::spec::MethodSpec;
 
 fn pgc_defaults(r: &mut crate::methods::Recipe) {
     // Table 2.2, Cora row; hidden 32 (section 2.6.4).
-    (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.5);
+    (r.train.hidden, r.train.weight_decay, r.train.dropout) = (32, 0.01, 0.5);
 }
 
 /// PGC and PGC-VGAE: RAW randomises nothing, so an epsilon for it would be a false claim.

@@ -349,7 +349,7 @@ use crate::methods::spec::MethodSpec;
 
 fn vgae_defaults(r: &mut Recipe) {
     // Table 2.2, Cora VGAE row; encoder widths 32 -> 16 (section 2.6.4).
-    (r.hidden, r.weight_decay, r.dropout) = (32, 0.01, 0.0);
+    (r.train.hidden, r.train.weight_decay, r.train.dropout) = (32, 0.01, 0.0);
 }
 
 fn vgae_budget(

@@ -131,7 +131,7 @@ pub fn build_progap(r: &Recipe, features: i64, classes: usize) -> (ParamStore, P
         &mut ps,
         r.depth(),
         features,
-        r.hidden as i64,
+        r.train.hidden as i64,
         classes as i64,
         r.base_layers(),
         r.head_layers,

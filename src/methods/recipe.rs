@@ -134,6 +134,45 @@ impl FeatureMode {
 
 crate::from_serde_word!(FeatureMode, "features", "multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw");
 
+/// The training loop's settings, shared by every method (burn's `TrainingConfig` idea): the
+/// method-specific settings stay in [`Recipe`] and the methods' own knob structs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TrainConfig {
+    /// Epochs (per stage for ProGAP): default 100 full batch; node level 10 (ProGAP 5 per stage).
+    pub epochs: Option<usize>,
+    /// Expected (Poisson) batch size under DP, default 256; None for non-DP = full batch.
+    pub batch_size: Option<usize>,
+    pub hidden: usize,
+    pub lr: f64,
+    pub weight_decay: f64,
+    pub dropout: f64,
+    pub activation: Activation,
+    pub optimizer: OptimizerKind,
+    /// Batch norm where the method allows it (None = the method's default, see [`Recipe::norm`]).
+    /// Under node-level DP it becomes group norm with `norm_groups` groups.
+    pub batch_norm: Option<bool>,
+    /// Keep the parameters of the epoch with the best validation accuracy (reference behaviour).
+    pub select_best_val: bool,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            epochs: None,
+            batch_size: None,
+            hidden: 16,
+            lr: 0.01,
+            weight_decay: 0.0,
+            dropout: 0.0,
+            activation: Activation::Selu,
+            optimizer: OptimizerKind::Adam,
+            batch_norm: None,
+            select_best_val: true,
+        }
+    }
+}
+
 /// Every knob of a training run. Fields left `None` take the method's default (see the getters).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 // No `deny_unknown_fields`: serde cannot combine it with the flattened knob map, which collects every
@@ -145,22 +184,16 @@ pub struct Recipe {
     pub epsilon: Option<f64>,
     /// Target delta; None = 1/10^digits(count) of the private units (edges or nodes), below 1/count.
     pub delta: Option<f64>,
+    /// The training loop's settings, which every method reads (flat keys: `epochs`, not
+    /// `train.epochs`). Declared before `knobs`, so serde hands these keys to it first.
+    #[serde(flatten)]
+    pub train: TrainConfig,
     /// GAP hops K (default 2 at edge level / non-private, 3 at node level).
     pub hops: Option<usize>,
     /// ProGAP depth K, i.e. stages 0..K (default 5 at edge level / non-private, 4 at node level).
     pub depth: Option<usize>,
     /// Degree bound D for node-level methods (neighbour sampling).
     pub max_degree: usize,
-    /// Epochs (per stage for ProGAP): default 100 full batch; node level 10 (ProGAP 5 per stage).
-    pub epochs: Option<usize>,
-    /// Expected (Poisson) batch size under DP, default 256; None for non-DP = full batch.
-    pub batch_size: Option<usize>,
-    pub hidden: usize,
-    pub lr: f64,
-    pub weight_decay: f64,
-    pub dropout: f64,
-    pub activation: Activation,
-    pub optimizer: OptimizerKind,
     /// Layers of the (DP-)MLP baseline.
     pub mlp_layers: usize,
     /// GAP encoder layers.
@@ -168,17 +201,12 @@ pub struct Recipe {
     /// Base MLP layers (GAP: 1; ProGAP: 1 at edge level, 2 at node level).
     pub base_layers: Option<usize>,
     pub head_layers: usize,
-    /// Batch norm where the method allows it (None = the method's default, see [`Recipe::norm`]).
-    /// Under node-level DP it becomes group norm with `norm_groups` groups.
-    pub batch_norm: Option<bool>,
     /// Groups of that group norm (None = the method's default, see [`Recipe::norm_groups`]).
     pub norm_groups: Option<usize>,
     /// DP-Adam clipping bound C.
     pub max_grad_norm: f64,
     /// ProGAP: train each stage's new layer only (Remark 1) instead of progressively.
     pub layerwise: bool,
-    /// Keep the parameters of the epoch with the best validation accuracy (reference behaviour).
-    pub select_best_val: bool,
     /// GraphSAGE message-passing layers (sage, sage-edp; DP-GNN always uses 1), default 2.
     pub mp_layers: Option<usize>,
     /// GraphSAGE aggregation (sage, sage-edp).
@@ -213,26 +241,17 @@ impl Default for Recipe {
             method: Method::default(),
             epsilon: None,
             delta: None,
+            train: TrainConfig::default(),
             hops: None,
             depth: None,
             max_degree: 100,
-            epochs: None,
-            batch_size: None,
-            hidden: 16,
-            lr: 0.01,
-            weight_decay: 0.0,
-            dropout: 0.0,
-            activation: Activation::Selu,
-            optimizer: OptimizerKind::Adam,
             mlp_layers: 2,
             encoder_layers: 2,
             base_layers: None,
             head_layers: 1,
-            batch_norm: None,
             norm_groups: None,
             max_grad_norm: 1.0,
             layerwise: false,
-            select_best_val: true,
             mp_layers: None,
             aggregation: crate::models::sage::Aggregation::Sum,
             epsilon_x: 1.0,
@@ -266,14 +285,14 @@ impl Recipe {
         self.depth.unwrap_or(if self.method.is_node_level() { 4 } else { 5 })
     }
     pub fn epochs(&self) -> usize {
-        self.epochs.unwrap_or(self.method.spec().epochs)
+        self.train.epochs.unwrap_or(self.method.spec().epochs)
     }
     /// The (expected) batch size, None = full batch.
     pub fn batch_size(&self) -> Option<usize> {
         if self.method.is_node_level() {
-            Some(self.batch_size.unwrap_or(256))
+            Some(self.train.batch_size.unwrap_or(256))
         } else {
-            self.batch_size
+            self.train.batch_size
         }
     }
     pub fn base_layers(&self) -> usize {
@@ -294,7 +313,7 @@ impl Recipe {
         // inputs (noise std sigma sqrt(D)); ProGAP at edge level / non-private does better
         // without batch norm (with it, progressive training overfits the noisy stage inputs:
         // Cora eps 4, 57% with vs 73% without, seed 1), unlike the reference script.
-        let on = self.batch_norm.unwrap_or(self.method.spec().batch_norm);
+        let on = self.train.batch_norm.unwrap_or(self.method.spec().batch_norm);
         match (on, self.method.is_node_level()) {
             (false, _) => NormKind::None,
             (true, false) => NormKind::Batch,
@@ -352,21 +371,21 @@ impl Recipe {
                 format!("{} is more than the {MAX_EPOCHS} epochs any method trains for", self.epochs()),
             ));
         }
-        if let Some(b) = self.batch_size {
+        if let Some(b) = self.train.batch_size {
             pos("batch_size", b)?;
         }
-        pos("hidden", self.hidden)?;
+        pos("hidden", self.train.hidden)?;
         pos("mlp_layers", self.mlp_layers)?;
         pos("base_layers", self.base_layers())?;
         pos("head_layers", self.head_layers)?;
         pos("norm_groups", self.norm_groups())?;
-        if !(self.lr > 0.0 && self.lr.is_finite()) {
-            return Err(Error::invalid("lr", format!("{} must be a positive number", self.lr)));
+        if !(self.train.lr > 0.0 && self.train.lr.is_finite()) {
+            return Err(Error::invalid("lr", format!("{} must be a positive number", self.train.lr)));
         }
-        if !(0.0..1.0).contains(&self.dropout) {
-            return Err(Error::invalid("dropout", format!("{} must be in [0, 1)", self.dropout)));
+        if !(0.0..1.0).contains(&self.train.dropout) {
+            return Err(Error::invalid("dropout", format!("{} must be in [0, 1)", self.train.dropout)));
         }
-        if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
+        if !(self.train.weight_decay >= 0.0 && self.train.weight_decay.is_finite()) {
             return Err(Error::invalid("weight_decay", "must be >= 0"));
         }
         if !(self.max_grad_norm > 0.0 && self.max_grad_norm.is_finite()) {

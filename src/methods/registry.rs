@@ -255,7 +255,7 @@ mod white_box_tests {
         lp.kx = 2; // 64 features > 32 projections: exercises the pseudo-inverse shortcut of `propagate`
         let x_lp = crate::privacy::mechanisms::multibit::min_max_scale(&data.features.to_tensor());
         let mut dpgnn = Recipe::new(Method::Dpgnn, Some(1e6));
-        dpgnn.batch_size = Some(64);
+        dpgnn.train.batch_size = Some(64);
         // A degree bound above every degree of the test graph, so that the dense adjacency fed
         // below is the graph DP-GNN trained on (its default K = 4 would sample neighbours).
         dpgnn.max_degree = 100;
@@ -286,7 +286,7 @@ mod white_box_tests {
             (dpgnn, f64::NAN, false),
         ];
         for (mut recipe, tol, inductive) in cases {
-            recipe.epochs = Some(5);
+            recipe.train.epochs = Some(5);
             let run = train(&recipe, &data, 1).unwrap();
             let name = recipe.method.name();
             let tol = if tol.is_nan() {

@@ -666,10 +666,10 @@ pub fn config(recipe: &crate::methods::Recipe) -> Result<RgnnConfig> {
         ky: recipe.ky,
         own: recipe.own()?,
         backbone: recipe.backbone,
-        hidden: recipe.hidden as i64,
-        dropout: recipe.dropout,
-        learning_rate: recipe.lr,
-        weight_decay: recipe.weight_decay,
+        hidden: recipe.train.hidden as i64,
+        dropout: recipe.train.dropout,
+        learning_rate: recipe.train.lr,
+        weight_decay: recipe.train.weight_decay,
         epochs: recipe.epochs(),
     })
 }

@@ -11,7 +11,7 @@ use crate::methods::Recipe;
 /// hidden unit for every hidden layer's activations and every cached hop (GAP) or stage (ProGAP).
 pub fn bytes_needed(recipe: &Recipe, ds: &Dataset) -> (f64, &'static str) {
     let (n, f, c) = (ds.num_nodes() as f64, ds.num_features() as f64, ds.num_classes as f64);
-    let h = recipe.hidden as f64;
+    let h = recipe.train.hidden as f64;
     // Only matrices the method surely builds, so that the bound never refuses a run that fits:
     // input -> hidden and hidden -> classes, plus the MLP's hidden -> hidden layers in between.
     let shape = recipe.method.spec().memory;
@@ -40,7 +40,7 @@ pub fn ensure_fits(recipe: &Recipe, ds: &Dataset) -> Result<()> {
         &format!(
             "{} with hidden = {}{} on {} nodes x {} features",
             recipe.method.name(),
-            recipe.hidden,
+            recipe.train.hidden,
             match cached_aggregations(recipe) {
                 Some((knob, k)) if knob == field => format!(" and {field} = {k}"),
                 _ => String::new(),
