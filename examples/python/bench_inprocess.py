@@ -4,6 +4,8 @@ model, reading the graph gnnaudit writes and writing posteriors.npy). In-process
 slower than 1.2x the command target.
 
 Usage: python examples/python/bench_inprocess.py [--gnnaudit BIN] [--shadows 16] [--epochs 100]
+On a machine shared with other work, run it with OMP_NUM_THREADS=1 (both halves inherit it):
+torch's thread pool contending for busy cores made one training 6x slower here.
 The script is also the command target's pipeline: `bench_inprocess.py train --graph G --out O --seed S`.
 """
 from __future__ import annotations

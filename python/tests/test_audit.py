@@ -114,6 +114,9 @@ def test_claim_with_control_gives_the_verdict_of_both_bounds(example, cora, memb
     }
     noisy = example.train_gcn(cora.x, cora.edge_index, cora.y, members, seed=0, noise=2.0)
     attacks = [{"kind": "mia-metric", "source": "target-split"}]
+    # The noisy model draws fresh noise at every forward: the same seed before each audit makes
+    # both see the same posteriors.
+    torch.manual_seed(7)
     report = gnnaudit.audit(
         noisy, cora.x, cora.edge_index, cora.y, members, attacks=attacks, claim=claim, control=gcn
     )
@@ -123,6 +126,7 @@ def test_claim_with_control_gives_the_verdict_of_both_bounds(example, cora, memb
     assert control is not None and control >= 0.0
     expected = "violated" if pooled["eps_lb"] > 0.05 else "not refuted" if control > 0.05 else "inconclusive"
     assert pooled["verdict"] == expected
+    torch.manual_seed(7)
     alone = gnnaudit.audit(noisy, cora.x, cora.edge_index, cora.y, members, attacks=attacks, claim=claim)
     assert alone.attacks[0]["eps_lb"] == pooled["eps_lb"], "the control does not change the target's bound"
     assert alone.attacks[0]["verdict"] in ("violated", "inconclusive")
@@ -132,7 +136,10 @@ def test_ctrl_c_interrupts_a_long_audit(tmp_path):
     script = tmp_path / "long.py"
     script.write_text(
         f"""
-import sys, time, torch
+import signal, sys, time, torch
+# Python's Ctrl-C handler, as at a terminal, even when this test runs in a background job
+# (whose children start with SIGINT ignored).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {str(EXAMPLE.parent)!r})
 import gnnaudit
 from gnnaudit.data import load_npz

@@ -62,8 +62,11 @@ def test_ctrl_c_stops_a_training_that_never_calls_python(tmp_path):
     script = tmp_path / "long_train.py"
     script.write_text(
         f"""
-import sys
+import signal, sys
 import gnnaudit
+# Python's Ctrl-C handler, as at a terminal, even when this test runs in a background job
+# (whose children start with SIGINT ignored).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 print("training", flush=True)
 try:
     gnnaudit.train({str(CORA)!r}, "gcn", epochs=1_000_000)
