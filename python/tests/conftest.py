@@ -16,19 +16,6 @@ EXAMPLE = REPO / "examples" / "python" / "pyg_gcn.py"
 MEMBER_FRACTION = 0.2
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: trains shadow models for minutes; deselected unless GNNAUDIT_PYTHON_SLOW=1")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("GNNAUDIT_PYTHON_SLOW") == "1":
-        return
-    skip = pytest.mark.skip(reason="slow: set GNNAUDIT_PYTHON_SLOW=1 to run it")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
-
-
 def gnnaudit_binary() -> str:
     """The CLI the package must agree with: $GNNAUDIT_BIN, else the debug build in CARGO_TARGET_DIR."""
     explicit = os.environ.get("GNNAUDIT_BIN")

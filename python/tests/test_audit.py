@@ -166,7 +166,7 @@ except KeyboardInterrupt:
     assert "interrupted" in rest
 
 
-@pytest.mark.slow  # about ten trainings (4 LiRA shadows, canary and control runs); GNNAUDIT_PYTHON_SLOW=1
+# The README's longer example, end to end (about ten trainings: 4 LiRA shadows, canary and control runs).
 def test_example_runs(tmp_path):
     done = subprocess.run(
         [sys.executable, str(EXAMPLE), "--quick"], capture_output=True, text=True, cwd=tmp_path, timeout=1800
