@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from . import _native
+from ._argv import flags
 
 Param = Union[int, float, str, bool]
 
@@ -33,16 +34,7 @@ def train(dataset: str, method: str, *, epsilon: Optional[float] = None, **param
     argv = ["--dataset", dataset, "--method", method]
     if epsilon is not None:
         argv += ["--epsilon", repr(float(epsilon))]
-    for key, value in params.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-        elif isinstance(value, (int, float, str)):
-            argv += [flag, value if isinstance(value, str) else repr(value)]
-        else:
-            raise TypeError(f"{key}: expected a number, string or bool, got {type(value).__name__}")
+    argv += flags(params)
     v = json.loads(_native.train_json(argv))
     return TrainResult(
         method=v["method"],

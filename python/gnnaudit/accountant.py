@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from . import _native
+from ._argv import flags
 
 #: Event families `gnnaudit account` knows (its `--event` values), and friendlier names for some.
 EVENTS = (
@@ -83,17 +84,7 @@ def _argv(command: str, event: str, params: dict[str, Optional[Param]]) -> list[
     argv = [command, "--event", name]
     # An alias's implied flags stand unless a keyword sets them (None: not set).
     given = {k: v for k, v in params.items() if v is not None}
-    for key, value in {**implied, **given}.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-        elif isinstance(value, (int, float, str)):
-            # repr keeps every digit of a float (the CLI parses it back exactly).
-            argv += [flag, value if isinstance(value, str) else repr(value)]
-        else:
-            raise TypeError(f"{key}: expected a number, string or bool, got {type(value).__name__}")
+    argv += flags({**implied, **given})
     return argv
 
 
