@@ -70,16 +70,7 @@ pub fn gaussian_epsilon(s: f64, delta: f64) -> Result<f64> {
             )
         );
     }
-    let mut lo = 0.0;
-    while hi - lo > 1e-13 * hi {
-        let mid = 0.5 * (lo + hi);
-        if gaussian_delta(s, mid) > delta {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok(hi)
+    Ok(bisect_to_relative_precision(|eps| gaussian_delta(s, eps) > delta, 0.0, hi))
 }
 
 /// The smallest noise multiplier s with gaussian_epsilon(s, delta) <= eps (bisection in log s).
@@ -91,15 +82,21 @@ pub fn gaussian_sigma(eps: f64, delta: f64) -> Result<f64> {
         lo = hi;
         hi *= 2.0;
     }
+    Ok(bisect_to_relative_precision(|s| gaussian_delta(s, eps) > delta, lo, hi))
+}
+
+/// Halves [lo, hi] until it is 1e-13 of `hi` wide, keeping `above(lo)` true and `above(hi)`
+/// false; returns `hi`, the end on the side where the condition has stopped holding.
+fn bisect_to_relative_precision(above: impl Fn(f64) -> bool, mut lo: f64, mut hi: f64) -> f64 {
     while hi - lo > 1e-13 * hi {
         let mid = 0.5 * (lo + hi);
-        if gaussian_delta(mid, eps) > delta {
+        if above(mid) {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    Ok(hi)
+    hi
 }
 
 #[cfg(test)]

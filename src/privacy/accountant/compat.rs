@@ -3,7 +3,9 @@
 //! [`super::rdp`] and [`super::pld`]. Each function states which library behaviour it mirrors and
 //! why that behaviour differs from ours (golden/README.md, "Discrepancies").
 use super::event::Event;
-use super::rdp::{default_orders, dp_accounting_orders, improved_eps_at, rdp_gaussian, rdp_poisson_gaussian};
+use super::rdp::{
+    default_orders, dp_accounting_orders, golden_section, improved_eps_at, rdp_gaussian, rdp_poisson_gaussian,
+};
 use super::special::{ln_choose, log_add, log_erfc, log_sum_exp};
 use crate::ensure;
 use crate::error::{Error, Result};
@@ -193,26 +195,9 @@ pub fn autodp_gap_style_epsilon(event: &Event, delta: f64) -> Result<f64> {
     // Piecewise smooth between integers: golden-section search on each [n, n+1].
     let mut best = f64::INFINITY;
     for n in 1..256 {
-        let (mut lo, mut hi) = (n as f64 + if n == 1 { 1e-6 } else { 0.0 }, n as f64 + 1.0);
-        let g = (5.0_f64.sqrt() - 1.0) / 2.0;
-        let (mut c, mut d) = (hi - g * (hi - lo), lo + g * (hi - lo));
-        let (mut fc, mut fd) = (eps(c), eps(d));
-        for _ in 0..80 {
-            if fc < fd {
-                hi = d;
-                d = c;
-                fd = fc;
-                c = hi - g * (hi - lo);
-                fc = eps(c);
-            } else {
-                lo = c;
-                c = d;
-                fc = fd;
-                d = lo + g * (hi - lo);
-                fd = eps(d);
-            }
-        }
-        best = best.min(fc.min(fd)).min(eps(n as f64 + 1.0));
+        let lo = n as f64 + if n == 1 { 1e-6 } else { 0.0 };
+        let search = golden_section(eps, lo, n as f64 + 1.0, 80, 0.0);
+        best = best.min(search.min).min(eps(n as f64 + 1.0));
         if n > 1 {
             best = best.min(eps(n as f64));
         }

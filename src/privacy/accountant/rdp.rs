@@ -496,11 +496,34 @@ pub fn improved_continuous(rdp: impl Fn(f64) -> f64, delta: f64) -> (f64, f64) {
             best = (v, u);
         }
     }
-    let (mut a, mut b) = (best.1 - step, best.1 + step);
+    let search = golden_section(f, best.1 - step, best.1 + step, 200, 1e-13);
+    let u = 0.5 * (search.a + search.b);
+    (f(u), 1.0 + u.exp())
+}
+
+/// Where a golden-section search for the minimum of a unimodal function left its bracket.
+pub(super) struct GoldenSection {
+    /// The final bracket [a, b].
+    pub a: f64,
+    pub b: f64,
+    /// The least value seen at the two interior points of the last step.
+    pub min: f64,
+}
+
+/// Golden-section search for the minimum of `f` on [a, b]: `iterations` steps, fewer once the
+/// bracket is narrower than `tolerance` (0: always all of them). The bracket shrinks by 0.618
+/// a step and every step evaluates `f` once.
+pub(super) fn golden_section(
+    f: impl Fn(f64) -> f64,
+    mut a: f64,
+    mut b: f64,
+    iterations: usize,
+    tolerance: f64,
+) -> GoldenSection {
     let g = (5.0_f64.sqrt() - 1.0) / 2.0;
     let (mut c, mut d) = (b - g * (b - a), a + g * (b - a));
     let (mut fc, mut fd) = (f(c), f(d));
-    for _ in 0..200 {
+    for _ in 0..iterations {
         if fc < fd {
             b = d;
             d = c;
@@ -514,12 +537,11 @@ pub fn improved_continuous(rdp: impl Fn(f64) -> f64, delta: f64) -> (f64, f64) {
             d = a + g * (b - a);
             fd = f(d);
         }
-        if (b - a).abs() < 1e-13 {
+        if (b - a).abs() < tolerance {
             break;
         }
     }
-    let u = 0.5 * (a + b);
-    (f(u), 1.0 + u.exp())
+    GoldenSection { a, b, min: fc.min(fd) }
 }
 
 #[cfg(test)]
