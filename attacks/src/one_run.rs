@@ -9,6 +9,7 @@
 //! = 1 - confidence; the lower bound is the largest such eps (the right-hand side grows with eps).
 
 use crate::binomial::{ln_mass, ln_tail_at_least};
+use crate::bisection::doubling_bisection;
 
 /// The right-hand side of Theorem 3: the p-value of `correct` correct guesses out of `guesses`
 /// (m = `canaries`) under the null hypothesis that the mechanism is (eps, delta)-DP.
@@ -83,23 +84,9 @@ pub fn one_run_epsilon_above(
     if guesses == 0 || one_run_p_value(canaries, guesses, correct, floor, 0.0) >= beta || p(floor) >= beta {
         return floor;
     }
-    let (mut lo, mut hi) = (floor, (2.0 * floor).max(1.0));
-    while p(hi) < beta {
-        lo = hi;
-        hi *= 2.0;
-        if hi > 1e3 {
-            return lo;
-        }
+    match doubling_bisection(|eps| p(eps) < beta, floor, (2.0 * floor).max(1.0), 1e3, 60) {
+        Ok((lo, _)) | Err((lo, _)) => lo,
     }
-    for _ in 0..60 {
-        let mid = 0.5 * (lo + hi);
-        if p(mid) < beta {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 #[cfg(test)]

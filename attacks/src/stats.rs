@@ -66,6 +66,7 @@
 //!   without paying for it (it false-alarms on almost every null run); here mu must be positive,
 //!   and a reversed test is a test of its own, in the family or chosen on the split;
 //! - jax's GDP bound always corrects over every threshold; here it follows the strategy.
+use crate::bisection::doubling_bisection;
 use crate::error::{check, Result};
 use crate::metrics::{clopper_pearson_lower, clopper_pearson_upper};
 use crate::one_run::one_run_epsilon_above;
@@ -746,17 +747,7 @@ fn bound_at(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, signif
         BoundKind::Gdp => {
             // The Gaussian trade-off curve is symmetric: swapping the datasets gives the same mu.
             let fpr_hi = clopper_pearson_upper(fp, nn, significance);
-            let fnr_hi = clopper_pearson_upper(np - tp, np, significance);
-            if fpr_hi.max(fnr_hi) >= 1.0 - delta {
-                return 0.0;
-            }
-            let n = std_normal();
-            let mu = n.inverse_cdf(1.0 - fpr_hi) - n.inverse_cdf(fnr_hi);
-            if mu > 0.0 {
-                gdp_epsilon(mu, delta)
-            } else {
-                0.0
-            }
+            gdp_bound(fpr_hi, clopper_pearson_upper(np - tp, np, significance), delta)
         }
         BoundKind::OneRun | BoundKind::OneRunFdp => one_run_at(bound, np + nn, tp + fp, tp, delta, significance, 0.0),
     }
@@ -764,6 +755,21 @@ fn bound_at(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, signif
 
 fn std_normal() -> Normal {
     Normal::new(0.0, 1.0).expect("standard normal")
+}
+
+/// The epsilon at `delta` of the Gaussian trade-off curve through upper bounds on a test's FPR
+/// and FNR: mu = Phi^-1(1 - FPR) - Phi^-1(FNR), 0 when the bounds leave no room for a mu > 0.
+pub fn gdp_bound(fpr_hi: f64, fnr_hi: f64, delta: f64) -> f64 {
+    if fpr_hi.max(fnr_hi) >= 1.0 - delta {
+        return 0.0;
+    }
+    let n = std_normal();
+    let mu = n.inverse_cdf(1.0 - fpr_hi) - n.inverse_cdf(fnr_hi);
+    if mu > 0.0 {
+        gdp_epsilon(mu, delta)
+    } else {
+        0.0
+    }
 }
 
 /// delta(eps) of mu-GDP (Dong, Roth & Su 2019, Cor. 2.13):
@@ -782,45 +788,19 @@ pub fn gdp_epsilon(mu: f64, delta: f64) -> f64 {
     if mu <= 0.0 || gdp_delta(mu, 0.0) <= delta {
         return 0.0;
     }
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while gdp_delta(mu, hi) > delta {
-        lo = hi;
-        hi *= 2.0;
-        if hi > 1e4 {
-            return hi;
-        }
+    match doubling_bisection(|eps| gdp_delta(mu, eps) > delta, 0.0, 1.0, 1e4, 100) {
+        Ok((lo, _)) => lo,
+        Err((_, hi)) => hi,
     }
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        if gdp_delta(mu, mid) > delta {
-            lo = mid
-        } else {
-            hi = mid
-        }
-    }
-    lo
 }
 
 /// The mu of the Gaussian mechanism that is exactly (eps, delta)-DP (analytic Gaussian, Balle &
 /// Wang 2018, with sensitivity / sigma = mu); delta(eps) grows with mu.
 pub fn gdp_mu(eps: f64, delta: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    while gdp_delta(hi, eps) < delta {
-        lo = hi;
-        hi *= 2.0;
-        if hi > 1e4 {
-            return f64::INFINITY;
-        }
+    match doubling_bisection(|mu| gdp_delta(mu, eps) < delta, 0.0, 1.0, 1e4, 100) {
+        Ok((_, hi)) => hi,
+        Err(_) => f64::INFINITY,
     }
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        if gdp_delta(mid, eps) < delta {
-            lo = mid
-        } else {
-            hi = mid
-        }
-    }
-    hi
 }
 
 /// Mahloujifar, Melis & Chaudhuri (2025), the capped recursion of their Algorithm ("audit_rh_with
@@ -863,23 +843,10 @@ pub fn one_run_fdp_epsilon_above(
     if guesses == 0 || correct == 0 || fdp_objective(canaries, guesses, correct, floor, delta, beta) <= 0.0 {
         return floor;
     }
-    let (mut lo, mut hi) = (floor, (2.0 * floor).max(1.0));
-    while fdp_objective(canaries, guesses, correct, hi, delta, beta) > 0.0 {
-        lo = hi;
-        hi *= 2.0;
-        if hi > 1e3 {
-            return lo;
-        }
+    let refuted = |eps: f64| fdp_objective(canaries, guesses, correct, eps, delta, beta) > 0.0;
+    match doubling_bisection(refuted, floor, (2.0 * floor).max(1.0), 1e3, 60) {
+        Ok((lo, _)) | Err((lo, _)) => lo,
     }
-    for _ in 0..60 {
-        let mid = 0.5 * (lo + hi);
-        if fdp_objective(canaries, guesses, correct, mid, delta, beta) > 0.0 {
-            lo = mid
-        } else {
-            hi = mid
-        }
-    }
-    lo
 }
 
 /// Splits `scores` at random into (the first `fraction`, the rest).
@@ -899,16 +866,7 @@ pub const SPLIT_ASSUMPTION: &str = "members and non-members are a random split o
 
 /// Canary audits: scores of canaries and their coins (true = included) as positives and negatives.
 pub fn partition_by_coin(scores: &[f64], included: &[bool]) -> (Vec<f64>, Vec<f64>) {
-    let mut pos = Vec::new();
-    let mut neg = Vec::new();
-    for (&s, &inc) in scores.iter().zip(included) {
-        if inc {
-            pos.push(s)
-        } else {
-            neg.push(s)
-        }
-    }
-    (pos, neg)
+    crate::metrics::partition(scores, included)
 }
 
 #[cfg(test)]

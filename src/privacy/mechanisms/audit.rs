@@ -20,7 +20,7 @@
 use crate::error::{Error, Result};
 use crate::privacy::accountant::Event;
 use gnnaudit_attacks::metrics::{clopper_pearson_lower, clopper_pearson_upper, ScoreSummary};
-use gnnaudit_attacks::stats::{certify, gdp_epsilon, AuditSpec, BoundKind, Certificate, ThresholdStrategy, Verdict};
+use gnnaudit_attacks::stats::{certify, gdp_bound, AuditSpec, BoundKind, Certificate, ThresholdStrategy, Verdict};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal};
@@ -238,18 +238,7 @@ pub fn plan(candidates: &[Candidate], bound: BoundKind, n: usize, alpha: f64, de
 fn expected_bound(bound: BoundKind, tp: usize, fp: usize, n: usize, alpha: f64, delta: f64) -> f64 {
     match bound {
         BoundKind::Gdp => {
-            let fpr_hi = clopper_pearson_upper(fp, n, alpha / 2.0);
-            let fnr_hi = clopper_pearson_upper(n - tp, n, alpha / 2.0);
-            if fpr_hi.max(fnr_hi) >= 1.0 - delta {
-                return 0.0;
-            }
-            let z = std_normal();
-            let mu = z.inverse_cdf(1.0 - fpr_hi) - z.inverse_cdf(fnr_hi);
-            if mu > 0.0 {
-                gdp_epsilon(mu, delta)
-            } else {
-                0.0
-            }
+            gdp_bound(clopper_pearson_upper(fp, n, alpha / 2.0), clopper_pearson_upper(n - tp, n, alpha / 2.0), delta)
         }
         _ => {
             let tpr_lo = clopper_pearson_lower(tp, n, alpha / 2.0);
