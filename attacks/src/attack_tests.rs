@@ -78,13 +78,19 @@ fn membership_attacks_detect_overfitting_and_not_unseen_nodes() {
     assert!(r.violation, "an overfit model cannot be 0.01-node-DP: eps_lb {:?}", r.eps_lb);
 }
 
-#[test]
-fn lira_detects_overfitting_and_not_unseen_nodes() {
+/// The LiRA tests' setting: a small graph, its split, the MLP the shadows train, and the target
+/// that MLP overfits on the split.
+fn lira_setting() -> (AttackGraph, NodeSplit, ToyConfig, ToyOracle, ToyModel) {
     let g = csbm(240, 3, 16, 1.0, 0.02, 0.005, 2);
     let split = split_per_class(&g, 20, 10);
     let cfg = ToyConfig { arch: Arch::Mlp, hidden: 64, epochs: 150, lr: 0.01 };
-    let oracle = ToyOracle(cfg);
     let leaky = ToyModel::train(&g, &split, cfg, 5);
+    (g, split, cfg, ToyOracle(cfg), leaky)
+}
+
+#[test]
+fn lira_detects_overfitting_and_not_unseen_nodes() {
+    let (g, split, cfg, oracle, leaky) = lira_setting();
     let blind = ToyModel::train(&g, &NodeSplit { train: split.val.clone(), ..Default::default() }, cfg, 5);
     let lira = AttackConfig::Lira(LiraParams { shadows: 8, ..Default::default() });
     let claim = Claim::non_private();
@@ -115,11 +121,7 @@ impl BlackBox for Flattened<'_> {
 /// loses it, since the target scores below both the IN and the OUT fit of nearly every node.
 #[test]
 fn lira_is_not_fooled_by_a_target_less_confident_than_its_shadows() {
-    let g = csbm(240, 3, 16, 1.0, 0.02, 0.005, 2);
-    let split = split_per_class(&g, 20, 10);
-    let cfg = ToyConfig { arch: Arch::Mlp, hidden: 64, epochs: 150, lr: 0.01 };
-    let oracle = ToyOracle(cfg);
-    let leaky = ToyModel::train(&g, &split, cfg, 5);
+    let (g, split, _, oracle, leaky) = lira_setting();
     let mut params = LiraParams { shadows: 8, ..Default::default() };
     let run = |bb: &dyn BlackBox, params: &LiraParams| {
         let target = Target {

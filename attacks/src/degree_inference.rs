@@ -146,15 +146,6 @@ pub fn degree_inference(
     if dim == 0 || embeddings.len() != n * dim {
         return Err(Error::invalid("embeddings", format!("expected {n} x {dim} values, got {}", embeddings.len())));
     }
-    if folds < 2 || folds > n {
-        return Err(Error::invalid("folds", format!("need 2 <= folds <= {n} nodes, got {folds}")));
-    }
-    if !(lambda >= 0.0 && lambda.is_finite()) {
-        return Err(Error::invalid("lambda", format!("must be >= 0 and finite, got {lambda}")));
-    }
-    if embeddings.iter().chain(degrees).any(|v| !v.is_finite()) {
-        return Err(Error::invalid("embeddings", "non-finite embedding or degree"));
-    }
     Ok(cross_validated(embeddings, dim, degrees, folds, lambda)?.1)
 }
 
