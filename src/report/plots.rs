@@ -43,8 +43,21 @@ fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-fn plot_err<E: std::fmt::Debug>(e: E) -> Error {
+pub(super) fn plot_err<E: std::fmt::Debug>(e: E) -> Error {
     Error::Other(format!("plot: {e:?}"))
+}
+
+/// The x-axis labels of a chart with one category at each whole x from 0: `labels[x]` there,
+/// nothing at the ticks in between.
+pub(super) fn category_labels(labels: &[String]) -> impl Fn(&f64) -> String + '_ {
+    move |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
+            labels[i as usize].clone()
+        } else {
+            String::new()
+        }
+    }
 }
 
 /// A line over the epsilon grid: (grid index, mean, sd) per point.
@@ -216,14 +229,7 @@ fn eps_chart(title: &str, y_desc: &str, grid: &[Epsilon], series: &[Series], cha
             .y_label_area_size(56)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), y0..y1)
             .map_err(plot_err)?;
-        let fmt_x = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                labels[i as usize].clone()
-            } else {
-                String::new()
-            }
-        };
+        let fmt_x = category_labels(&labels);
         chart
             .configure_mesh()
             .x_labels(n + 1)

@@ -34,6 +34,27 @@ const fn col(markdown: &'static str, html: &'static str, align: Align) -> Column
     Column { markdown, html, align, kind: Kind::Text }
 }
 
+/// A column headed alike in both formats.
+const fn plain(header: &'static str, align: Align) -> Column {
+    col(header, header, align)
+}
+
+/// The columns that name a summary row in every table of rows: its dataset and method.
+const ROW_KEY: [Column; 2] = [plain("dataset", Align::Left), plain("method", Align::Left)];
+
+/// The verdict column, highlighted by the row's `Verdict`.
+const VERDICT: Column = Column { kind: Kind::Verdict, ..plain("verdict", Align::Left) };
+
+/// [`ROW_KEY`] followed by `columns`.
+fn with_key(columns: Vec<Column>) -> Vec<Column> {
+    ROW_KEY.into_iter().chain(columns).collect()
+}
+
+/// A summary row's cells under [`ROW_KEY`], followed by `rest`.
+fn keyed(s: &SummaryRow, rest: impl IntoIterator<Item = String>) -> Vec<String> {
+    [s.dataset.clone(), s.method.clone()].into_iter().chain(rest).collect()
+}
+
 /// Whether an attack's empirical lower bound contradicts the claimed epsilon, and whether the
 /// attack showed the power to (its positive control refuted the claim).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,75 +243,73 @@ pub fn at_chance_note(r: &Report) -> Option<String> {
 
 /// Accuracy (or ROC-AUC, marked) and claimed budget of each (dataset, method, ε).
 pub fn utility(r: &Report) -> Table {
-    let mut t = Table::new(vec![
-        col("dataset", "dataset", L),
-        col("method", "method", L),
-        col("privacy unit", "privacy unit", L),
-        col("target ε", "target ε", R),
+    let mut t = Table::new(with_key(vec![
+        plain("privacy unit", L),
+        plain("target ε", R),
         col("test acc", "test acc %", R),
         col("majority / chance", "majority / chance %", R),
         col("train acc", "train acc %", R),
-        col("claimed ε", "claimed ε", R),
+        plain("claimed ε", R),
         col("ε (RDP)", "ε RDP", R),
         col("ε (PLD)", "ε PLD", R),
-        col("δ", "δ", R),
-    ]);
+        plain("δ", R),
+    ]));
     for s in &r.summary {
         // Unmeasured utility is unknown, not 0.
         let measured = r.cells_of(s).any(|c| c.utility_measured());
         let shown = |v| if measured { utility_cell(s, v) } else { "-".into() };
-        t.push(vec![
-            s.dataset.clone(),
-            s.method.clone(),
-            unit_cell(s),
-            fmt_eps(s.epsilon),
-            if measured && s.at_chance == Some(true) {
-                format!("{} {AT_CHANCE_MARK}", shown(s.test_accuracy))
-            } else {
-                shown(s.test_accuracy)
-            },
-            baseline_cell(s),
-            shown(s.train_accuracy),
-            claimed_cell(s),
-            fmt_eps(s.epsilon_rdp),
-            s.epsilon_pld.map_or("-".into(), fmt_eps),
-            if s.delta > 0.0 { format!("{:.1e}", s.delta) } else { "0".into() },
-        ]);
+        t.push(keyed(
+            s,
+            [
+                unit_cell(s),
+                fmt_eps(s.epsilon),
+                if measured && s.at_chance == Some(true) {
+                    format!("{} {AT_CHANCE_MARK}", shown(s.test_accuracy))
+                } else {
+                    shown(s.test_accuracy)
+                },
+                baseline_cell(s),
+                shown(s.train_accuracy),
+                claimed_cell(s),
+                fmt_eps(s.epsilon_rdp),
+                s.epsilon_pld.map_or("-".into(), fmt_eps),
+                if s.delta > 0.0 { format!("{:.1e}", s.delta) } else { "0".into() },
+            ],
+        ));
     }
     t
 }
 
 /// Each attack's success metrics; with `verdicts`, also its lower bound, the claim and the verdict.
 pub fn attacks(r: &Report, verdicts: bool) -> Table {
-    let mut columns = vec![
-        col("dataset", "dataset", L),
-        col("method", "method", L),
-        col("ε", "ε", R),
-        col("attack", "attack", L),
+    let mut columns = with_key(vec![
+        plain("ε", R),
+        plain("attack", L),
         col("AUC", "AUC %", R),
         col("TPR@0.1%", "TPR@0.1% FPR", R),
         col("TPR@1%", "TPR@1% FPR", R),
         col("bal. acc", "bal. acc %", R),
-    ];
+    ]);
     if verdicts {
         columns.push(col("ε_lb", "ε<sub>lb</sub>", R));
         columns.push(col("control ε_lb", "control ε<sub>lb</sub>", R));
-        columns.push(col("claimed ε", "claimed ε", R));
-        columns.push(Column { kind: Kind::Verdict, ..col("verdict", "verdict", L) });
+        columns.push(plain("claimed ε", R));
+        columns.push(VERDICT);
     }
     let mut t = Table::new(columns);
     for s in &r.summary {
         for a in &s.attacks {
-            let mut cells = vec![
-                s.dataset.clone(),
-                s.method.clone(),
-                fmt_eps(s.epsilon),
-                a.attack.clone(),
-                pct(a.auc),
-                pct(a.tpr_at_0_1pct_fpr),
-                pct(a.tpr_at_1pct_fpr),
-                pct(a.balanced_accuracy),
-            ];
+            let mut cells = keyed(
+                s,
+                [
+                    fmt_eps(s.epsilon),
+                    a.attack.clone(),
+                    pct(a.auc),
+                    pct(a.tpr_at_0_1pct_fpr),
+                    pct(a.tpr_at_1pct_fpr),
+                    pct(a.balanced_accuracy),
+                ],
+            );
             let mut verdict = None;
             if verdicts {
                 let (v, text) = verdict_of(a);
@@ -305,29 +324,18 @@ pub fn attacks(r: &Report, verdicts: bool) -> Table {
 
 /// Each attack's empirical lower bound next to the claimed ε, with the verdict.
 pub fn claims(r: &Report) -> Table {
-    let mut t = Table::new(vec![
-        col("dataset", "dataset", L),
-        col("method", "method", L),
-        col("unit", "unit", L),
-        col("attack", "attack", L),
-        col("claimed ε", "claimed ε", R),
+    let mut t = Table::new(with_key(vec![
+        plain("unit", L),
+        plain("attack", L),
+        plain("claimed ε", R),
         col("ε_lb", "ε<sub>lb</sub>", R),
         col("control ε_lb", "control ε<sub>lb</sub>", R),
-        Column { kind: Kind::Verdict, ..col("verdict", "verdict", L) },
-    ]);
+        VERDICT,
+    ]));
     for s in &r.summary {
         for a in &s.attacks {
             let (v, text) = verdict_of(a);
-            let cells = vec![
-                s.dataset.clone(),
-                s.method.clone(),
-                unit_cell(s),
-                a.attack.clone(),
-                claimed_cell(s),
-                eps_lb(a),
-                control_eps_lb(a),
-                text,
-            ];
+            let cells = keyed(s, [unit_cell(s), a.attack.clone(), claimed_cell(s), eps_lb(a), control_eps_lb(a), text]);
             t.rows.push(Row { cells, verdict: Some(v) });
         }
     }
@@ -336,25 +344,19 @@ pub fn claims(r: &Report) -> Table {
 
 /// The budget components of the first seed of each (dataset, method, ε), each at the total δ.
 pub fn budget(r: &Report) -> Table {
-    let mut t = Table::new(vec![
-        col("dataset", "dataset", L),
-        col("method", "method", L),
-        col("ε", "ε", R),
-        col("component", "component", L),
-        col("mechanism", "mechanism", L),
-        col("ε of component", "ε of component", R),
-    ]);
+    let mut t = Table::new(with_key(vec![
+        plain("ε", R),
+        plain("component", L),
+        plain("mechanism", L),
+        plain("ε of component", R),
+    ]));
     for s in &r.summary {
         if let Some(c) = r.cells_of(s).next() {
             for comp in &c.budget.components {
-                t.push(vec![
-                    s.dataset.clone(),
-                    s.method.clone(),
-                    fmt_eps(s.epsilon),
-                    comp.name.clone(),
-                    comp.mechanism.clone(),
-                    fmt_num(comp.epsilon, 3),
-                ]);
+                t.push(keyed(
+                    s,
+                    [fmt_eps(s.epsilon), comp.name.clone(), comp.mechanism.clone(), fmt_num(comp.epsilon, 3)],
+                ));
             }
         }
     }
@@ -364,13 +366,13 @@ pub fn budget(r: &Report) -> Table {
 /// The datasets with their provenance; hashes cut to `sha_chars` characters.
 pub fn datasets(r: &Report, sha_chars: usize) -> Table {
     let mut t = Table::new(vec![
-        col("dataset", "dataset", L),
-        col("source", "source", L),
-        Column { kind: Kind::Code, ..col("sha256", "sha256", L) },
-        col("nodes", "nodes", R),
-        col("edges", "edges", R),
-        col("features", "features", R),
-        col("classes", "classes", R),
+        plain("dataset", L),
+        plain("source", L),
+        Column { kind: Kind::Code, ..plain("sha256", L) },
+        plain("nodes", R),
+        plain("edges", R),
+        plain("features", R),
+        plain("classes", R),
     ]);
     for d in &r.datasets {
         t.push(vec![
@@ -390,29 +392,28 @@ pub fn datasets(r: &Report, sha_chars: usize) -> Table {
 /// the mechanism the run recorded (first seed; the seeds share it), the δ and why it was chosen,
 /// and whether the claim is reproduced or flagged (see `report::claim`).
 pub fn recomputed_claims(r: &Report) -> Table {
-    let mut t = Table::new(vec![
-        col("dataset", "dataset", L),
-        col("method", "method", L),
-        col("ε stated", "ε stated", R),
-        col("ε recomputed", "ε recomputed", R),
-        col("δ", "δ", R),
-        col("why this δ", "why this δ", L),
-        col("check", "check", L),
-    ]);
+    let mut t = Table::new(with_key(vec![
+        plain("ε stated", R),
+        plain("ε recomputed", R),
+        plain("δ", R),
+        plain("why this δ", L),
+        plain("check", L),
+    ]));
     for s in &r.summary {
         let Some(claim) = r.cells_of(s).next().and_then(|c| c.claim.as_ref()) else { continue };
         if s.privacy_unit == crate::privacy::accountant::PrivacyUnit::None {
             continue;
         }
-        t.push(vec![
-            s.dataset.clone(),
-            s.method.clone(),
-            fmt_eps(claim.stated),
-            claim.recomputed.map_or("-".into(), fmt_eps),
-            if claim.delta == 0.0 { "0".into() } else { format!("{:e}", claim.delta) },
-            claim.delta_reason.clone(),
-            if claim.is_flagged() { format!("FLAGGED: {}", claim.flags.join("; ")) } else { "reproduced".into() },
-        ]);
+        t.push(keyed(
+            s,
+            [
+                fmt_eps(claim.stated),
+                claim.recomputed.map_or("-".into(), fmt_eps),
+                if claim.delta == 0.0 { "0".into() } else { format!("{:e}", claim.delta) },
+                claim.delta_reason.clone(),
+                if claim.is_flagged() { format!("FLAGGED: {}", claim.flags.join("; ")) } else { "reproduced".into() },
+            ],
+        ));
     }
     t
 }

@@ -2,10 +2,10 @@
 //! `mechanism`). Per mechanism: the accountant's claimed epsilon, the certified
 //! eps_lb and their ratio, as a table and a bar chart. An accountant whose claims the audits
 //! approach from below is tight; a bar above its claim is a violation.
-use super::plots::Figure;
+use super::plots::{category_labels, plot_err, Figure};
 use super::record::{AttackRecord, TprAtFpr};
 use super::Report;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::privacy::mechanisms::audit::MechanismAudit;
 use plotters::prelude::*;
 
@@ -219,10 +219,6 @@ pub fn html(o: &mut String, r: &Report) {
     o.push_str("</table>\n");
 }
 
-fn plot_err<E: std::fmt::Debug>(e: E) -> Error {
-    Error::Other(format!("plot: {e:?}"))
-}
-
 /// Grouped bars per mechanism audit: claimed ε (grey), paper ε where one is published (orange),
 /// certified ε_lb (blue, red when it exceeds the claim).
 pub fn chart(rows: &[Row]) -> Result<Figure> {
@@ -244,14 +240,7 @@ pub fn chart(rows: &[Row]) -> Result<Figure> {
             .y_label_area_size(56)
             .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0.0..(top * 1.15).max(0.1))
             .map_err(plot_err)?;
-        let fmt_x = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels.len() {
-                labels[i as usize].clone()
-            } else {
-                String::new()
-            }
-        };
+        let fmt_x = category_labels(&labels);
         c.configure_mesh()
             .disable_x_mesh()
             .x_labels(n + 1)
