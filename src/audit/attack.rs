@@ -53,6 +53,31 @@ pub fn attack_inputs(
     Ok((k, know, p))
 }
 
+/// [`attack_inputs`] of an attack entry of a cell run with `runs` seeds, errors naming the entry,
+/// and its confidence split over the seeds: the summary takes the largest eps_lb over them, and
+/// Bonferroni keeps that maximum a bound at the configured confidence.
+pub(super) fn cell_attack_inputs(
+    a: &AttackSpec,
+    runs: usize,
+) -> Result<(AttackKind, AdversaryKnowledge, AttackParams)> {
+    let (kind, knowledge, mut params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
+        .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
+    let confidence = params.confidence.unwrap_or(0.95);
+    params.confidence = Some(1.0 - (1.0 - confidence) / runs.max(1) as f64);
+    Ok((kind, knowledge, params))
+}
+
+/// Judges an inconclusive row by the bound the same attack reached on the target's positive
+/// control `method`, and returns the control's record for the row.
+pub(super) fn judge_by_control(
+    result: &mut AttackResult,
+    method: String,
+    control_eps_lb: Option<f64>,
+) -> ControlRecord {
+    result.judge_with_control(control_eps_lb);
+    ControlRecord { method, eps_lb: control_eps_lb, caught: result.verdict == Verdict::NotRefuted }
+}
+
 /// The mechanism audit of an attack entry of kind `mechanism` (no adversary knowledge; `params`
 /// are the fields of `MechanismSpec`, checked by building the mechanism). Errors are (key, message).
 pub fn mechanism_inputs(knowledge: &Params, params: &Params) -> std::result::Result<MechanismSpec, (String, String)> {
@@ -171,12 +196,7 @@ fn attack_all(
             progress.done(Stage::Attack);
             continue;
         }
-        let (kind, knowledge, mut params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
-            .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
-        // The summary takes the largest eps_lb over the cell's seeds: Bonferroni over them keeps
-        // that maximum a bound at the configured confidence.
-        let confidence = params.confidence.unwrap_or(0.95);
-        params.confidence = Some(1.0 - (1.0 - confidence) / cell.runs.max(1) as f64);
+        let (kind, knowledge, params) = cell_attack_inputs(a, cell.runs)?;
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
         // The one-feature game is compared with the per-feature claim (PGC: eps per feature).
         let own = Target { claim: super::feature_claim::claim_for(kind, &run.budget)?, ..*target };
@@ -193,23 +213,13 @@ fn attack_all(
                 ..params.clone()
             };
             let on_control = run_attack(&own, &knowledge, &on_noise_off, seed).map_err(from_attack)?;
-            result.judge_with_control(on_control.eps_lb);
-            control_record = Some(ControlRecord {
-                method: name,
-                eps_lb: on_control.eps_lb,
-                caught: result.verdict == Verdict::NotRefuted,
-            });
+            control_record = Some(judge_by_control(&mut result, name, on_control.eps_lb));
         } else if let (Verdict::Inconclusive, Some(c)) = (result.verdict, control.as_mut()) {
             // The same attack, seed and settings on the control, judged against this claim.
             progress.set_message(Stage::Attack, format!("{} on the control {}", a.label(), c.recipe.method.name()));
             let on_control =
                 c.attack(ds, (graph, split), cell.key.seed, own.claim, &knowledge, &params, seed, progress)?;
-            result.judge_with_control(on_control.eps_lb);
-            control_record = Some(ControlRecord {
-                method: c.recipe.method.name().into(),
-                eps_lb: on_control.eps_lb,
-                caught: result.verdict == Verdict::NotRefuted,
-            });
+            control_record = Some(judge_by_control(&mut result, c.recipe.method.name().into(), on_control.eps_lb));
         }
         let mut r = record(a, &result);
         r.control = control_record;

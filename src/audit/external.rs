@@ -3,7 +3,7 @@
 //! `config::EXTERNAL_METHOD`, whose parameters carry the two tables, so planning, the cell store
 //! (resume), reports and `check` treat its cells like any other; the real runner hands such cells
 //! to [`run_cell`] instead of training.
-use super::attack::{attack_inputs, record};
+use super::attack::{cell_attack_inputs, judge_by_control, record};
 use super::cell::CellSpec;
 use super::progress::{Progress, Stage};
 use crate::data::Dataset;
@@ -12,7 +12,7 @@ use crate::external::run::Deployment;
 use crate::external::{DeclaredClaim, TargetSpec};
 use crate::privacy::accountant::Budget;
 use crate::report::config::Targets;
-use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds, ControlRecord};
+use crate::report::record::{BudgetRecord, CellMeasurement, CellSeconds};
 use crate::train::Accuracy;
 use gnnaudit_attacks::stats::Verdict;
 use std::time::Instant;
@@ -120,11 +120,7 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
     let mut utility = None;
     let mut baseline_split = None;
     for (i, a) in cell.attacks.iter().enumerate() {
-        let (kind, knowledge, mut params) = attack_inputs(&a.kind, &a.knowledge, &a.params)
-            .map_err(|(k, m)| Error::invalid(format!("attack {}.{k}", a.label()), m))?;
-        // Bonferroni over the cell's seeds, as for trained targets (the summary takes the maximum).
-        let confidence = params.confidence.unwrap_or(0.95);
-        params.confidence = Some(1.0 - (1.0 - confidence) / cell.runs.max(1) as f64);
+        let (kind, knowledge, params) = cell_attack_inputs(a, cell.runs)?;
         progress.set_message(Stage::Attack, format!("{} on {}", a.label(), cell.key));
         let seed = cell.key.seed.wrapping_mul(1_000_003).wrapping_add(i as u64 + 1);
         let (mut result, split) = d.attack(kind, &knowledge, &params, seed)?;
@@ -151,12 +147,7 @@ pub fn run_cell(cell: &CellSpec, raw: &Dataset, progress: &Progress) -> Result<C
             }
             let c = control.as_ref().expect("opened above");
             let (on_control, _) = c.attack(kind, &knowledge, &params, seed)?;
-            result.judge_with_control(on_control.eps_lb);
-            control_record = Some(ControlRecord {
-                method: spec.label(),
-                eps_lb: on_control.eps_lb,
-                caught: result.verdict == Verdict::NotRefuted,
-            });
+            control_record = Some(judge_by_control(&mut result, spec.label(), on_control.eps_lb));
         }
         let mut r = record(a, &result);
         r.control = control_record;
