@@ -86,17 +86,22 @@ fn symmetric_graph(n: usize, edges: &[(usize, usize)]) -> Result<Graph> {
     Graph::from_in_csr(n, indptr, indices)
 }
 
-/// What a trained model claims, in the attacks' terms, from its budget alone (an MLP claims edge
-/// epsilon 0: it uses no edge).
-pub fn claim_of(budget: &Budget) -> Claim {
-    let unit = match budget.privacy_unit {
+/// A privacy unit in the attacks' terms.
+pub fn claim_unit(u: PrivacyUnit) -> ClaimUnit {
+    match u {
         PrivacyUnit::None => ClaimUnit::None,
         PrivacyUnit::Edge => ClaimUnit::Edge,
         PrivacyUnit::Node => ClaimUnit::Node,
         PrivacyUnit::Local => ClaimUnit::Local,
         PrivacyUnit::Class => ClaimUnit::Class,
         PrivacyUnit::Subclass => ClaimUnit::Subclass,
-    };
+    }
+}
+
+/// What a trained model claims, in the attacks' terms, from its budget alone (an MLP claims edge
+/// epsilon 0: it uses no edge).
+pub fn claim_of(budget: &Budget) -> Claim {
+    let unit = claim_unit(budget.privacy_unit);
     let eps = budget.claimed_epsilon();
     if unit == ClaimUnit::None || !eps.is_finite() {
         return Claim { unit: ClaimUnit::None, epsilon: None, delta: budget.delta };

@@ -10,7 +10,7 @@ use super::spec::TargetSpec;
 use super::torchscript::{ScriptOracle, ScriptTarget};
 use crate::data::{self, SplitRatios};
 use crate::error::{Error, Result};
-use crate::privacy::accountant::PrivacyUnit;
+pub use crate::target::claim_unit;
 use crate::target::{attack_graph, from_attack};
 use gnnaudit_attacks as attacks;
 use gnnaudit_attacks::certify_pooled;
@@ -87,17 +87,6 @@ pub fn is_edge_level(kind: AttackKind) -> bool {
 
 fn is_membership(kind: AttackKind) -> bool {
     kind.game() == attacks::GameUnit::NodeMembership
-}
-
-pub fn claim_unit(u: PrivacyUnit) -> ClaimUnit {
-    match u {
-        PrivacyUnit::None => ClaimUnit::None,
-        PrivacyUnit::Edge => ClaimUnit::Edge,
-        PrivacyUnit::Node => ClaimUnit::Node,
-        PrivacyUnit::Local => ClaimUnit::Local,
-        PrivacyUnit::Class => ClaimUnit::Class,
-        PrivacyUnit::Subclass => ClaimUnit::Subclass,
-    }
 }
 
 /// Accuracy of argmax posteriors on `a` and on `b`.
