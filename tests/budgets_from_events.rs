@@ -94,17 +94,6 @@ fn lpgnn_budget_equals_the_old_literal() {
     assert_eq!(event, events::lpgnn(1.0, 2.0));
     // Clean labels: no guarantee, as before (unit None, infinite epsilon, no event).
     let open = LpgnnConfig { epsilon_y: f64::INFINITY, ..Default::default() }.budget(10).unwrap();
-    let old_open = Budget {
-        privacy_unit: PrivacyUnit::None,
-        target_epsilon: None,
-        delta: 0.0,
-        epsilon_rdp: f64::INFINITY,
-        rdp_order: None,
-        epsilon_pld: None,
-        pld_fallback: None,
-        event: None,
-        noise: open.noise.clone(),
-        components: open.components.clone(),
-    };
+    let old_open = Budget { noise: open.noise.clone(), components: open.components.clone(), ..Budget::non_private() };
     assert_eq!(open, old_open);
 }
