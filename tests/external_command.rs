@@ -38,14 +38,13 @@ fn canary_edges_find_the_noiseless_gcn() {
 #[test]
 fn the_noisy_aggregation_gcn_holds_its_declared_claim() {
     let dir = tempfile::tempdir().unwrap();
-    let claim = dir.path().join("claim.toml");
     // sigma 4 on unit-norm rows, 2 hops, an undirected edge moves two rows: sensitivity sqrt(2).
-    std::fs::write(
-        &claim,
+    let claim = write_file(
+        dir.path(),
+        "claim.toml",
         "[claim]\nmechanism = \"aggregation\"\nepsilon = 1.7\ndelta = 1e-4\nsigma = 4.0\nhops = 2\n\
          sensitivity = 1.4142135623730951\n",
-    )
-    .unwrap();
+    );
     let v = canary_audit("--model pma --sigma 4 --hops 2", Some(&claim));
     let c = &v["claim"];
     let recomputed = c["recomputed_epsilon"].as_f64().unwrap();

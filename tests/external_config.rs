@@ -35,17 +35,16 @@ fn shipped_external_configs_are_valid() {
 #[test]
 fn an_audit_of_the_torchscript_example_reports_its_attacks() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("ts.toml");
-    std::fs::write(
-        &cfg,
-        format!(
+    let cfg = write_file(
+        dir.path(),
+        "ts.toml",
+        &format!(
             "name = \"ts\"\n[[datasets]]\nname = \"cora\"\n[target]\nkind = \"torchscript\"\nmodel = \"{}\"\n\
              members = \"{}\"\n[[attacks]]\nkind = \"mia-metric\"\nparams = {{ source = \"target-split\" }}\n",
             repo("examples/external/model.pt"),
             repo("examples/external/members.txt")
         ),
-    )
-    .unwrap();
+    );
     let out_dir = dir.path().join("report");
     let out = audit_in_repo(&[cfg.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -63,8 +62,7 @@ fn an_audit_of_the_torchscript_example_reports_its_attacks() {
 fn malformed_target_and_claim_tables_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let check = |body: &str, culprit: &str| {
-        let cfg = dir.path().join("bad.toml");
-        std::fs::write(&cfg, format!("name = \"bad\"\n[[datasets]]\nname = \"cora\"\n{body}")).unwrap();
+        let cfg = write_file(dir.path(), "bad.toml", &format!("name = \"bad\"\n[[datasets]]\nname = \"cora\"\n{body}"));
         let out = audit_in_repo(&[cfg.to_str().unwrap(), "--dry-run"]);
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(2), "{body}: {err}");

@@ -9,12 +9,6 @@ use common::*;
 use ndarray_npy::WriteNpyExt;
 use std::path::Path;
 
-/// Cora's labels, as the deployment's dataset holds them (node ids as in the file).
-fn cora_labels() -> Vec<usize> {
-    let ds = gnnaudit::data::load_dataset("cora", Some(Path::new(&data_dir()))).unwrap();
-    ds.labels.clone()
-}
-
 /// Posteriors that put `confidence` on the true label of every node and spread the rest (a
 /// model that is right everywhere), or on class 0 everywhere when `right` is false.
 fn write_posteriors(path: &Path, labels: &[usize], right: bool) {
@@ -32,17 +26,8 @@ fn audit(args: &[&str]) -> std::process::Output {
     gnnaudit(&all)
 }
 
-fn report_of(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
-}
-
 fn test_accuracy(r: &serde_json::Value) -> f64 {
     r["cells"][0]["utility"]["test"].as_f64().unwrap()
-}
-
-fn ok(out: &std::process::Output) -> String {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 
 #[test]
@@ -50,20 +35,11 @@ fn a_posteriors_file_replaced_at_the_same_path_gives_the_new_result() {
     let labels = cora_labels();
     let dir = tempfile::tempdir().unwrap();
     let post = dir.path().join("posteriors.npy");
-    let members = dir.path().join("members.txt");
-    std::fs::write(&members, (0..500).map(|v| format!("{v}\n")).collect::<String>()).unwrap();
+    let members = write_file(dir.path(), "members.txt", &(0..500).map(|v| format!("{v}\n")).collect::<String>());
     write_posteriors(&post, &labels, true);
     let cfg = dir.path().join("post.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "name = \"post\"\n[[datasets]]\nname = \"cora\"\n[target]\nkind = \"posteriors\"\nposteriors = \"{}\"\n\
-             members = \"{}\"\n[[attacks]]\nkind = \"mia-metric\"\nparams = {{ source = \"target-split\" }}\n",
-            post.display(),
-            members.display()
-        ),
-    )
-    .unwrap();
+    let attack = "[[attacks]]\nkind = \"mia-metric\"\nparams = { source = \"target-split\" }\n";
+    std::fs::write(&cfg, posteriors_config("post", "cora", &post, &members, attack)).unwrap();
     let out_dir = dir.path().join("report");
     let (cfg, out) = (cfg.to_str().unwrap(), out_dir.to_str().unwrap());
     ok(&audit(&[cfg, "--out", out]));
@@ -177,8 +153,7 @@ fn unmeasured_utility_shows_a_dash_and_check_skips_its_floor_with_a_note() {
     let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     let row = md.lines().find(|l| l.starts_with("| cora | command |") && l.contains("| - | - |"));
     assert!(row.is_some(), "no utility row with '-' in:\n{md}");
-    let thresholds = dir.path().join("t.toml");
-    std::fs::write(&thresholds, "min_test_accuracy = 0.5\n").unwrap();
+    let thresholds = write_file(dir.path(), "t.toml", "min_test_accuracy = 0.5\n");
     let out = gnnaudit(&["check", out_dir.to_str().unwrap(), "--thresholds", thresholds.to_str().unwrap()]);
     let text = ok(&out);
     assert!(text.contains("note:") && text.contains("min_test_accuracy 0.500 not checked"), "{text}");

@@ -33,13 +33,12 @@ fn metric_membership_and_link_stealing_from_released_posteriors() {
 #[test]
 fn a_declared_claim_is_recomputed_and_its_delta_flagged() {
     let dir = tempfile::tempdir().unwrap();
-    let claim = dir.path().join("claim.toml");
-    std::fs::write(
-        &claim,
+    let claim = write_file(
+        dir.path(),
+        "claim.toml",
         "[claim]\nmechanism = \"dp-sgd\"\nunit = \"node\"\nepsilon = 0.5\ndelta = 0.1\nsample_rate = 0.05\n\
          noise_multiplier = 1.0\nsteps = 200\nclip = 1.0\nsampling = \"fixed-size\"\naccounting = \"poisson\"\n",
-    )
-    .unwrap();
+    );
     let (post, members) = (exported().join("posteriors.npy"), exported().join("members.txt"));
     let v = json_of(&attack(
         &post,
@@ -90,8 +89,7 @@ fn malformed_posteriors_and_members_are_refused_naming_the_file() {
         "2 node id(s) missing (e.g. 17, 2000)",
     );
     let ok = npy("ok.npy", 2708, 7, &uniform);
-    let bad_members = dir.path().join("members.txt");
-    std::fs::write(&bad_members, "1\n5\n99999\n").unwrap();
+    let bad_members = write_file(dir.path(), "members.txt", "1\n5\n99999\n");
     assert_bad_input(&attack(&ok, Some(&bad_members), &["--attack", "mia-metric"]), "members.txt", "99999");
     assert_bad_input(&attack(&ok, None, &["--attack", "mia-metric"]), "members", "needs the ids");
     let shadow = attack(&ok, Some(&members), &["--attack", "mia", "--mia-setup", "shadow"]);

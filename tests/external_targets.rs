@@ -6,15 +6,10 @@
 mod common;
 use common::*;
 use ndarray_npy::WriteNpyExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The first 500 node ids trained the deployment.
 const MEMBERS: usize = 500;
-
-fn cora_labels() -> Vec<usize> {
-    let ds = gnnaudit::data::load_dataset("cora", Some(Path::new(&data_dir()))).unwrap();
-    ds.labels.clone()
-}
 
 /// Posteriors with 0.9 on the true label of every node (`leaky = false`: a model that
 /// generalises, so membership does not show), or only of the members, the other nodes getting
@@ -33,20 +28,23 @@ fn write_members(path: &Path) {
     std::fs::write(path, (0..MEMBERS).map(|v| format!("{v}\n")).collect::<String>()).unwrap();
 }
 
+/// In `dir`: a deployment that generalises (`{general}.npy`), a leaky one (`leaky.npy`), and
+/// their members file; returns the three paths.
+fn deployments(dir: &Path, general: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let labels = cora_labels();
+    let (general, leaky, members) =
+        (dir.join(format!("{general}.npy")), dir.join("leaky.npy"), dir.join("members.txt"));
+    write_posteriors(&general, &labels, false);
+    write_posteriors(&leaky, &labels, true);
+    write_members(&members);
+    (general, leaky, members)
+}
+
 /// A node-level DP-SGD claim at a stated eps 0.5 (delta below 1/nodes).
 const CLAIM: &str = "[claim]\nmechanism = \"dp-sgd\"\nunit = \"node\"\nepsilon = 0.5\ndelta = 1e-4\n\
                      sample_rate = 0.05\nnoise_multiplier = 1.0\nsteps = 200\nclip = 1.0\nsampling = \"poisson\"\n";
 
 const ATTACK: &str = "[[attacks]]\nkind = \"mia-metric\"\nparams = { source = \"target-split\" }\n";
-
-fn ok(out: &std::process::Output) -> String {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
-
-fn report_of(dir: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
-}
 
 /// The stored record of the attack in the one cell of a report.
 fn attack_of(r: &serde_json::Value, method: &str) -> serde_json::Value {
@@ -56,32 +54,13 @@ fn attack_of(r: &serde_json::Value, method: &str) -> serde_json::Value {
 
 #[test]
 fn a_control_that_is_caught_gives_the_row_its_power() {
-    let labels = cora_labels();
     let dir = tempfile::tempdir().unwrap();
-    let (target, leaky, members) =
-        (dir.path().join("target.npy"), dir.path().join("leaky.npy"), dir.path().join("members.txt"));
-    write_posteriors(&target, &labels, false);
-    write_posteriors(&leaky, &labels, true);
-    write_members(&members);
+    let (target, leaky, members) = deployments(dir.path(), "target");
     let config = |control: Option<&Path>| {
         let cfg = dir.path().join("c.toml");
-        let control = control.map_or(String::new(), |p| {
-            format!(
-                "[control]\nkind = \"posteriors\"\nposteriors = \"{}\"\nmembers = \"{}\"\n",
-                p.display(),
-                members.display()
-            )
-        });
-        std::fs::write(
-            &cfg,
-            format!(
-                "name = \"c\"\n[[datasets]]\nname = \"cora\"\n[target]\nkind = \"posteriors\"\nposteriors = \"{}\"\n\
-                 members = \"{}\"\n{control}{CLAIM}{ATTACK}",
-                target.display(),
-                members.display()
-            ),
-        )
-        .unwrap();
+        let control = control.map_or(String::new(), |p| posteriors_table("[control]", p, &members));
+        std::fs::write(&cfg, posteriors_config("c", "cora", &target, &members, &format!("{control}{CLAIM}{ATTACK}")))
+            .unwrap();
         cfg
     };
     // Without a control, nothing shows the attack could have refuted the claim.
@@ -118,7 +97,7 @@ fn a_control_that_is_caught_gives_the_row_its_power() {
 
     // The control's file is an input: replaced by a model that does not leak, the cell is
     // recomputed and the row loses its power.
-    write_posteriors(&leaky, &labels, false);
+    write_posteriors(&leaky, &cora_labels(), false);
     let status = ok(&gnnaudit(&["audit", "status", out]));
     assert!(status.contains(&format!("control posteriors {}", leaky.display())), "{status}");
     let text = ok(&gnnaudit(&["audit", cfg.to_str().unwrap(), "--out", out]));
@@ -131,13 +110,12 @@ fn a_control_that_is_caught_gives_the_row_its_power() {
 #[test]
 fn a_control_table_needs_a_target_and_names_its_bad_field() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("c.toml");
-    std::fs::write(
-        &cfg,
+    let cfg = write_file(
+        dir.path(),
+        "c.toml",
         "name = \"c\"\n[[datasets]]\nname = \"cora\"\n[[methods]]\nmethod = \"mlp\"\n\
          [control]\nkind = \"posteriors\"\nposteriors = \"p.npy\"\n",
-    )
-    .unwrap();
+    );
     let out = gnnaudit(&["audit", cfg.to_str().unwrap(), "--dry-run"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -164,29 +142,16 @@ fn a_control_table_needs_a_target_and_names_its_bad_field() {
 /// Two `[[target]]` tables, `v1` and `v2`, in the given order.
 fn two_targets(dir: &Path, name: &str, order: [(&str, &Path); 2], members: &Path) -> std::path::PathBuf {
     let cfg = dir.join(format!("{name}.toml"));
-    let tables: String = order
-        .iter()
-        .map(|(n, p)| {
-            format!(
-                "[[target]]\nname = \"{n}\"\nkind = \"posteriors\"\nposteriors = \"{}\"\nmembers = \"{}\"\n",
-                p.display(),
-                members.display()
-            )
-        })
-        .collect();
+    let tables: String =
+        order.iter().map(|(n, p)| posteriors_table(&format!("[[target]]\nname = \"{n}\""), p, members)).collect();
     std::fs::write(&cfg, format!("name = \"{name}\"\n[[datasets]]\nname = \"cora\"\n{tables}{ATTACK}")).unwrap();
     cfg
 }
 
 #[test]
 fn named_targets_get_their_own_rows_and_report_diff_pairs_them_by_name() {
-    let labels = cora_labels();
     let dir = tempfile::tempdir().unwrap();
-    let (general, leaky, members) =
-        (dir.path().join("general.npy"), dir.path().join("leaky.npy"), dir.path().join("members.txt"));
-    write_posteriors(&general, &labels, false);
-    write_posteriors(&leaky, &labels, true);
-    write_members(&members);
+    let (general, leaky, members) = deployments(dir.path(), "general");
 
     // The deployed model v1 and a second version v2 that leaks.
     let old_dir = dir.path().join("old");
@@ -240,17 +205,7 @@ fn a_dataset_found_through_data_dir_is_keyed_on_its_bytes() {
     let (post, members) = (dir.path().join("post.npy"), dir.path().join("members.txt"));
     write_posteriors(&post, &labels, false);
     write_members(&members);
-    let cfg = dir.path().join("d.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "name = \"d\"\n[[datasets]]\nname = \"mygraph\"\n[target]\nkind = \"posteriors\"\nposteriors = \"{}\"\n\
-             members = \"{}\"\n{ATTACK}",
-            post.display(),
-            members.display()
-        ),
-    )
-    .unwrap();
+    let cfg = write_file(dir.path(), "d.toml", &posteriors_config("d", "mygraph", &post, &members, ATTACK));
     let out_dir = dir.path().join("report");
     let args =
         ["audit", cfg.to_str().unwrap(), "--out", out_dir.to_str().unwrap(), "--data-dir", data.to_str().unwrap()];
@@ -265,8 +220,7 @@ fn a_dataset_found_through_data_dir_is_keyed_on_its_bytes() {
     // The same graph stored anew (its arrays recompressed): other bytes under the same name.
     let script = "import sys, zipfile\nsrc = zipfile.ZipFile(sys.argv[1])\nitems = [(i.filename, src.read(i)) for i in src.infolist()]\n\
                   src.close()\nwith zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_STORED) as z:\n    for n, b in items:\n        z.writestr(n, b)\n";
-    let py = dir.path().join("restore.py");
-    std::fs::write(&py, script).unwrap();
+    let py = write_file(dir.path(), "restore.py", script);
     let out = std::process::Command::new(python()).arg(&py).arg(&graph).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_ne!(gnnaudit::data::file_sha256(&graph).unwrap(), sha);

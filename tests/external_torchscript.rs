@@ -127,8 +127,7 @@ fn bad_exports_are_refused_naming_the_file() {
     if need("bad_exports_are_refused_naming_the_file (its cora-ml case)", "cora-ml").is_some() {
         assert_bad_input(&attack(&exported().join("model.pt"), "cora-ml"), "model.pt", "2879");
     }
-    let junk = dir.path().join("junk.pt");
-    std::fs::write(&junk, b"not a module").unwrap();
+    let junk = write_file(dir.path(), "junk.pt", "not a module");
     assert_bad_input(&attack(&junk, "cora"), "junk.pt", "not a loadable TorchScript module");
     // Membership attacks need the members.
     let out = gnnaudit(&["attack", "--dataset", "cora", "--torchscript", "x.pt", "--attack", "mia-metric"]);

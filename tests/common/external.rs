@@ -71,3 +71,45 @@ pub fn assert_bad_input(out: &std::process::Output, culprit: &str, what: &str) -
     assert!(out.stdout.is_empty(), "nothing half-written on stdout");
     err
 }
+
+/// Asserts success; returns stdout and stderr together (where gnnaudit says what it computed).
+pub fn ok(out: &std::process::Output) -> String {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+/// The report.json of the report folder `dir`.
+pub fn report_of(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap()
+}
+
+/// Cora's labels, as the deployment's dataset holds them (node ids as in the file).
+pub fn cora_labels() -> Vec<usize> {
+    let ds = gnnaudit::data::load_dataset("cora", Some(Path::new(&data_dir()))).unwrap();
+    ds.labels.clone()
+}
+
+/// An audit config `name` of `dataset` whose `[target]` is a posteriors file released by a
+/// deployment trained on `members`; `rest` follows (controls, claims, attacks).
+pub fn posteriors_config(name: &str, dataset: &str, posteriors: &Path, members: &Path, rest: &str) -> String {
+    format!(
+        "name = \"{name}\"\n[[datasets]]\nname = \"{dataset}\"\n{}{rest}",
+        posteriors_table("[target]", posteriors, members)
+    )
+}
+
+/// A posteriors table under `header` (`[target]`, `[control]` or `[[target]]\nname = ...`).
+pub fn posteriors_table(header: &str, posteriors: &Path, members: &Path) -> String {
+    format!(
+        "{header}\nkind = \"posteriors\"\nposteriors = \"{}\"\nmembers = \"{}\"\n",
+        posteriors.display(),
+        members.display()
+    )
+}
+
+/// Writes `text` to `dir/name`; returns the path.
+pub fn write_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
