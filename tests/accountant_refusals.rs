@@ -1,23 +1,9 @@
 //! Every knob that voids a privacy guarantee is refused with exit code 2 naming it, on the command line and in an audit config: an infinite clip, a non-finite epsilon,
 //! a delta outside (0, 1). And where the PLD does not fit its memory budget, `account` falls back
 //! to RDP and says so (JSON field and text line) instead of aborting.
-use std::process::Command;
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().expect("run gnnaudit");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
-
-fn refused(args: &[&str], name: &str) {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 2, "{args:?} exit {code}: {out}{err}");
-    assert!(err.contains(name), "{args:?}: the error does not name {name}: {err}");
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{gnnaudit, json_of, refused};
 
 #[test]
 fn train_refuses_an_infinite_clip_and_non_finite_budgets() {
@@ -25,15 +11,15 @@ fn train_refuses_an_infinite_clip_and_non_finite_budgets() {
     let with = |extra: &[&'static str]| -> Vec<&'static str> { base.iter().chain(extra).copied().collect() };
     // dp-mlp at eps 0.1 with clip inf: noise sigma * C is infinite or the clip does nothing; the
     // issue measured membership AUC 89.5 against 50.4 with clip 1 while claiming eps 0.1.
-    refused(&with(&["--epsilon", "0.1", "--max-grad-norm", "inf"]), "max_grad_norm");
-    refused(&with(&["--epsilon", "0.1", "--max-grad-norm", "NaN"]), "max_grad_norm");
-    refused(&with(&["--epsilon=-inf"]), "epsilon");
-    refused(&with(&["--epsilon", "NaN"]), "epsilon");
-    refused(&with(&["--epsilon", "inf"]), "epsilon");
-    refused(&with(&["--epsilon", "1", "--delta", "1"]), "delta");
-    refused(&with(&["--epsilon", "1", "--delta", "0"]), "delta");
-    refused(&with(&["--epsilon", "1", "--delta", "inf"]), "delta");
-    refused(&["train", "--dataset", "synthetic", "--method", "lpgnn", "--epsilon-x=-inf"], "epsilon_x");
+    refused(&with(&["--epsilon", "0.1", "--max-grad-norm", "inf"]), &["max_grad_norm"]);
+    refused(&with(&["--epsilon", "0.1", "--max-grad-norm", "NaN"]), &["max_grad_norm"]);
+    refused(&with(&["--epsilon=-inf"]), &["epsilon"]);
+    refused(&with(&["--epsilon", "NaN"]), &["epsilon"]);
+    refused(&with(&["--epsilon", "inf"]), &["epsilon"]);
+    refused(&with(&["--epsilon", "1", "--delta", "1"]), &["delta"]);
+    refused(&with(&["--epsilon", "1", "--delta", "0"]), &["delta"]);
+    refused(&with(&["--epsilon", "1", "--delta", "inf"]), &["delta"]);
+    refused(&["train", "--dataset", "synthetic", "--method", "lpgnn", "--epsilon-x=-inf"], &["epsilon_x"]);
 }
 
 /// Writes a minimal audit config with `edit` applied and dry-runs it.
@@ -44,7 +30,7 @@ fn audit_dry_run(methods: &str, privacy: &str) -> (i32, String, String) {
         "name = \"t\"\n[privacy]\n{privacy}\n[[datasets]]\nname = \"synthetic\"\n{methods}\n[[attacks]]\nkind = \"mia\"\n"
     );
     std::fs::write(&path, text).unwrap();
-    run(&["audit", path.to_str().unwrap(), "--dry-run"])
+    gnnaudit(&["audit", path.to_str().unwrap(), "--dry-run"])
 }
 
 #[test]
@@ -76,15 +62,15 @@ fn audit_configs_refuse_an_infinite_clip_and_non_finite_budgets() {
 fn account_refuses_non_finite_budgets_and_bad_deltas() {
     let dp = ["account", "epsilon", "--method", "dp-sgd", "--steps", "10", "--sample-rate", "0.1"];
     let with = |extra: &[&'static str]| -> Vec<&'static str> { dp.iter().chain(extra).copied().collect() };
-    refused(&with(&["--sigma", "1", "--delta", "1"]), "--delta");
-    refused(&with(&["--sigma", "1", "--delta", "NaN"]), "--delta");
-    refused(&with(&["--sigma", "1", "--delta=-1e-5"]), "--delta");
-    refused(&with(&["--sigma", "inf", "--delta", "1e-5"]), "--sigma");
-    refused(&with(&["--sigma", "NaN", "--delta", "1e-5"]), "--sigma");
-    refused(&["account", "calibrate", "--method", "dp-sgd", "--epsilon", "inf", "--delta", "1e-5"], "--epsilon");
-    refused(&["account", "calibrate", "--method", "dp-sgd", "--epsilon", "NaN", "--delta", "1e-5"], "--epsilon");
-    refused(&["account", "epsilon", "--method", "lpgnn", "--epsilon-x", "inf", "--epsilon-y", "1"], "--epsilon-x");
-    refused(&["account", "epsilon", "--method", "edge-rand", "--ldp-epsilon", "inf"], "--ldp-epsilon");
+    refused(&with(&["--sigma", "1", "--delta", "1"]), &["--delta"]);
+    refused(&with(&["--sigma", "1", "--delta", "NaN"]), &["--delta"]);
+    refused(&with(&["--sigma", "1", "--delta=-1e-5"]), &["--delta"]);
+    refused(&with(&["--sigma", "inf", "--delta", "1e-5"]), &["--sigma"]);
+    refused(&with(&["--sigma", "NaN", "--delta", "1e-5"]), &["--sigma"]);
+    refused(&["account", "calibrate", "--method", "dp-sgd", "--epsilon", "inf", "--delta", "1e-5"], &["--epsilon"]);
+    refused(&["account", "calibrate", "--method", "dp-sgd", "--epsilon", "NaN", "--delta", "1e-5"], &["--epsilon"]);
+    refused(&["account", "epsilon", "--method", "lpgnn", "--epsilon-x", "inf", "--epsilon-y", "1"], &["--epsilon-x"]);
+    refused(&["account", "epsilon", "--method", "edge-rand", "--ldp-epsilon", "inf"], &["--ldp-epsilon"]);
 }
 
 /// sigma = 1e-4: one step's loss spans ~5.6e7 nats, beyond the default PLD budget (2^23 points
@@ -93,19 +79,17 @@ fn account_refuses_non_finite_budgets_and_bad_deltas() {
 fn account_falls_back_to_rdp_beyond_the_pld_budget_and_says_so() {
     let args =
         ["account", "epsilon", "--method", "dp-sgd", "--sample-rate", "0.126", "--steps", "7", "--sigma", "1e-4"];
-    let (code, out, err) = run(&[&args[..], &["--delta", "1e-4", "--json"]].concat());
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let v = json_of(&[&args[..], &["--delta", "1e-4", "--json"]].concat());
     let b = &v["budget"];
     assert!(b["epsilon_pld"].is_null(), "{b}");
     assert!(b["pld_fallback"].as_str().unwrap().contains("memory budget"), "{b}");
     let rdp = b["epsilon_rdp"].as_f64().unwrap();
     assert!(rdp.is_finite() && rdp > 1e6, "{rdp}");
-    let (code, out, err) = run(&[&args[..], &["--delta", "1e-4"]].concat());
+    let (code, out, err) = gnnaudit(&[&args[..], &["--delta", "1e-4"]].concat());
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("FALLBACK: the claimed epsilon is the RDP bound"), "{out}");
     // At sigma 0.02 the PLD fits: no fallback field, and the issue's figure (dp_accounting 6356.6).
-    let (code, out, err) = run(&[
+    let v = json_of(&[
         "account",
         "epsilon",
         "--method",
@@ -120,9 +104,7 @@ fn account_falls_back_to_rdp_beyond_the_pld_budget_and_says_so() {
         "1e-4",
         "--json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert!(v["budget"].get("pld_fallback").is_none(), "{out}");
+    assert!(v["budget"].get("pld_fallback").is_none(), "{v}");
     let pld = v["budget"]["epsilon_pld"].as_f64().unwrap();
     assert!((pld - 6355.58).abs() < 0.5, "{pld}");
 }

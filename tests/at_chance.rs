@@ -3,23 +3,12 @@
 //! so it trains on random neighbourhoods) does not, and `train`, the audit's report.json / report.md / report.html
 //! and `check forbid_at_chance = true` say so. A report written before baselines existed still
 //! renders and checks.
-#[path = "common/data.rs"]
-mod test_data;
 
 use gnnaudit::train::baseline::{at_chance, Baseline};
 use std::path::Path;
-use std::process::Command;
-use test_data::data_dir;
-
-fn gnnaudit(args: &[&str]) -> (i32, String, String) {
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_gnnaudit")).env("GNNAUDIT_DATA", data_dir()).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{audit, data_dir, gnnaudit, json_of};
 
 /// Cora's majority class under train's default split (75/10/15, split seed 0), counted here from
 /// the labels: class 3 ("Neural Networks") is the most frequent class of every large sample.
@@ -42,9 +31,7 @@ const AT_CHANCE: &[&str] = &["--method", "dpar-gm", "--epsilon", "1", "--m-rows"
 fn train_json(args: &[&str]) -> serde_json::Value {
     let mut all = vec!["train", "--dataset", "cora", "--json", "--no-pld"];
     all.extend_from_slice(args);
-    let (code, out, err) = gnnaudit(&all);
-    assert_eq!(code, 0, "{err}");
-    serde_json::from_str(&out).unwrap()
+    json_of(&all)
 }
 
 #[test]
@@ -102,36 +89,30 @@ fn row<'a>(report: &'a serde_json::Value, method: &str) -> &'a serde_json::Value
 
 #[test]
 fn the_audit_report_carries_baselines_and_check_forbids_rows_at_chance() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("at-chance.toml");
-    std::fs::write(&config, CONFIG).unwrap();
-    let out = dir.path().join("report");
-    let (code, _, err) = gnnaudit(&["audit", config.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let text = std::fs::read_to_string(out.join("report.json")).unwrap();
-    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let audited = audit(CONFIG);
+    let (dir, report) = (&audited.dir, &audited.report);
     let (_, majority, n) = cora_majority();
     for m in ["gcn", "dpar-gm"] {
-        let b = &row(&report, m)["baseline"];
+        let b = &row(report, m)["baseline"];
         assert_eq!(b["majority_accuracy"]["mean"].as_f64().unwrap(), majority, "{m}: {b}");
         assert_eq!((b["test_nodes"].as_u64().unwrap() as usize, b["tested_seeds"].as_u64().unwrap()), (n, 1));
     }
-    assert_eq!(row(&report, "gcn")["at_chance"], false);
-    assert_eq!(row(&report, "dpar-gm")["at_chance"], true);
+    assert_eq!(row(report, "gcn")["at_chance"], false);
+    assert_eq!(row(report, "dpar-gm")["at_chance"], true);
     let cell = report["cells"].as_array().unwrap().iter().find(|c| c["method"] == "dpar-gm").unwrap();
     assert_eq!(cell["chance_test"]["at_chance"], true, "{}", cell["chance_test"]);
 
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let md = audited.read("report.md");
     assert!(md.contains("majority / chance"), "{md}");
     assert!(md.contains("(at chance)") && md.contains("cora / dpar-gm / ε=1 (1 of 1 seeds)"), "{md}");
     assert_eq!(md.matches("(at chance)").count(), 2, "one marker in the table, one sentence: {md}");
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = audited.read("report.html");
     assert!(html.contains("class=\"at-chance\"") && html.contains("majority / chance %"));
 
     // forbid_at_chance fails (exit 1) on the DPAR-GM row only; without it the report passes.
     let t = dir.path().join("t.toml");
     std::fs::write(&t, "forbid_at_chance = true\n").unwrap();
-    let report_json = out.join("report.json");
+    let report_json = audited.out.join("report.json");
     let args = |t: &Path| {
         vec!["check".to_string(), report_json.display().to_string(), "--thresholds".into(), t.display().to_string()]
     };

@@ -5,16 +5,9 @@ mod common;
 use common::*;
 use gnnaudit::audit::{run_audit, AuditConfig, OutputOptions};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn gnnaudit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::gnnaudit;
 
 /// Writes the fake audit's report into `dir` and returns the report.json path.
 fn report(dir: &Path, runner: FakeRunner) -> PathBuf {
@@ -23,6 +16,13 @@ fn report(dir: &Path, runner: FakeRunner) -> PathBuf {
     let opts = OutputOptions { out: Some(dir.to_path_buf()), fresh: false };
     run_audit(&c, Path::new("fake.toml"), &mut runner, &opts).unwrap();
     dir.join("report.json")
+}
+
+/// `gnnaudit check REPORT --thresholds T EXTRA`, T a file holding `thresholds`.
+fn check(report: &Path, thresholds: &str, extra: &[&str]) -> (i32, String, String) {
+    let t = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(t.path(), thresholds).unwrap();
+    gnnaudit(&[&["check", report.to_str().unwrap(), "--thresholds", t.path().to_str().unwrap()], extra].concat())
 }
 
 /// Limits the fake (non-leaky) report meets: at eps = 8 its MIA reaches AUC ~0.72 and link
@@ -45,22 +45,13 @@ max_auc = 0.99
 fn passing_report_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     let rep = report(&dir.path().join("ok"), FakeRunner::default());
-    let t = dir.path().join("t.toml");
-    std::fs::write(&t, THRESHOLDS).unwrap();
     // The fake runner records no mechanism, so its private claims are flagged (unreproducible);
     // tests/verdict_check.rs covers that refusal, here the limits are under test.
-    let (code, out, err) =
-        gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap(), "--accept-flagged-claims"]);
+    let (code, out, err) = check(&rep, THRESHOLDS, &["--accept-flagged-claims"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("check passed: 7 (dataset, method, ε) rows and 14 attack results"), "{out}");
     // The report folder works as well as the file.
-    let (code, _, _) = gnnaudit(&[
-        "check",
-        dir.path().join("ok").to_str().unwrap(),
-        "--thresholds",
-        t.to_str().unwrap(),
-        "--accept-flagged-claims",
-    ]);
+    let (code, _, _) = check(&dir.path().join("ok"), THRESHOLDS, &["--accept-flagged-claims"]);
     assert_eq!(code, 0);
 }
 
@@ -68,9 +59,7 @@ fn passing_report_exits_0() {
 fn leaky_report_exits_1_with_a_readable_list() {
     let dir = tempfile::tempdir().unwrap();
     let rep = report(&dir.path().join("leaky"), FakeRunner { leak: 0.5, ..Default::default() });
-    let t = dir.path().join("t.toml");
-    std::fs::write(&t, THRESHOLDS).unwrap();
-    let (code, out, err) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    let (code, out, err) = check(&rep, THRESHOLDS, &[]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.starts_with("check failed: "), "{out}");
     assert!(out.contains("  - synthetic / gap-edp / ε=1 / mia: AUC "), "{out}");
@@ -78,10 +67,8 @@ fn leaky_report_exits_1_with_a_readable_list() {
     assert!(out.contains("TPR at 1% FPR"), "{out}");
     assert!(err.contains("leakage check failed"), "{err}");
     // A tighter utility floor fails on accuracy alone.
-    let t2 = dir.path().join("floor.toml");
-    std::fs::write(&t2, "min_test_accuracy = 0.75\n").unwrap();
     let ok = report(&dir.path().join("ok"), FakeRunner::default());
-    let (code, out, _) = gnnaudit(&["check", ok.to_str().unwrap(), "--thresholds", t2.to_str().unwrap()]);
+    let (code, out, _) = check(&ok, "min_test_accuracy = 0.75\n", &[]);
     assert_eq!(code, 1);
     assert!(
         out.contains("synthetic / gap-ndp / ε=1: test accuracy 0.") && out.contains("< min_test_accuracy 0.750"),
@@ -94,9 +81,7 @@ fn leaky_report_exits_1_with_a_readable_list() {
 fn eps_lb_above_the_claim_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let rep = report(&dir.path().join("v"), FakeRunner { violate: true, ..Default::default() });
-    let t = dir.path().join("t.toml");
-    std::fs::write(&t, "max_auc = 1.0\n").unwrap();
-    let (code, out, _) = gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    let (code, out, _) = check(&rep, "max_auc = 1.0\n", &[]);
     assert_eq!(code, 1, "{out}");
     assert_eq!(out.matches("privacy claim violated").count(), 4, "gap-ndp, eps 1 and 8, 2 seeds each: {out}");
     assert!(
@@ -105,9 +90,7 @@ fn eps_lb_above_the_claim_exits_1() {
     );
     // ... unless the thresholds say not to fail on violations.
     // (The fake runner records no mechanism: its flagged claims are accepted explicitly.)
-    std::fs::write(&t, "max_auc = 1.0\nfail_on_violation = false\n").unwrap();
-    let (code, _, _) =
-        gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap(), "--accept-flagged-claims"]);
+    let (code, _, _) = check(&rep, "max_auc = 1.0\nfail_on_violation = false\n", &["--accept-flagged-claims"]);
     assert_eq!(code, 0);
 }
 
@@ -132,16 +115,16 @@ fn bad_input_exits_2() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("trunc.json") && err.contains("not a gnnaudit report"), "{err}");
     // A typo in the thresholds names the field; an out-of-range limit too.
-    let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "max_acu = 0.6\n").unwrap();
-    let (code, _, err) = gnnaudit(&["check", r, "--thresholds", bad.to_str().unwrap()]);
+    let (code, _, err) = check(&rep, "max_acu = 0.6\n", &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("max_acu"), "{err}");
-    std::fs::write(&bad, "[[overrides]]\nmethod = \"mlp\"\nmax_auc = 1.5\n").unwrap();
-    let (code, _, err) = gnnaudit(&["check", r, "--thresholds", bad.to_str().unwrap()]);
+    let (code, _, err) = check(&rep, "[[overrides]]\nmethod = \"mlp\"\nmax_auc = 1.5\n", &[]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("overrides[0].max_auc"), "{err}");
 }
+
+/// An edit of report.json.
+type Tamper<'a> = &'a dyn Fn(&mut serde_json::Value);
 
 /// A report whose cells were emptied, whose summary was edited, or that holds a value outside its
 /// domain cannot be checked honestly: exit 2 naming the problem, never a pass.
@@ -149,38 +132,30 @@ fn bad_input_exits_2() {
 fn tampered_reports_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let rep = report(&dir.path().join("ok"), FakeRunner::default());
-    let t = dir.path().join("t.toml");
-    std::fs::write(&t, THRESHOLDS).unwrap();
     let original: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
-    let edited = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+    let cases: [(&str, Tamper<'_>, &str); 4] = [
+        ("empty.json", &|v| v["cells"] = serde_json::json!([]), "no cells"),
+        ("summary.json", &|v| v["summary"][0]["test_accuracy"]["mean"] = 0.99.into(), "summary does not match"),
+        ("auc.json", &|v| v["cells"][0]["attacks"][0]["auc"] = 1.7.into(), "auc 1.7 is outside [0, 1]"),
+        ("lb.json", &|v| v["cells"][0]["attacks"][0]["eps_lb"] = (-1.0).into(), "eps_lb -1"),
+    ];
+    for (name, edit, problem) in cases {
         let mut v = original.clone();
         edit(&mut v);
         let p = dir.path().join(name);
         std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
-        gnnaudit(&["check", p.to_str().unwrap(), "--thresholds", t.to_str().unwrap()])
-    };
-    let (code, _, err) = edited("empty.json", &|v| v["cells"] = serde_json::json!([]));
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("no cells"), "{err}");
-    let (code, _, err) = edited("summary.json", &|v| v["summary"][0]["test_accuracy"]["mean"] = 0.99.into());
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("summary does not match"), "{err}");
-    let (code, _, err) = edited("auc.json", &|v| v["cells"][0]["attacks"][0]["auc"] = 1.7.into());
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("auc 1.7 is outside [0, 1]"), "{err}");
-    let (code, _, err) = edited("lb.json", &|v| v["cells"][0]["attacks"][0]["eps_lb"] = (-1.0).into());
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("eps_lb -1"), "{err}");
+        let (code, _, err) = check(&p, THRESHOLDS, &[]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert!(err.contains(problem), "{name}: {err}");
+    }
 }
 
 #[test]
 fn overrides_that_match_nothing_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let rep = report(&dir.path().join("ok"), FakeRunner::default());
-    let t = dir.path().join("t.toml");
-    std::fs::write(&t, format!("{THRESHOLDS}\n[[overrides]]\nmethod = \"gap-edpp\"\nmax_auc = 0.1\n")).unwrap();
-    let (code, _, err) =
-        gnnaudit(&["check", rep.to_str().unwrap(), "--thresholds", t.to_str().unwrap(), "--accept-flagged-claims"]);
+    let thresholds = format!("{THRESHOLDS}\n[[overrides]]\nmethod = \"gap-edpp\"\nmax_auc = 0.1\n");
+    let (code, _, err) = check(&rep, &thresholds, &["--accept-flagged-claims"]);
     assert_eq!(code, 0);
     assert!(err.contains("overrides[2] matches nothing"), "{err}");
 }

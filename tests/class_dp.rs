@@ -12,23 +12,19 @@ use gnnaudit::privacy::accountant::class_dp::{
 use gnnaudit::privacy::accountant::{methods, rdp_epsilon};
 use gnnaudit::privacy::dpsgd::tape::Grads;
 use gnnaudit::replay::{replay, unit_dp, ReplayOptions, TOLERANCE};
-use std::process::Command;
 use tch::{Reduction, Tensor};
 
+// Both helpers include tests/common/data.rs for the tests that load only one of them.
+#[allow(clippy::duplicate_mod)]
+#[path = "common/cli.rs"]
+mod cli;
 mod common_cora;
+use cli::{gnnaudit, json_of, refused};
 
-fn run(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(args)
-        .env("GNNAUDIT_DATA", common_cora::data_dir())
-        .output()
-        .expect("gnnaudit runs")
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let out = run(args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
+/// `gnnaudit train --json` of `method` on cora on one thread, with `flags`.
+fn train_on_cora(method: &str, flags: &[&str]) -> serde_json::Value {
+    let train = ["train", "--json", "--threads", "1", "--dataset", "cora", "--method", method];
+    json_of(&[&train[..], flags].concat())
 }
 
 fn noise(budget: &serde_json::Value, key: &str) -> f64 {
@@ -66,22 +62,7 @@ fn budget_follows_the_closed_forms_and_the_unit_level_event() {
 /// meets its target; the budget names the unit and records the thesis's closed form beside it.
 #[test]
 fn train_and_account_state_the_same_epsilon() {
-    let t = json(&[
-        "train",
-        "--json",
-        "--threads",
-        "1",
-        "--dataset",
-        "cora",
-        "--method",
-        "subclass-dp-mlp",
-        "--epsilon",
-        "4",
-        "--epochs",
-        "10",
-        "--subclasses",
-        "5",
-    ]);
+    let t = train_on_cora("subclass-dp-mlp", &["--epsilon", "4", "--epochs", "10", "--subclasses", "5"]);
     let b = &t["budget"];
     assert_eq!(b["privacy_unit"], "subclass");
     let claimed = b["epsilon_pld"].as_f64().unwrap_or(f64::INFINITY).min(b["epsilon_rdp"].as_f64().unwrap());
@@ -92,7 +73,7 @@ fn train_and_account_state_the_same_epsilon() {
     assert!(noise(b, "paper_epsilon") > 0.0);
     let delta = b["delta"].as_f64().unwrap();
     assert_eq!(delta, 1e-4);
-    let a = json(&[
+    let a = json_of(&[
         "account",
         "epsilon",
         "--json",
@@ -121,41 +102,11 @@ fn train_and_account_state_the_same_epsilon() {
 /// MLP it replaced stayed near chance up to eps ~300 at q 0.33). Subclass level at eps 8.
 #[test]
 fn class_and_subclass_dp_mlp_learn_cora() {
-    let class = json(&[
-        "train",
-        "--json",
-        "--threads",
-        "1",
-        "--dataset",
-        "cora",
-        "--method",
-        "class-dp-mlp",
-        "--epsilon",
-        "300",
-        "--unit-rate",
-        "1",
-        "--epochs",
-        "50",
-    ]);
+    let class = train_on_cora("class-dp-mlp", &["--epsilon", "300", "--unit-rate", "1", "--epochs", "50"]);
     let acc = class["test_accuracy"]["mean"].as_f64().unwrap();
     assert!(acc > 0.36, "class-dp-mlp eps 300: {acc}");
     assert_eq!(class["budget"]["privacy_unit"], "class");
-    let sub = json(&[
-        "train",
-        "--json",
-        "--threads",
-        "1",
-        "--dataset",
-        "cora",
-        "--method",
-        "subclass-dp-mlp",
-        "--epsilon",
-        "8",
-        "--subclasses",
-        "50",
-        "--unit-rate",
-        "0.5",
-    ]);
+    let sub = train_on_cora("subclass-dp-mlp", &["--epsilon", "8", "--subclasses", "50", "--unit-rate", "0.5"]);
     let acc = sub["test_accuracy"]["mean"].as_f64().unwrap();
     assert!(acc > 0.45, "subclass-dp-mlp eps 8: {acc}");
 }
@@ -214,22 +165,13 @@ fn unit_clipping_replay_holds_and_flags_per_record_clipping() {
 #[test]
 fn delta_above_one_over_units_is_refused() {
     let base = ["train", "--threads", "1", "--dataset", "cora", "--epsilon", "2", "--epochs", "1"];
-    let out = run(&[&base[..], &["--method", "class-dp-mlp", "--delta", "0.2"]].concat());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("delta") && err.contains("1/7"), "{err}");
-    let out = run(&[&base[..], &["--method", "subclass-dp-mlp", "--subclasses", "3", "--delta", "0.05"]].concat());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("1/21"), "{err}");
-    let out = run(&[&base[..], &["--method", "class-dp-mlp", "--delta", "0.2", "--allow-large-delta"]].concat());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && err.contains("WARNING") && err.contains("1/7"), "{err}");
-    let out =
-        run(&["account", "epsilon", "--method", "class-dp-mlp", "--sigma", "1", "--units", "153", "--delta", "0.01"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("1/153"), "{err}");
+    refused(&[&base[..], &["--method", "class-dp-mlp", "--delta", "0.2"]].concat(), &["delta", "1/7"]);
+    refused(&[&base[..], &["--method", "subclass-dp-mlp", "--subclasses", "3", "--delta", "0.05"]].concat(), &["1/21"]);
+    let (code, _, err) =
+        gnnaudit(&[&base[..], &["--method", "class-dp-mlp", "--delta", "0.2", "--allow-large-delta"]].concat());
+    assert!(code == 0 && err.contains("WARNING") && err.contains("1/7"), "{err}");
+    let account = ["account", "epsilon", "--method", "class-dp-mlp", "--sigma", "1", "--units", "153"];
+    refused(&[&account[..], &["--delta", "0.01"]].concat(), &["1/153"]);
 }
 
 /// Bad input names the field and exits 2; class-DP knobs are refused on other methods.
@@ -244,10 +186,7 @@ fn bad_input_names_the_field() {
         (&["--method", "dp-mlp", "--unit-rate", "0.5"][..], "unit_rate"),
         (&["--method", "dp-mlp", "--relation", "bounded"][..], "relation"),
     ] {
-        let out = run(&[&base[..], extra].concat());
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
-        assert!(err.contains(field), "{extra:?}: {err}");
+        refused(&[&base[..], extra].concat(), &[field]);
     }
 }
 
@@ -258,11 +197,11 @@ fn bad_input_names_the_field() {
 #[test]
 fn subclass_canaries_expose_a_leaky_mlp_and_respect_subclass_dp() {
     let common = ["attack", "--threads", "1", "--json", "--dataset", "cora", "--attack", "canary-subclass"];
-    let open = json(&[&common[..], &["--method", "subclass-dp-mlp", "--epochs", "20", "--canaries", "40"]].concat());
+    let open = json_of(&[&common[..], &["--method", "subclass-dp-mlp", "--epochs", "20", "--canaries", "40"]].concat());
     assert_eq!(open["game_detail"]["unit"], "subclass_canary");
     assert!(open["auc"].as_f64().unwrap() > 0.8, "noise-free: AUC {}", open["auc"]);
     assert!(open["eps_lb"].as_f64().unwrap() > 0.5, "noise-free: {}", open["eps_lb"]);
-    let private = json(
+    let private = json_of(
         &[&common[..], &["--method", "subclass-dp-mlp", "--epsilon", "1", "--epochs", "20", "--canaries", "40"]]
             .concat(),
     );
@@ -270,6 +209,6 @@ fn subclass_canaries_expose_a_leaky_mlp_and_respect_subclass_dp() {
     let eps = private["epsilon"].as_f64().unwrap();
     assert!(private["eps_lb"].as_f64().unwrap() <= eps && private["violation"] == false, "{private}");
     // Record-level DP-MLP: the game's unit (a subclass of 5 records) is not the claim's.
-    let record = json(&[&common[..], &["--method", "dp-mlp", "--epsilon", "1", "--canaries", "40"]].concat());
+    let record = json_of(&[&common[..], &["--method", "dp-mlp", "--epsilon", "1", "--canaries", "40"]].concat());
     assert!(record["eps_lb"].is_null(), "{}", record["eps_lb"]);
 }

@@ -1,19 +1,12 @@
 //! `gnnaudit account` through the binary: the breakdown, JSON output, and exit code 2 naming the
 //! parameter for bad input.
-use std::process::Command;
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().expect("run gnnaudit");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{gnnaudit, json_of};
 
 #[test]
 fn epsilon_json_has_rdp_pld_and_components() {
-    let (code, out, err) = run(&[
+    let v = json_of(&[
         "account",
         "epsilon",
         "--method",
@@ -34,8 +27,6 @@ fn epsilon_json_has_rdp_pld_and_components() {
         "1e-5",
         "--json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let b = &v["budget"];
     let rdp = b["epsilon_rdp"].as_f64().unwrap();
     let pld = b["epsilon_pld"].as_f64().unwrap();
@@ -45,7 +36,7 @@ fn epsilon_json_has_rdp_pld_and_components() {
 
 #[test]
 fn calibrate_meets_the_target() {
-    let (code, out, err) = run(&[
+    let v = json_of(&[
         "account",
         "calibrate",
         "--method",
@@ -60,8 +51,6 @@ fn calibrate_meets_the_target() {
         "1e-5",
         "--json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let e = v["budget"]["epsilon_rdp"].as_f64().unwrap();
     assert!(e <= 2.0 && e > 1.998, "{e}");
 }
@@ -78,18 +67,18 @@ fn bad_input_exits_2_naming_the_parameter() {
     ];
     for (extra, name) in cases {
         let args: Vec<&str> = base.iter().copied().chain(extra.iter().copied()).collect();
-        let (code, _, err) = run(&args);
+        let (code, _, err) = gnnaudit(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(name), "{args:?}: {err}");
     }
     let (code, _, err) =
-        run(&["account", "epsilon", "--method", "dp-sgd", "--steps", "0", "--sigma", "1", "--delta", "1e-5"]);
+        gnnaudit(&["account", "epsilon", "--method", "dp-sgd", "--steps", "0", "--sigma", "1", "--delta", "1e-5"]);
     assert_eq!(code, 2);
     assert!(err.contains("--steps"), "{err}");
-    let (code, _, err) = run(&["account", "calibrate", "--method", "dp-sgd", "--epsilon", "0", "--delta", "1e-5"]);
+    let (code, _, err) = gnnaudit(&["account", "calibrate", "--method", "dp-sgd", "--epsilon", "0", "--delta", "1e-5"]);
     assert_eq!(code, 2);
     assert!(err.contains("--epsilon"), "{err}");
     // Unreachable: LDP parts are fixed, so GAP-EDP with eps target below... use lpgnn: nothing to calibrate.
-    let (code, _, err) = run(&["account", "calibrate", "--method", "lpgnn", "--epsilon", "1", "--epsilon-x", "2"]);
+    let (code, _, err) = gnnaudit(&["account", "calibrate", "--method", "lpgnn", "--epsilon", "1", "--epsilon-x", "2"]);
     assert_eq!(code, 2, "{err}");
 }

@@ -1,15 +1,8 @@
 //! The binary's own surface: the version line names libtorch, completions are generated from the
 //! real command tree, and normal runs keep libtorch's warnings off stderr (`-v` shows them).
-use std::process::Command;
-
-fn gnnaudit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::gnnaudit;
 
 #[test]
 fn version_names_the_libtorch_it_runs_on() {

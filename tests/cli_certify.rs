@@ -6,16 +6,9 @@ use ndarray::Array1;
 use ndarray_npy::WriteNpyExt;
 use rand::{Rng, SeedableRng};
 use std::path::Path;
-use std::process::Command;
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().expect("run gnnaudit");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::gnnaudit;
 
 /// Positives shifted up by `shift` standard deviations: a leaky attack when shift > 0.
 fn scores(n: usize, shift: f64, seed: u64) -> (Vec<f64>, Vec<f64>) {
@@ -42,7 +35,7 @@ fn certify_json(pos: &Path, neg: &Path, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["certify", "--positives", pos.to_str().unwrap(), "--negatives", neg.to_str().unwrap()];
     args.extend_from_slice(extra);
     args.push("--json");
-    let (code, out, err) = run(&args);
+    let (code, out, err) = gnnaudit(&args);
     assert_eq!(code, 0, "{err}");
     serde_json::from_str(&out).unwrap()
 }
@@ -131,7 +124,7 @@ fn bad_files_and_flags_exit_2_naming_the_culprit() {
         let p = d.join(file);
         let mut args = vec!["certify", "--positives", p.to_str().unwrap(), "--negatives", ok.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let (code, out, err) = run(&args);
+        let (code, out, err) = gnnaudit(&args);
         assert_eq!(code, 2, "{file} {extra:?}: {err}");
         assert!(out.is_empty(), "{file}: nothing on stdout for bad input: {out}");
         for n in needles {

@@ -3,72 +3,17 @@
 //! library and through the CLI binary.
 use gnnaudit::data::{self, table, Dataset, DatasetStats};
 use gnnaudit::Error;
-use ndarray::{arr1, Array1};
+use ndarray::arr1;
 use ndarray_npy::NpzWriter;
 use polars::prelude::*;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-#[path = "common/data.rs"]
-mod test_data;
-use test_data::data_dir;
-
-fn gnnaudit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(args)
-        .env("GNNAUDIT_DATA", data_dir())
-        .output()
-        .expect("run gnnaudit");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Arrays of a small valid gnn-benchmark file: 4 nodes on a path 0-1-2-3, 3 features, 2 classes.
-fn valid_arrays() -> Vec<(&'static str, Arr)> {
-    vec![
-        ("adj_data", Arr::F(arr1(&[1f32; 6]))),
-        ("adj_indices", Arr::I(arr1(&[1, 0, 2, 1, 3, 2]))),
-        ("adj_indptr", Arr::I(arr1(&[0, 1, 3, 5, 6]))),
-        ("adj_shape", Arr::I(arr1(&[4, 4]))),
-        ("attr_data", Arr::F(arr1(&[1f32, 1., 0.5, 2.]))),
-        ("attr_indices", Arr::I(arr1(&[0, 2, 1, 0]))),
-        ("attr_indptr", Arr::I(arr1(&[0, 2, 3, 3, 4]))),
-        ("attr_shape", Arr::I(arr1(&[4, 3]))),
-        ("labels", Arr::I(arr1(&[0, 1, 1, 0]))),
-    ]
-}
-
-enum Arr {
-    F(Array1<f32>),
-    I(Array1<i64>),
-    I32(Array1<i32>),
-    I8(Array1<i8>),
-}
-
-fn write_npz(path: &Path, arrays: &[(&str, Arr)]) {
-    let mut w = NpzWriter::new_compressed(std::fs::File::create(path).unwrap());
-    for (name, a) in arrays {
-        match a {
-            Arr::F(a) => w.add_array(*name, a).unwrap(),
-            Arr::I(a) => w.add_array(*name, a).unwrap(),
-            Arr::I32(a) => w.add_array(*name, a).unwrap(),
-            Arr::I8(a) => w.add_array(*name, a).unwrap(),
-        }
-    }
-    w.finish().unwrap();
-}
-
-fn with(arrays: Vec<(&'static str, Arr)>, key: &str, value: Option<Arr>) -> Vec<(&'static str, Arr)> {
-    let mut out: Vec<_> = arrays.into_iter().filter(|(k, _)| *k != key).collect();
-    if let Some(v) = value {
-        let k: &'static str = Box::leak(key.to_string().into_boxed_str());
-        out.push((k, v));
-    }
-    out
-}
+#[path = "common/cli.rs"]
+mod cli;
+#[path = "common/npz.rs"]
+mod npz;
+use cli::{command, data_dir, gnnaudit};
+use npz::{valid_arrays, with, write_npz, Arr};
 
 /// A bad input: the spec given, the file the error must name, and a phrase it must contain.
 struct Bad {
@@ -103,8 +48,7 @@ fn check_bad(cases: &[Bad]) {
         .iter()
         .filter(|b| b.cli)
         .map(|b| {
-            let child = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-                .args(["datasets", "describe"])
+            let child = command(&["datasets", "describe"])
                 .arg(&b.spec)
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -276,7 +220,7 @@ fn bad_inputs_name_the_file_and_the_problem() {
 #[test]
 fn table_loader_reads_real_data_from_csv_and_parquet() {
     let test = "table_loader_reads_real_data_from_csv_and_parquet";
-    let Some(caltech) = test_data::need(test, "facebook100-Caltech36") else { return };
+    let Some(caltech) = cli::need(test, "facebook100-Caltech36") else { return };
     let ds = data::load_dataset("facebook100-Caltech36", Some(&caltech)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let n = ds.num_nodes();
@@ -411,7 +355,7 @@ fn cli_lists_and_describes() {
         assert!(stdout.contains("GNNAUDIT_DATA") && stdout.contains("manifest"), "{stdout}");
     }
 
-    let Some(dd) = test_data::need("cli_lists_and_describes", "facebook100-Caltech36") else { return };
+    let Some(dd) = cli::need("cli_lists_and_describes", "facebook100-Caltech36") else { return };
     let (code, stdout, _) = gnnaudit(&[
         "datasets",
         "describe",

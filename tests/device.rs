@@ -2,16 +2,9 @@
 //! 2 naming the device, a CUDA device this machine lacks is exit 2 before any work, and choosing
 //! the CPU explicitly changes no figure. (No GPU here: CUDA itself is checked by the README's
 //! one-command GPU check.)
-use std::process::Command;
-
-fn gnnaudit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{gnnaudit, json_of};
 
 /// A device index no machine has: refused whether or not CUDA exists.
 const MISSING: &str = "cuda:99";
@@ -92,9 +85,7 @@ fn explicit_cpu_changes_no_figure() {
             "1",
         ];
         args.extend(extra);
-        let (code, out, err) = gnnaudit(&args);
-        assert_eq!(code, 0, "{err}");
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let v = json_of(&args);
         (v["test_accuracy"].clone(), v["val_accuracy"].clone(), v["budget"].clone())
     };
     let default = accuracy(&[]);

@@ -9,21 +9,18 @@ use gnnaudit::privacy::dpsgd::{DpSgd, PlantedFlaw};
 use gnnaudit_attacks::stats::{certify, partition_by_coin, AuditSpec, BoundKind, COIN_ASSUMPTION};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::process::Command;
 use tch::{Kind, Tensor};
 
+// Both helpers include tests/common/data.rs for the tests that load only one of them.
+#[allow(clippy::duplicate_mod)]
+#[path = "common/cli.rs"]
+mod cli;
 mod common_cora;
+use cli::{audit, json_of, refused};
 
 fn attack(method: &str, epsilon: &str, extra: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(["attack", "--threads", "2", "--json", "--dataset", "cora", "--method", method])
-        .args(["--attack", "canary-gradient", "--epsilon", epsilon])
-        .args(extra)
-        .env("GNNAUDIT_DATA", common_cora::data_dir())
-        .output()
-        .expect("gnnaudit runs");
-    assert!(out.status.success(), "{method}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
+    let args = ["attack", "--threads", "2", "--json", "--dataset", "cora", "--method", method];
+    json_of(&[&args[..], &["--attack", "canary-gradient", "--epsilon", epsilon], extra].concat())
 }
 
 /// (component claim, eps_lb, verdict, the method's total claim).
@@ -156,14 +153,11 @@ fn unclipped_biases_are_violated_in_one_run_at_eps_4() {
 
 #[test]
 fn a_method_without_dp_sgd_is_refused_by_name() {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(["attack", "--threads", "1", "--dataset", "synthetic:nodes=300", "--method", "gap-edp"])
-        .args(["--attack", "canary-gradient", "--epsilon", "4", "--epochs", "2"])
-        .output()
-        .expect("gnnaudit runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("gap-edp") && err.contains("DP-SGD"), "{err}");
+    let args = ["attack", "--threads", "1", "--dataset", "synthetic:nodes=300", "--method", "gap-edp"];
+    refused(
+        &[&args[..], &["--attack", "canary-gradient", "--epsilon", "4", "--epochs", "2"]].concat(),
+        &["gap-edp", "DP-SGD"],
+    );
 }
 
 const CONTROL_AUDIT: &str = r#"
@@ -187,18 +181,9 @@ params = { canaries = 2000, bound = "gdp" }
 /// the claim, and its hint names this attack's own levers.
 #[test]
 fn the_noise_off_control_shows_the_gradient_audit_s_power() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("control.toml");
-    std::fs::write(&cfg, CONTROL_AUDIT).unwrap();
-    let out_dir = dir.path().join("out");
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(["audit", cfg.to_str().unwrap(), "--out", out_dir.to_str().unwrap()])
-        .output()
-        .expect("gnnaudit runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap()).unwrap();
-    let cell = report["cells"].as_array().unwrap().iter().find(|c| c["method"] == "dp-mlp").expect("the dp-mlp cell");
+    let run = audit(CONTROL_AUDIT);
+    let cell =
+        run.report["cells"].as_array().unwrap().iter().find(|c| c["method"] == "dp-mlp").expect("the dp-mlp cell");
     let row = cell["attacks"].as_array().unwrap().iter().find(|a| a["kind"] == "canary-gradient").unwrap();
     let claim = row["details"]["claimed_epsilon"].as_f64().expect("the DP-SGD component's claim");
     let control = &row["control"];
@@ -209,7 +194,7 @@ fn the_noise_off_control_shows_the_gradient_audit_s_power() {
     assert!(control_lb > claim, "control eps_lb {control_lb} vs claim {claim}");
     assert_eq!(row["verdict"], "not refuted", "{row}");
     assert_eq!(control["caught"], true);
-    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    let md = run.read("report.md");
     let line = md.lines().find(|l| l.contains("dp-mlp without DP-SGD noise")).unwrap_or_else(|| panic!("{md}"));
     assert!(line.contains("not refuted"), "{line}");
     assert!(!md.lines().any(|l| l.contains("canary-gradient") && l.contains("canary-aggregation")), "{md}");

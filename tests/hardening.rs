@@ -1,89 +1,20 @@
 //! Issue 20: hostile but realistic input. Every case builds its bad input here and runs the real
 //! binary; each must end with exit 2 (bad input) and a message naming the culprit, never a Rust
 //! panic, an abort or a C++ frame, and never a silently wrong result.
-use ndarray::{arr1, arr2, Array1, Array2};
-use ndarray_npy::NpzWriter;
+use ndarray::{arr1, arr2};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-#[path = "common/data.rs"]
-mod test_data;
-use test_data::data_dir;
+#[path = "common/cli.rs"]
+mod cli;
+#[path = "common/npz.rs"]
+mod npz;
+use cli::{assert_clean, command, data_dir, decode, gnnaudit, json_of, refused};
+use npz::{valid_arrays, with, write_npz, Arr};
 
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gnnaudit"));
-    c.args(args).env("GNNAUDIT_DATA", data_dir()).env_remove("RUST_BACKTRACE");
-    c
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = command(args).output().expect("run gnnaudit");
-    decode(out)
-}
-
-fn decode(out: Output) -> (i32, String, String) {
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Exit 2, every phrase in the message, nothing a user should never see.
-fn refused(args: &[&str], phrases: &[&str]) -> String {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 2, "{args:?}: exit {code}\nstdout: {out}\nstderr: {err}");
-    assert_clean(&err);
-    for p in phrases {
-        assert!(err.contains(p), "{args:?}: message lacks '{p}': {err}");
-    }
-    err
-}
-
-fn assert_clean(err: &str) {
-    for never in ["panicked", "RUST_BACKTRACE", "frame #", "Exception raised from", "stack overflow", "\x1b["] {
-        assert!(!err.contains(never), "stderr shows '{never}': {err}");
-    }
-}
-
-enum Arr {
-    F(Array1<f32>),
-    I(Array1<i64>),
-    U(Array1<u64>),
-    I2(Array2<i64>),
-}
-
-fn write_npz(path: &Path, arrays: &[(&str, Arr)]) {
-    let mut w = NpzWriter::new(std::fs::File::create(path).unwrap());
-    for (name, a) in arrays {
-        match a {
-            Arr::F(a) => w.add_array(*name, a).unwrap(),
-            Arr::I(a) => w.add_array(*name, a).unwrap(),
-            Arr::U(a) => w.add_array(*name, a).unwrap(),
-            Arr::I2(a) => w.add_array(*name, a).unwrap(),
-        }
-    }
-    w.finish().unwrap();
-}
-
-/// A valid 4-node path graph 0-1-2-3 with 3 features and 2 classes, with `key` replaced.
+/// The small valid graph of [`valid_arrays`] with `key` replaced, written to `path`.
 fn npz_with(path: &Path, key: &str, value: Option<Arr>) -> String {
-    let mut arrays: Vec<(&str, Arr)> = vec![
-        ("adj_data", Arr::F(arr1(&[1f32; 6]))),
-        ("adj_indices", Arr::I(arr1(&[1, 0, 2, 1, 3, 2]))),
-        ("adj_indptr", Arr::I(arr1(&[0, 1, 3, 5, 6]))),
-        ("adj_shape", Arr::I(arr1(&[4, 4]))),
-        ("attr_data", Arr::F(arr1(&[1f32, 1., 0.5, 2.]))),
-        ("attr_indices", Arr::I(arr1(&[0, 2, 1, 0]))),
-        ("attr_indptr", Arr::I(arr1(&[0, 2, 3, 3, 4]))),
-        ("attr_shape", Arr::I(arr1(&[4, 3]))),
-        ("labels", Arr::I(arr1(&[0, 1, 1, 0]))),
-    ];
-    arrays.retain(|(k, _)| *k != key);
-    if let Some(v) = value {
-        arrays.push((key, v));
-    }
-    write_npz(path, &arrays);
+    write_npz(path, &with(valid_arrays(), key, value));
     path.display().to_string()
 }
 
@@ -116,7 +47,7 @@ fn seed_overflow_is_refused_naming_the_flags() {
     );
     // One run at the largest seed is fine.
     let (code, _, err) =
-        run(&["train", "--dataset", "synthetic:nodes=200", "--method", "mlp", "--epochs", "2", "--seed", &max]);
+        gnnaudit(&["train", "--dataset", "synthetic:nodes=200", "--method", "mlp", "--epochs", "2", "--seed", &max]);
     assert_eq!(code, 0, "{err}");
     refused(
         &["account", "epsilon", "--method", "dp-sgd", "--sigma", "1", "--delta", "1e-5", "--steps", &max],
@@ -209,7 +140,7 @@ fn attack_target_uses_the_checkpoint_split_and_refuses_other_data() {
     let model = dir.path().join("model");
     let m = model.to_str().unwrap();
     let ds = "synthetic:nodes=400,seed=3";
-    let (code, out, err) = run(&[
+    let trained = json_of(&[
         "train",
         "--dataset",
         ds,
@@ -225,16 +156,12 @@ fn attack_target_uses_the_checkpoint_split_and_refuses_other_data() {
         m,
         "--json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let trained: serde_json::Value = serde_json::from_str(&out).unwrap();
     let test_acc = trained["test_accuracy"]["runs"][0].as_f64().unwrap();
 
     // The attack's view of the target: its accuracy on the split must be the one train measured.
-    let (code, out, err) =
-        run(&["attack", "--dataset", ds, "--target", m, "--attack", "mia-metric", "--seed", "11", "--json"]);
-    assert_eq!(code, 0, "{err}");
-    let attacked: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let seen = attacked["utility"]["test"].as_f64().unwrap_or_else(|| panic!("no target accuracy in {out}"));
+    let attacked =
+        json_of(&["attack", "--dataset", ds, "--target", m, "--attack", "mia-metric", "--seed", "11", "--json"]);
+    let seen = attacked["utility"]["test"].as_f64().unwrap_or_else(|| panic!("no target accuracy in {attacked}"));
     assert!((seen - test_acc).abs() < 1e-6, "attack sees test accuracy {seen}, train measured {test_acc}");
 
     refused(
@@ -316,7 +243,7 @@ fn divergence_is_detected_in_training_and_in_checkpoints() {
     let model = dir.path().join("m");
     let m = model.to_str().unwrap();
     let ds = "synthetic:nodes=300";
-    let (code, _, err) = run(&["train", "--dataset", ds, "--method", "mlp", "--epochs", "3", "--save", m]);
+    let (code, _, err) = gnnaudit(&["train", "--dataset", ds, "--method", "mlp", "--epochs", "3", "--save", m]);
     assert_eq!(code, 0, "{err}");
     let params = model.join("params.safetensors");
     let tensors = tch::Tensor::read_safetensors(&params).unwrap();
@@ -381,7 +308,7 @@ fn manifests_reject_unknown_keys() {
     std::fs::write(d.join("e.csv"), "source,target\n0,1\n1,2\n").unwrap();
     std::fs::write(d.join("n.csv"), "label,f0\n0,1.0\n1,0.5\n0,0.1\n").unwrap();
     std::fs::write(d.join("ok.toml"), "edges = \"e.csv\"\nnodes = \"n.csv\"\nundirected = false\n").unwrap();
-    let (code, _, err) = run(&["datasets", "describe", d.join("ok.toml").to_str().unwrap()]);
+    let (code, _, err) = gnnaudit(&["datasets", "describe", d.join("ok.toml").to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     std::fs::write(d.join("typo.toml"), "edges = \"e.csv\"\nnodes = \"n.csv\"\nundirectd = false\n").unwrap();
     let p = d.join("typo.toml").display().to_string();
@@ -418,7 +345,7 @@ epochs = 2
 fn dry_run(dir: &Path, text: &str) -> (i32, String, String) {
     let p = dir.join("c.toml");
     std::fs::write(&p, text).unwrap();
-    run(&["audit", p.to_str().unwrap(), "--dry-run"])
+    gnnaudit(&["audit", p.to_str().unwrap(), "--dry-run"])
 }
 
 fn dry_refused(dir: &Path, text: &str, phrases: &[&str]) {
@@ -471,7 +398,7 @@ fn a_refused_real_run_creates_no_report_folder() {
     let text = config("cora", "", "").replace("name = \"cora\"", "name = \"cora\"\nmin_class_count = 100000");
     std::fs::write(&p, text).unwrap();
     let out = dir.path().join("out");
-    let (code, _, err) = run(&["audit", p.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let (code, _, err) = gnnaudit(&["audit", p.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(!out.exists(), "the report folder was created before validation failed");
 }
@@ -553,7 +480,7 @@ fn write_u64_ids(dir: &Path) {
 
 #[test]
 fn no_colour_codes_when_stderr_is_not_a_terminal() {
-    let (code, _, err) = run(&["-vv", "train", "--dataset", "cora", "--method", "mlp", "--epochs", "1"]);
+    let (code, _, err) = gnnaudit(&["-vv", "train", "--dataset", "cora", "--method", "mlp", "--epochs", "1"]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("INFO") || err.contains("DEBUG"), "logging is on: {err}");
     assert!(!err.contains('\x1b'), "ANSI codes in a piped stderr: {err:?}");

@@ -7,37 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "common/data.rs"]
-mod data;
-use data::data_dir;
-
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gnnaudit"));
-    c.args(args).env("GNNAUDIT_DATA", data_dir()).env_remove("RUST_BACKTRACE");
-    c
-}
-
-fn run(args: &[&str]) -> (i32, String, String) {
-    let out = command(args).output().expect("run gnnaudit");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Exit 2, every phrase in the message, no panic or C++ frame.
-fn refused(args: &[&str], phrases: &[&str]) -> String {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 2, "{args:?}: exit {code}\nstdout: {out}\nstderr: {err}");
-    for never in ["panicked", "RUST_BACKTRACE", "frame #", "Exception raised from"] {
-        assert!(!err.contains(never), "stderr shows '{never}': {err}");
-    }
-    for p in phrases {
-        assert!(err.contains(p), "{args:?}: message lacks '{p}': {err}");
-    }
-    err
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{command, data_dir, gnnaudit, refused, walk};
+// Both helpers include tests/common/data.rs for the tests that load only one of them.
+#[allow(clippy::duplicate_mod)]
+#[path = "common/external.rs"]
+mod external;
+use external::python;
 
 /// Cora's 2708 nodes with one fixed 7-class posterior each, as a CSV any pipeline can copy.
 fn cora_posteriors_csv(dir: &Path) -> PathBuf {
@@ -47,6 +24,13 @@ fn cora_posteriors_csv(dir: &Path) -> PathBuf {
         text += &format!("{i},0.1,0.1,0.1,0.1,0.1,0.1,0.4\n");
     }
     std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Cora's 2708 nodes with a uniform 7-class posterior each, as a .npy release.
+fn uniform_cora_posteriors(dir: &Path) -> PathBuf {
+    let p = dir.join("p.npy");
+    ndarray::Array2::<f32>::from_elem((2708, 7), 1.0 / 7.0).write_npy(std::fs::File::create(&p).unwrap()).unwrap();
     p
 }
 
@@ -76,6 +60,11 @@ fn read_pid(path: &Path) -> u32 {
     pid.unwrap()
 }
 
+/// `attack --dataset cora` followed by `args`.
+fn attack_on_cora<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    [&["attack", "--dataset", "cora"][..], args].concat()
+}
+
 fn wait_exit(child: &mut Child) -> i32 {
     let mut code = None;
     eventually("gnnaudit exits", || {
@@ -83,6 +72,36 @@ fn wait_exit(child: &mut Child) -> i32 {
         code.is_some()
     });
     code.unwrap()
+}
+
+/// Sends Ctrl-C (SIGINT) to a gnnaudit this test started with stderr piped; returns its exit
+/// code and stderr.
+fn ctrl_c(child: &mut Child) -> (i32, String) {
+    // SAFETY: signals a child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let code = wait_exit(child);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (code, err)
+}
+
+/// How many temporary work folders of command targets stand in `tmp` (the children's TMPDIR).
+fn command_work_folders(tmp: &Path) -> usize {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("gnnaudit-command-"))
+        .count()
+}
+
+/// An audit config of cora attacked by link stealing through the command target `template`,
+/// after the top-level keys `top`.
+fn command_audit(top: &str, template: &str) -> String {
+    format!(
+        "{top}\n[[datasets]]\nname = \"cora\"\n[target]\nkind = \"command\"\ncommand = \"{}\"\n\
+         [[attacks]]\nkind = \"link-stealing\"\n",
+        template.replace('"', "\\\"")
+    )
 }
 
 // ------------------------------------------------------------------ the command target
@@ -100,10 +119,7 @@ fn hostile_work_dirs_run_no_shell_code_and_reach_the_pipeline_whole() {
             fixed.display(),
             given.display()
         );
-        let (code, out, err) = run(&[
-            "attack",
-            "--dataset",
-            "cora",
+        let (code, out, err) = gnnaudit(&attack_on_cora(&[
             "--command",
             &template,
             "--work-dir",
@@ -111,7 +127,7 @@ fn hostile_work_dirs_run_no_shell_code_and_reach_the_pipeline_whole() {
             "--attack",
             "link-stealing",
             "--json",
-        ]);
+        ]));
         assert_eq!(code, 0, "{hostile}: {out}{err}");
         let given = std::fs::read_to_string(&given).unwrap();
         assert!(given.starts_with(work.to_str().unwrap()) && given.ends_with("/out"), "{hostile}: {given}");
@@ -122,30 +138,11 @@ fn hostile_work_dirs_run_no_shell_code_and_reach_the_pipeline_whole() {
     assert!(!Path::new("PWNED").exists());
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut all = vec![];
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            all.extend(walk(&p));
-        }
-        all.push(p);
-    }
-    all
-}
-
 #[test]
 fn quoted_placeholders_and_absurd_timeouts_are_refused() {
-    let attack = |template: &str, extra: &[&str]| {
-        let mut args = vec!["attack", "--dataset", "cora", "--command", template, "--attack", "link-stealing"];
-        args.extend(extra);
-        args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
-    };
-    let args = attack("ok.sh \"{graph}\" \"{out}\"", &[]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    refused(&args, &["invalid --command", "quotes the placeholder {graph}", "without a shell"]);
-    let args = attack("ok.sh {graph} {out}", &["--timeout", "1e300"]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let quoted = attack_on_cora(&["--command", "ok.sh \"{graph}\" \"{out}\"", "--attack", "link-stealing"]);
+    refused(&quoted, &["invalid --command", "quotes the placeholder {graph}", "without a shell"]);
+    let args = attack_on_cora(&["--command", "ok.sh {graph} {out}", "--attack", "link-stealing", "--timeout", "1e300"]);
     refused(&args, &["invalid --timeout", "1e300"]);
 }
 
@@ -154,27 +151,22 @@ fn dry_run_and_report_md_show_the_command_and_escape_the_description() {
     let dir = tempfile::tempdir().unwrap();
     let fixed = cora_posteriors_csv(dir.path());
     let config = dir.path().join("c.toml");
-    let template = format!("sh -c 'cp \\\"$0\\\" \\\"$2/posteriors.csv\\\"' {} {{graph}} {{out}}", fixed.display());
-    std::fs::write(
-        &config,
-        format!(
-            "name = \"cmd\"\ndescription = \"<script>alert(1)</script>\"\nseed = 0\n[[datasets]]\nname = \"cora\"\n\
-             [target]\nkind = \"command\"\ncommand = \"{template}\"\n[[attacks]]\nkind = \"link-stealing\"\n"
-        ),
-    )
-    .unwrap();
-    let (code, out, err) = run(&["audit", config.to_str().unwrap(), "--dry-run"]);
+    let template = format!("sh -c 'cp \"$0\" \"$2/posteriors.csv\"' {} {{graph}} {{out}}", fixed.display());
+    let top = "name = \"cmd\"\ndescription = \"<script>alert(1)</script>\"\nseed = 0";
+    std::fs::write(&config, command_audit(top, &template)).unwrap();
+    let (code, out, err) = gnnaudit(&["audit", config.to_str().unwrap(), "--dry-run"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("target command") && out.contains("sh -c 'cp"), "the dry run shows the command: {out}");
     let report = dir.path().join("report");
-    let (code, out, err) = run(&["audit", config.to_str().unwrap(), "--out", report.to_str().unwrap(), "--jobs", "1"]);
+    let (code, out, err) =
+        gnnaudit(&["audit", config.to_str().unwrap(), "--out", report.to_str().unwrap(), "--jobs", "1"]);
     assert_eq!(code, 0, "{out}{err}");
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(!md.contains("<script>") && md.contains("&lt;script&gt;"), "{md}");
     assert!(md.contains("target command") && md.contains("sh -c 'cp"), "{md}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
-    assert_eq!(json["config"]["target"]["command"], template.replace("\\\"", "\""));
+    assert_eq!(json["config"]["target"]["command"], template);
 }
 
 // ------------------------------------------------------------ sizes refused before work
@@ -219,7 +211,7 @@ fn huge_grids_and_epochs_are_refused_by_the_dry_run() {
         std::fs::write(&p, text).unwrap();
         let mut args = vec!["audit", p.to_str().unwrap(), "--dry-run"];
         args.extend(extra);
-        run(&args)
+        gnnaudit(&args)
     };
     let (code, _, err) = dry(grid("repeats = 1000000000", ""), &[]);
     assert_eq!(code, 2, "{err}");
@@ -244,12 +236,8 @@ fn huge_grids_and_epochs_are_refused_by_the_dry_run() {
 #[test]
 fn unsupported_attacks_are_bad_input() {
     let dir = tempfile::tempdir().unwrap();
-    let post = dir.path().join("p.npy");
-    ndarray::Array2::<f32>::from_elem((2708, 7), 1.0 / 7.0).write_npy(std::fs::File::create(&post).unwrap()).unwrap();
-    refused(
-        &["attack", "--dataset", "cora", "--posteriors", post.to_str().unwrap(), "--attack", "inversion"],
-        &["unsupported"],
-    );
+    let post = uniform_cora_posteriors(dir.path());
+    refused(&attack_on_cora(&["--posteriors", post.to_str().unwrap(), "--attack", "inversion"]), &["unsupported"]);
 }
 
 // ------------------------------------------------------------------- signals, processes
@@ -266,7 +254,7 @@ fn ctrl_c_during_a_command_kills_its_pipeline_and_removes_the_temporary_folder()
     std::fs::create_dir(&tmp).unwrap();
     let pid_file = dir.path().join("pid");
     let template = sleeper(&pid_file);
-    let mut child = command(&["attack", "--dataset", "cora", "--command", &template, "--attack", "link-stealing"])
+    let mut child = command(&attack_on_cora(&["--command", &template, "--attack", "link-stealing"]))
         .env("TMPDIR", &tmp)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -274,19 +262,10 @@ fn ctrl_c_during_a_command_kills_its_pipeline_and_removes_the_temporary_folder()
         .unwrap();
     let pipeline = read_pid(&pid_file);
     assert!(alive(pipeline));
-    let work_folders = || {
-        std::fs::read_dir(&tmp)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("gnnaudit-command-"))
-            .count()
-    };
-    assert_eq!(work_folders(), 1, "one temporary work folder");
-    // SAFETY: signals the child this test started.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    assert_eq!(wait_exit(&mut child), 130);
+    assert_eq!(command_work_folders(&tmp), 1, "one temporary work folder");
+    assert_eq!(ctrl_c(&mut child).0, 130);
     eventually("the pipeline is killed", || !alive(pipeline));
-    assert_eq!(work_folders(), 0, "the temporary work folder is removed");
+    assert_eq!(command_work_folders(&tmp), 0, "the temporary work folder is removed");
 }
 
 #[test]
@@ -294,15 +273,7 @@ fn workers_and_their_pipelines_die_with_a_killed_audit() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pid");
     let config = dir.path().join("c.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "name = \"k\"\nrepeats = 2\n[[datasets]]\nname = \"cora\"\n[target]\nkind = \"command\"\n\
-             command = \"{}\"\n[[attacks]]\nkind = \"link-stealing\"\n",
-            sleeper(&pid_file).replace('"', "\\\"")
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, command_audit("name = \"k\"\nrepeats = 2", &sleeper(&pid_file))).unwrap();
     let report = dir.path().join("report");
     let mut parent = command(&["audit", config.to_str().unwrap(), "--out", report.to_str().unwrap(), "--jobs", "2"])
         .stdout(Stdio::null())
@@ -346,10 +317,10 @@ fn report_diff_counts_dropped_rows_and_refuses_reports_with_nothing_in_common() 
     trimmed.summary = summarize(&trimmed.cells);
     let dir = write_report(&trimmed);
     let new = dir.path().to_str().unwrap();
-    let (code, out, err) = run(&["report", "diff", old, new]);
+    let (code, out, err) = gnnaudit(&["report", "diff", old, new]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.lines().any(|l| l.starts_with('!') && l.contains(&dropped) && l.contains("row dropped")), "{out}");
-    let (code, out, err) = run(&["report", "diff", old, new, "--allow-dropped"]);
+    let (code, out, err) = gnnaudit(&["report", "diff", old, new, "--allow-dropped"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("row dropped") && out.contains("0 regression(s)"), "{out}");
     // No row in common: nothing was compared, which is not a pass.
@@ -370,7 +341,7 @@ fn render_refuses_a_tampered_report_and_writes_nothing() {
     r.cells[0].utility.test = 7.5;
     let dir = write_report(&r);
     let path = dir.path().join("report.json");
-    let (code, _, err) = run(&["check", path.to_str().unwrap()]);
+    let (code, _, err) = gnnaudit(&["check", path.to_str().unwrap()]);
     assert_eq!(code, 2, "check refuses it: {err}");
     refused(&["render", path.to_str().unwrap()], &["report.json", "outside [0, 1]"]);
     assert!(!dir.path().join("report.md").exists() && !dir.path().join("report.html").exists());
@@ -387,7 +358,7 @@ fn malformed_outputs_say_what_is_wrong() {
     let short = dir.path().join("short.csv");
     std::fs::write(&short, text).unwrap();
     let err = refused(
-        &["attack", "--dataset", "cora", "--posteriors", short.to_str().unwrap(), "--attack", "link-stealing"],
+        &attack_on_cora(&["--posteriors", short.to_str().unwrap(), "--attack", "link-stealing"]),
         &["short.csv", "row 5 has no value", "short or empty row"],
     );
     assert!(!err.contains("NaN"), "{err}");
@@ -397,7 +368,7 @@ fn malformed_outputs_say_what_is_wrong() {
         fixed.display()
     );
     refused(
-        &["attack", "--dataset", "cora", "--command", &both, "--attack", "link-stealing"],
+        &attack_on_cora(&["--command", &both, "--attack", "link-stealing"]),
         &["posteriors.npy and posteriors.csv", "ambiguous"],
     );
 }
@@ -419,7 +390,7 @@ fn labels_get_the_right_reason_and_any_script() {
     let p = dir.path().join("c.toml");
     let dry = |label: &str| {
         std::fs::write(&p, grid("seed = 0", &format!("epochs = 2\nlabel = \"{label}\""))).unwrap();
-        run(&["audit", p.to_str().unwrap(), "--dry-run"])
+        gnnaudit(&["audit", p.to_str().unwrap(), "--dry-run"])
     };
     let (code, _, err) = dry("..");
     assert_eq!(code, 2, "{err}");
@@ -461,19 +432,6 @@ fn a_label_past_the_class_names_is_refused_naming_the_file() {
     );
 }
 
-/// The interpreter of the venv scripts/libtorch-env.sh installs (with PyTorch), else python3.
-fn python() -> PathBuf {
-    let home = std::env::var("HOME").unwrap_or_default();
-    [
-        std::env::var_os("VIRTUAL_ENV").map(|v| PathBuf::from(v).join("bin/python")),
-        Some(PathBuf::from(home).join(".cache/gnnaudit/torch-2.13.0/bin/python")),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|p| p.is_file())
-    .unwrap_or_else(|| PathBuf::from("python3"))
-}
-
 #[test]
 fn a_torchscript_init_of_the_wrong_width_is_refused_before_libtorch_aborts() {
     let dir = tempfile::tempdir().unwrap();
@@ -496,10 +454,7 @@ fn a_torchscript_init_of_the_wrong_width_is_refused_before_libtorch_aborts() {
     let members = dir.path().join("members.txt");
     std::fs::write(&members, (0..500).map(|i| format!("{i}\n")).collect::<String>()).unwrap();
     refused(
-        &[
-            "attack",
-            "--dataset",
-            "cora",
+        &attack_on_cora(&[
             "--torchscript",
             model.to_str().unwrap(),
             "--init",
@@ -512,7 +467,7 @@ fn a_torchscript_init_of_the_wrong_width_is_refused_before_libtorch_aborts() {
             "2",
             "--epochs",
             "2",
-        ],
+        ]),
         &["one.pt", "forward returned shape [2708, 1], expected [2708, 7]"],
     );
 }
@@ -552,31 +507,11 @@ fn a_torchscript_forward_that_never_returns_times_out_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let (model, _) = endless_module(dir.path());
     refused(
-        &[
-            "attack",
-            "--dataset",
-            "cora",
-            "--torchscript",
-            model.to_str().unwrap(),
-            "--attack",
-            "link-stealing",
-            "--timeout",
-            "2",
-        ],
+        &attack_on_cora(&["--torchscript", model.to_str().unwrap(), "--attack", "link-stealing", "--timeout", "2"]),
         &["endless.pt", "did not return within 2 s", "--timeout"],
     );
     refused(
-        &[
-            "attack",
-            "--dataset",
-            "cora",
-            "--torchscript",
-            model.to_str().unwrap(),
-            "--attack",
-            "link-stealing",
-            "--timeout",
-            "1e300",
-        ],
+        &attack_on_cora(&["--torchscript", model.to_str().unwrap(), "--attack", "link-stealing", "--timeout", "1e300"]),
         &["invalid --timeout", "1e300"],
     );
 }
@@ -585,25 +520,14 @@ fn a_torchscript_forward_that_never_returns_times_out_naming_the_file() {
 fn ctrl_c_stops_a_torchscript_forward_that_never_returns() {
     let dir = tempfile::tempdir().unwrap();
     let (model, started) = endless_module(dir.path());
-    let mut child = command(&[
-        "attack",
-        "--dataset",
-        "cora",
-        "--torchscript",
-        model.to_str().unwrap(),
-        "--attack",
-        "link-stealing",
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut child = command(&attack_on_cora(&["--torchscript", model.to_str().unwrap(), "--attack", "link-stealing"]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     eventually("the forward starts", || std::fs::read(&started).unwrap() == [1]);
-    // SAFETY: signals the child this test started.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    assert_eq!(wait_exit(&mut child), 130);
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let (code, err) = ctrl_c(&mut child);
+    assert_eq!(code, 130);
     assert!(err.contains("interrupted (Ctrl-C)") && err.contains("nothing was reported"), "{err}");
 }
 
@@ -619,15 +543,7 @@ fn ctrl_c_of_an_audit_kills_the_commands_process_group_and_removes_its_folders()
         // The pipeline starts a grandchild in its group: the whole group must go.
         let template = format!("sh -c 'sleep 600 & echo $$ > \"$0\"; wait' {} {{graph}} {{out}}", pid_file.display());
         let config = dir.path().join("c.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "name = \"i\"\nrepeats = 1\n[[datasets]]\nname = \"cora\"\n[target]\nkind = \"command\"\n\
-                 command = \"{}\"\n[[attacks]]\nkind = \"link-stealing\"\n",
-                template.replace('"', "\\\"")
-            ),
-        )
-        .unwrap();
+        std::fs::write(&config, command_audit("name = \"i\"\nrepeats = 1", &template)).unwrap();
         let report = dir.path().join("report");
         let mut audit =
             command(&["audit", config.to_str().unwrap(), "--out", report.to_str().unwrap(), "--jobs", jobs])
@@ -648,24 +564,15 @@ fn ctrl_c_of_an_audit_kills_the_commands_process_group_and_removes_its_folders()
             })
             .collect();
         assert!(group.len() >= 2, "the pipeline and its sleep share a process group: {group:?}");
-        let work_folders = || {
-            std::fs::read_dir(&tmp)
-                .unwrap()
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with("gnnaudit-command-"))
-                .count()
-        };
-        assert_eq!(work_folders(), 1, "jobs {jobs}: one temporary work folder");
-        // SAFETY: signals the child this test started (Ctrl-C reaches the audit's parent).
-        unsafe { libc::kill(audit.id() as libc::pid_t, libc::SIGINT) };
-        assert_eq!(wait_exit(&mut audit), 130, "jobs {jobs}");
-        let mut err = String::new();
-        std::io::Read::read_to_string(&mut audit.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(command_work_folders(&tmp), 1, "jobs {jobs}: one temporary work folder");
+        // Ctrl-C reaches the audit's parent.
+        let (code, err) = ctrl_c(&mut audit);
+        assert_eq!(code, 130, "jobs {jobs}");
         assert!(err.contains("interrupted (Ctrl-C)"), "jobs {jobs}: {err}");
         for pid in &group {
             eventually(&format!("jobs {jobs}: process {pid} of the pipeline's group is killed"), || !alive(*pid));
         }
-        eventually(&format!("jobs {jobs}: the temporary work folder is removed"), || work_folders() == 0);
+        eventually(&format!("jobs {jobs}: the temporary work folder is removed"), || command_work_folders(&tmp) == 0);
     }
 }
 
@@ -735,36 +642,25 @@ fn a_full_disk_names_the_file_and_leaves_nothing_half_written() {
 #[test]
 fn a_claim_whose_hops_exhaust_the_noise_names_claim_hops() {
     let dir = tempfile::tempdir().unwrap();
-    let post = dir.path().join("p.npy");
-    ndarray::Array2::<f32>::from_elem((2708, 7), 1.0 / 7.0).write_npy(std::fs::File::create(&post).unwrap()).unwrap();
+    let post = uniform_cora_posteriors(dir.path());
     let claim = dir.path().join("claim.toml");
-    let attack = |text: &str| {
-        std::fs::write(&claim, text).unwrap();
-        let args = [
-            "attack",
-            "--dataset",
-            "cora",
-            "--posteriors",
-            post.to_str().unwrap(),
-            "--attack",
-            "link-stealing",
-            "--claim",
-            claim.to_str().unwrap(),
-        ];
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        args
-    };
+    let args = attack_on_cora(&[
+        "--posteriors",
+        post.to_str().unwrap(),
+        "--attack",
+        "link-stealing",
+        "--claim",
+        claim.to_str().unwrap(),
+    ]);
     let claim_of = |sigma: &str, hops: &str| {
         format!(
             "[claim]\nmechanism = \"aggregation\"\nepsilon = 1.0\ndelta = 1e-5\nsigma = {sigma}\nhops = {hops}\n\
              sensitivity = 1.0\n"
         )
     };
-    let args = attack(&claim_of("1.0", "1000000000000000"));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    std::fs::write(&claim, claim_of("1.0", "1000000000000000")).unwrap();
     refused(&args, &["invalid claim.hops", "does not converge"]);
-    let args = attack(&claim_of("1e-9", "1"));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    std::fs::write(&claim, claim_of("1e-9", "1")).unwrap();
     refused(&args, &["invalid claim.sigma", "does not converge"]);
 }
 
@@ -775,23 +671,19 @@ fn command_line_targets_name_their_flags() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.pt");
     refused(
-        &["attack", "--dataset", "cora", "--torchscript", missing.to_str().unwrap(), "--attack", "link-stealing"],
+        &attack_on_cora(&["--torchscript", missing.to_str().unwrap(), "--attack", "link-stealing"]),
         &["invalid --torchscript", "missing.pt"],
     );
-    let post = dir.path().join("p.npy");
-    ndarray::Array2::<f32>::from_elem((2708, 7), 1.0 / 7.0).write_npy(std::fs::File::create(&post).unwrap()).unwrap();
+    let post = uniform_cora_posteriors(dir.path());
     let err = refused(
-        &[
-            "attack",
-            "--dataset",
-            "cora",
+        &attack_on_cora(&[
             "--posteriors",
             post.to_str().unwrap(),
             "--members",
             missing.to_str().unwrap(),
             "--attack",
             "mia-metric",
-        ],
+        ]),
         &["invalid --members"],
     );
     assert!(!err.contains("target.members"), "{err}");

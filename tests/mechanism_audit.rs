@@ -3,16 +3,9 @@
 //! mechanism is violated, bad input exits 2 naming the parameter, and an audit config's
 //! `mechanism` attack lands in the report's "Is the accountant tight?" section.
 use serde_json::Value;
-use std::process::Command;
-
-fn gnnaudit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{audit, gnnaudit};
 
 fn audit_json(args: &[&str]) -> Value {
     let mut all = vec!["mechanism", "audit", "--json"];
@@ -170,14 +163,8 @@ params = { mechanism = "gaussian", epsilon = 1, noise_factor = 0.1, trials = 100
 /// section with its bar chart; `check` fails on the mis-calibrated mechanism.
 #[test]
 fn audit_config_runs_mechanism_attacks_into_the_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("mech.toml");
-    std::fs::write(&cfg, CONFIG).unwrap();
-    let out = dir.path().join("rep");
-    let (code, _, err) = gnnaudit(&["audit", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let attacks = report["cells"][0]["attacks"].as_array().unwrap();
+    let run = audit(CONFIG);
+    let attacks = run.report["cells"][0]["attacks"].as_array().unwrap();
     assert_eq!(attacks.len(), 3);
     let by = |label: &str| attacks.iter().find(|a| a["attack"] == label).unwrap();
     let gap = by("gap-edge-eps1");
@@ -194,14 +181,14 @@ fn audit_config_runs_mechanism_attacks_into_the_report() {
     assert_eq!(bad["verdict"], "violated");
     assert_eq!(bad["violation"], true);
 
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let md = run.read("report.md");
     let section = &md[md.find("## Is the accountant tight?").expect("section in report.md")..];
     for label in ["gap-edge-eps1", "grr-fs-showcase", "gap-sigma-too-small"] {
         assert!(section.contains(label), "{label} missing from:\n{section}");
     }
     assert!(section.contains("**VIOLATED**"));
     assert!(section.contains("paper claim: violated"));
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = run.read("report.html");
     let h = &html[html.find("id=\"tightness\"").expect("section in report.html")..];
     let svg = &h[h.find("<svg").expect("bar chart")..h.find("</svg>").unwrap()];
     // The background plus one bar per claim and bound: 2 + 3 (with the paper claim) + 2.
@@ -209,10 +196,14 @@ fn audit_config_runs_mechanism_attacks_into_the_report() {
     assert!(svg.contains("#E15759"), "the violated bound is drawn red");
 
     // `check` refuses the report because of the mis-calibrated mechanism, exit 1.
-    let thresholds = dir.path().join("thresholds.toml");
+    let thresholds = run.dir.path().join("thresholds.toml");
     std::fs::write(&thresholds, "fail_on_violation = true\n").unwrap();
-    let (code, out_text, err) =
-        gnnaudit(&["check", out.join("report.json").to_str().unwrap(), "--thresholds", thresholds.to_str().unwrap()]);
+    let (code, out_text, err) = gnnaudit(&[
+        "check",
+        run.out.join("report.json").to_str().unwrap(),
+        "--thresholds",
+        thresholds.to_str().unwrap(),
+    ]);
     assert_eq!(code, 1, "{out_text}{err}");
     assert!(format!("{out_text}{err}").contains("gap-sigma-too-small"), "{out_text}{err}");
 }

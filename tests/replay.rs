@@ -8,7 +8,11 @@ use common_cora as common;
 use gnnaudit::data::{self, Dataset, SplitRatios};
 use gnnaudit::methods::{Method, Recipe};
 use gnnaudit::replay::{replay, units, ReplayOptions, ReplayReport, TOLERANCE};
-use std::process::Command;
+// Both helpers include tests/common/data.rs for the tests that load only one of them.
+#[allow(clippy::duplicate_mod)]
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{audit, gnnaudit};
 
 fn prepared(name: &str, min_class_count: usize) -> Dataset {
     prepared_from(&common::data_dir(), name, min_class_count)
@@ -147,19 +151,6 @@ fn batch_coins_are_per_unit() {
     assert_ne!(units::poisson_batch(&pool, 0.1, 7, 4), full, "another step draws other coins");
 }
 
-fn gnnaudit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(args)
-        .env("GNNAUDIT_DATA", common::data_dir())
-        .output()
-        .expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn cli_reports_json_and_refuses_bad_input_with_exit_2() {
     let args = ["replay", "--dataset", "synthetic", "--method", "gap-edp", "--epochs", "2", "--json"];
@@ -213,14 +204,8 @@ params = { random_units = 1 }
 
 #[test]
 fn audit_configs_run_the_sensitivity_kind() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("replay.toml");
-    std::fs::write(&cfg, AUDIT).unwrap();
-    let out = dir.path().join("out");
-    let (code, _, err) = gnnaudit(&["audit", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let report = walk(&out).into_iter().find(|p| p.ends_with("report.json")).expect("report.json");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let run = audit(AUDIT);
+    let (v, report) = (&run.report, run.out.join("report.json"));
     let records: Vec<&serde_json::Value> =
         v["cells"].as_array().unwrap().iter().flat_map(|c| c["attacks"].as_array().unwrap()).collect();
     let verdicts: Vec<&str> = records.iter().map(|a| a["verdict"].as_str().unwrap()).collect();
@@ -232,7 +217,7 @@ fn audit_configs_run_the_sensitivity_kind() {
     assert!(replayed["details"].get("seconds").is_none(), "wall time stays out of the reproducible part");
     // `check` reads the report (the records' constant-score AUC passes every domain check) and
     // fails (exit 1) on the violated replay alone.
-    let thresholds = dir.path().join("thresholds.toml");
+    let thresholds = run.dir.path().join("thresholds.toml");
     std::fs::write(&thresholds, "max_auc = 0.9\n").unwrap();
     let (code, out_text, err) =
         gnnaudit(&["check", report.to_str().unwrap(), "--thresholds", thresholds.to_str().unwrap()]);
@@ -241,21 +226,8 @@ fn audit_configs_run_the_sensitivity_kind() {
     assert!(text.contains("1 problem") && text.contains("dpgnn-rowclip"), "{text}");
 
     let bad = AUDIT.replace("random_units = 1", "random_units = -1");
-    std::fs::write(&cfg, bad).unwrap();
-    let (code, _, err) = gnnaudit(&["audit", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    std::fs::write(&run.config, bad).unwrap();
+    let (code, _, err) = gnnaudit(&["audit", run.config.to_str().unwrap(), "--out", run.out.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("attacks[0].params.random_units"), "{err}");
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = vec![];
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }

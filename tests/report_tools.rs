@@ -6,7 +6,9 @@ use gnnaudit::report::record::Epsilon;
 use gnnaudit::report::{schema::report_schema_json, summarize, Report};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
+#[path = "common/cli.rs"]
+mod cli;
+use cli::gnnaudit;
 
 fn repo() -> PathBuf {
     PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
@@ -14,15 +16,6 @@ fn repo() -> PathBuf {
 
 fn example() -> PathBuf {
     repo().join("reports/example/report.json")
-}
-
-fn gnnaudit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// A JSON Schema checker for the keywords schemars emits here ($ref into $defs, type, properties,

@@ -5,16 +5,9 @@
 use gnnaudit::methods::registry::control_recipe;
 use gnnaudit::methods::{Method, Recipe};
 use gnnaudit::privacy::accountant::PrivacyUnit;
-use std::process::Command;
-
-fn gnnaudit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit")).args(args).output().expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+#[path = "common/cli.rs"]
+mod cli;
+use cli::{audit, gnnaudit};
 
 /// Private methods whose noise cannot be switched off by a registry variant yet: their rows stay
 /// `inconclusive` unless the config gives power another way. Listed so that a new private
@@ -91,14 +84,8 @@ fn records(report: &serde_json::Value, method: &str) -> Vec<serde_json::Value> {
 
 #[test]
 fn noise_off_is_never_not_refuted_and_a_private_model_with_a_caught_control_is() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("controls.toml");
-    std::fs::write(&cfg, AUDIT).unwrap();
-    let out = dir.path().join("out");
-    let (code, _, err) = gnnaudit(&["audit", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    let path = out.join("report.json");
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let run = audit(AUDIT);
+    let (report, path) = (&run.report, run.out.join("report.json"));
     let claim = |method: &str| {
         report["summary"].as_array().unwrap().iter().find(|s| s["method"] == method).unwrap()["epsilon_claimed"]
             .as_f64()
@@ -107,7 +94,7 @@ fn noise_off_is_never_not_refuted_and_a_private_model_with_a_caught_control_is()
 
     // GAP-EDP: its bound stays below the claim, and the same canaries on the noise-off pipeline
     // refute the claim, so the power is shown.
-    let gap = records(&report, "gap-edp");
+    let gap = records(report, "gap-edp");
     let canary = gap.iter().find(|a| a["kind"] == "canary-aggregation").unwrap();
     let control = &canary["control"];
     assert_eq!(canary["verdict"], "not refuted", "{canary}");
@@ -120,7 +107,7 @@ fn noise_off_is_never_not_refuted_and_a_private_model_with_a_caught_control_is()
     assert_eq!((replay["verdict"].as_str(), replay["control"]["caught"].as_bool()), (Some("not refuted"), Some(true)));
 
     // The noise-off model itself: violated or inconclusive, never `not refuted`.
-    for a in records(&report, "demo-gap-edp-noise-off") {
+    for a in records(report, "demo-gap-edp-noise-off") {
         assert!(a["verdict"] == "violated" || a["verdict"] == "inconclusive", "{a}");
         if a["kind"] == "canary-aggregation" {
             assert_eq!(a["verdict"], "violated", "{a}");
@@ -129,7 +116,7 @@ fn noise_off_is_never_not_refuted_and_a_private_model_with_a_caught_control_is()
 
     // ProGAP-EDP: `not refuted` exactly when its non-private control is caught. The replay cannot
     // see ProGAP's noise (its control declares no sensitivity), so that row is inconclusive.
-    for a in records(&report, "progap-edp") {
+    for a in records(report, "progap-edp") {
         let caught = a["control"]["caught"].as_bool();
         assert_eq!(a["verdict"] == "not refuted", caught == Some(true), "{a}");
         if a["kind"] == "sensitivity" {
@@ -141,12 +128,12 @@ fn noise_off_is_never_not_refuted_and_a_private_model_with_a_caught_control_is()
     }
 
     // The report shows each control's bound beside the row, and why a row is inconclusive.
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let md = run.read("report.md");
     assert!(md.contains("control ε_lb"), "{md}");
     assert!(md.contains("power shown") && md.contains("inconclusive ("), "{md}");
 
     // `check` with require_power fails on the inconclusive rows only (exit 1), naming them.
-    let thresholds = dir.path().join("t.toml");
+    let thresholds = run.dir.path().join("t.toml");
     std::fs::write(&thresholds, "fail_on_violation = false\nrequire_power = true\n").unwrap();
     let (code, stdout, stderr) =
         gnnaudit(&["check", path.to_str().unwrap(), "--thresholds", thresholds.to_str().unwrap()]);
