@@ -49,6 +49,13 @@ pub struct Claim {
     pub paper_epsilon: Option<f64>,
 }
 
+impl Claim {
+    /// The claim of a pure-DP mechanism: its event's epsilon at delta 0.
+    pub fn pure(event: Event) -> Claim {
+        Claim { epsilon: event.pure_epsilon(), delta: 0.0, event, paper_epsilon: None }
+    }
+}
+
 /// A candidate test "T >= threshold" with its rates under each input: (P[T >= t | positive],
 /// P[T >= t | negative]), exact from the mechanism's distribution or observed on the pilot.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,14 +73,29 @@ pub trait AuditPair {
     fn params(&self) -> serde_json::Value;
     /// The claim of the mechanism as calibrated (from the accountant's event).
     fn claim(&self) -> Result<Claim>;
-    /// The bound that is valid for this mechanism (`gdp` only for exactly Gaussian trade-offs).
-    fn bound(&self) -> BoundKind;
+    /// The bound that is valid for this mechanism: Clopper-Pearson is for every one; `gdp` only
+    /// for exactly Gaussian trade-offs, whose pairs say so.
+    fn bound(&self) -> BoundKind {
+        BoundKind::ClopperPearson
+    }
     /// What the statistic is, in words.
     fn statistic(&self) -> String;
     /// Candidate thresholds with their exact rates (the pilot measures the rates it plans with).
     fn candidates(&self) -> Vec<Candidate>;
     /// `trials` draws of the statistic on the positive input and on the negative input.
     fn sample(&self, trials: usize, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>);
+}
+
+/// `trials` draws of the statistic on the positive input (`draw(true, ..)`), then `trials` on the
+/// negative input: [`AuditPair::sample`] for a pair that draws one statistic at a time.
+pub fn paired_draws(
+    trials: usize,
+    rng: &mut ChaCha8Rng,
+    mut draw: impl FnMut(bool, &mut ChaCha8Rng) -> f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let pos = (0..trials).map(|_| draw(true, rng)).collect();
+    let neg = (0..trials).map(|_| draw(false, rng)).collect();
+    (pos, neg)
 }
 
 /// The result of one mechanism audit (the JSON of `gnnaudit mechanism audit --json`).
@@ -324,6 +346,21 @@ pub fn require(ok: bool, flag: &str, message: impl std::fmt::Display) -> Result<
     }
 }
 
+/// Checks the range [low, high] a feature mechanism clips its values into.
+pub fn require_range(low: f64, high: f64) -> Result<()> {
+    require(low.is_finite() && high.is_finite() && low < high, "range", format!("need a < b, got [{low}, {high}]"))
+}
+
+/// Checks the delta of a Gaussian mechanism's claim (`--delta`).
+pub fn require_delta(delta: f64) -> Result<()> {
+    require(delta > 0.0 && delta < 1.0, "--delta", format!("must be in (0, 1), got {delta}"))
+}
+
+/// Checks a fault injection's factor on the calibrated noise (`--noise-factor`).
+pub fn require_noise_factor(factor: f64) -> Result<()> {
+    require(factor.is_finite() && factor > 0.0, "--noise-factor", format!("must be > 0, got {factor}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,11 +419,7 @@ mod tests {
             serde_json::Value::Null
         }
         fn claim(&self) -> Result<Claim> {
-            let event = Event::PureDp { epsilon: 0.01 };
-            Ok(Claim { epsilon: 0.01, delta: 0.0, event, paper_epsilon: None })
-        }
-        fn bound(&self) -> BoundKind {
-            BoundKind::ClopperPearson
+            Ok(Claim::pure(Event::PureDp { epsilon: 0.01 }))
         }
         fn statistic(&self) -> String {
             "Bin(10, 1/2)".into()

@@ -11,7 +11,7 @@
 //!
 //! With q = 1 the trade-off curve is exactly Gaussian and the `gdp` bound is valid; with q < 1 it
 //! is a mixture, for which only the Clopper-Pearson bound is valid.
-use super::audit::{require, std_normal, AuditPair, Candidate, Claim};
+use super::audit::{require, require_delta, require_noise_factor, std_normal, AuditPair, Candidate, Claim};
 use crate::error::Result;
 use crate::privacy::accountant::analytic::gaussian_sigma;
 use crate::privacy::accountant::pld::pld_epsilon;
@@ -67,7 +67,7 @@ impl DpSgdStep {
     /// Gaussian at q = 1, the PLD accountant otherwise.
     pub fn calibrated_sigma(sample_rate: f64, epsilon: f64, delta: f64) -> Result<f64> {
         require(epsilon > 0.0 && epsilon.is_finite(), "--epsilon", format!("must be > 0 and finite, got {epsilon}"))?;
-        require(delta > 0.0 && delta < 1.0, "--delta", format!("must be in (0, 1), got {delta}"))?;
+        require_delta(delta)?;
         DpSgdStep::new(sample_rate, 1.0, 1.0)?;
         if sample_rate >= 1.0 {
             gaussian_sigma(epsilon, delta)
@@ -94,11 +94,11 @@ pub struct DpSgdStepPair {
 
 impl DpSgdStepPair {
     pub fn new(step: DpSgdStep, delta: f64) -> Result<Self> {
-        require(delta > 0.0 && delta < 1.0, "--delta", format!("must be in (0, 1), got {delta}"))?;
+        require_delta(delta)?;
         Ok(DpSgdStepPair { claimed: step, run: step, delta })
     }
     pub fn with_noise_factor(mut self, factor: f64) -> Result<Self> {
-        require(factor.is_finite() && factor > 0.0, "--noise-factor", format!("must be > 0, got {factor}"))?;
+        require_noise_factor(factor)?;
         self.run.noise_multiplier = self.claimed.noise_multiplier * factor;
         Ok(self)
     }

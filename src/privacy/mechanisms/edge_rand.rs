@@ -12,10 +12,9 @@
 //!
 //! Sparse-friendly: kept edges are drawn edge by edge, and the number of added non-edges is one
 //! binomial draw followed by uniform rejection sampling of pairs; the N^2 matrix is never built.
-use super::audit::{require, AuditPair, Candidate, Claim};
+use super::audit::{paired_draws, require, AuditPair, Candidate, Claim};
 use crate::data::Graph;
 use crate::error::{Error, Result};
-use gnnaudit_attacks::stats::BoundKind;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Binomial, Distribution, Exp1};
@@ -199,10 +198,7 @@ impl AuditPair for EdgeRandPair {
     }
     fn claim(&self) -> Result<Claim> {
         let event = crate::privacy::accountant::methods::edge_rand(self.arr.epsilon);
-        Ok(Claim { epsilon: event.pure_epsilon(), delta: 0.0, event, paper_epsilon: None })
-    }
-    fn bound(&self) -> BoundKind {
-        BoundKind::ClopperPearson
+        Ok(Claim::pure(event))
     }
     fn statistic(&self) -> String {
         format!(
@@ -220,9 +216,7 @@ impl AuditPair for EdgeRandPair {
         vec![Candidate { threshold: 1.0, tpr, fpr }]
     }
     fn sample(&self, trials: usize, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>) {
-        let pos = (0..trials).map(|_| self.draw(true, rng)).collect();
-        let neg = (0..trials).map(|_| self.draw(false, rng)).collect();
-        (pos, neg)
+        paired_draws(trials, rng, |with_edge, rng| self.draw(with_edge, rng))
     }
 }
 

@@ -8,7 +8,7 @@
 //! Duchi's mechanism is not offered: PGC is Duchi after an affine map (eq. 2.22-2.27), which the
 //! tests check. The range is public (our choice): values outside it are clipped, and
 //! [`FeatureLdp::perturb`] says how many were. A record of d features is d eps-LDP.
-use super::audit::require;
+use super::audit::{require, require_range};
 use super::pgc::Pgc;
 use crate::error::{Error, Result};
 use rand::Rng;
@@ -58,11 +58,7 @@ impl FeatureLdp {
     pub fn new(kind: FeatureMechanismKind, epsilon: f64, low: f64, high: f64) -> Result<Self> {
         require(kind != FeatureMechanismKind::Raw, "mechanism", "raw features are not randomised: no mechanism")?;
         require(epsilon > 0.0 && epsilon.is_finite(), "epsilon", format!("must be > 0 and finite, got {epsilon}"))?;
-        require(
-            low.is_finite() && high.is_finite() && low < high,
-            "range",
-            format!("need a < b, got [{low}, {high}]"),
-        )?;
+        require_range(low, high)?;
         Ok(FeatureLdp { kind, epsilon, low, high })
     }
     pub fn kind(&self) -> FeatureMechanismKind {

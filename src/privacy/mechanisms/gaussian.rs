@@ -10,7 +10,9 @@
 //! projections instead of whole matrices is exact and makes 10^6 runs cheap. Over K hops the
 //! standardised sum is N(mu, 1) vs N(0, 1) with mu = sqrt(K D) / s: an exactly Gaussian
 //! trade-off curve, for which the `gdp` bound is valid.
-use super::audit::{gaussian_candidates, require, AuditPair, Candidate, Claim};
+use super::audit::{
+    gaussian_candidates, paired_draws, require, require_delta, require_noise_factor, AuditPair, Candidate, Claim,
+};
 use crate::error::Result;
 use crate::privacy::accountant::analytic::gaussian_sigma;
 use crate::privacy::accountant::{budget, Event, PrivacyUnit};
@@ -71,7 +73,7 @@ impl GaussianAggregation {
     /// multiplier std / (Delta sqrt(K)), calibrated with the exact analytic Gaussian.
     pub fn calibrated_std(level: Level, hops: u64, epsilon: f64, delta: f64) -> Result<f64> {
         require(epsilon > 0.0 && epsilon.is_finite(), "--epsilon", format!("must be > 0 and finite, got {epsilon}"))?;
-        require(delta > 0.0 && delta < 1.0, "--delta", format!("must be in (0, 1), got {delta}"))?;
+        require_delta(delta)?;
         let probe = GaussianAggregation::new(level, hops, 1.0)?;
         Ok(gaussian_sigma(epsilon, delta)? * probe.sensitivity() * (hops as f64).sqrt())
     }
@@ -92,12 +94,12 @@ pub struct GaussianPair {
 
 impl GaussianPair {
     pub fn new(mechanism: GaussianAggregation, delta: f64) -> Result<Self> {
-        require(delta > 0.0 && delta < 1.0, "--delta", format!("must be in (0, 1), got {delta}"))?;
+        require_delta(delta)?;
         Ok(GaussianPair { claimed: mechanism, run: mechanism, delta })
     }
     /// Fault injection: run with `factor` times the claimed noise (a mis-calibrated accountant).
     pub fn with_noise_factor(mut self, factor: f64) -> Result<Self> {
-        require(factor.is_finite() && factor > 0.0, "--noise-factor", format!("must be > 0, got {factor}"))?;
+        require_noise_factor(factor)?;
         self.run.std = self.claimed.std * factor;
         Ok(self)
     }
@@ -159,9 +161,7 @@ impl AuditPair for GaussianPair {
         gaussian_candidates(self.claimed.mu())
     }
     fn sample(&self, trials: usize, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>) {
-        let pos = (0..trials).map(|_| self.draw(true, rng)).collect();
-        let neg = (0..trials).map(|_| self.draw(false, rng)).collect();
-        (pos, neg)
+        paired_draws(trials, rng, |with_unit, rng| self.draw(with_unit, rng))
     }
 }
 

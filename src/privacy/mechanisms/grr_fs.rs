@@ -12,7 +12,6 @@
 use super::audit::{binomial_pmf, convolve, discrete_candidates, require, AuditPair, Candidate, Claim};
 use crate::error::Result;
 use crate::privacy::accountant::Event;
-use gnnaudit_attacks::stats::BoundKind;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -167,9 +166,6 @@ impl AuditPair for GrrFsPair {
             event,
             paper_epsilon: Some(self.mechanism.paper_epsilon()),
         })
-    }
-    fn bound(&self) -> BoundKind {
-        BoundKind::ClopperPearson
     }
     fn statistic(&self) -> String {
         "number of features reported as 1 (records all-1 vs all-0)".into()

@@ -2,10 +2,9 @@
 //! a user-side encoder (Algorithm 2) that perturbs m of the d features of a vector in [a, b]^d to
 //! {-1, 0, 1}, and a server-side rectifier (eq. 3.10) that turns the code into an unbiased
 //! estimate of the vector. The encoder is eps-LDP per node (Theorem 1).
-use super::audit::{binomial_pmf, discrete_candidates, require, AuditPair, Candidate, Claim};
+use super::audit::{binomial_pmf, discrete_candidates, paired_draws, require, AuditPair, Candidate, Claim};
 use crate::error::{Error, Result};
 use crate::privacy::accountant::Event;
-use gnnaudit_attacks::stats::BoundKind;
 use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Tensor};
 
@@ -201,10 +200,7 @@ impl AuditPair for MultiBitPair {
         let event = Event::PureDp { epsilon: self.mb.per_dim_epsilon() }
             .labelled("multi-bit, one sampled coordinate")
             .times(self.mb.sampled as u64);
-        Ok(Claim { epsilon: event.pure_epsilon(), delta: 0.0, event, paper_epsilon: None })
-    }
-    fn bound(&self) -> BoundKind {
-        BoundKind::ClopperPearson
+        Ok(Claim::pure(event))
     }
     fn statistic(&self) -> String {
         "number of +1 coordinates in the code (records all-1 vs all-0 in [0, 1]^d)".into()
@@ -214,9 +210,7 @@ impl AuditPair for MultiBitPair {
         discrete_candidates(&binomial_pmf(m, self.mb.p_t1(1.0)), &binomial_pmf(m, self.mb.p_t1(0.0)))
     }
     fn sample(&self, trials: usize, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>) {
-        let pos = (0..trials).map(|_| self.plus_signs(1.0, rng)).collect();
-        let neg = (0..trials).map(|_| self.plus_signs(0.0, rng)).collect();
-        (pos, neg)
+        paired_draws(trials, rng, |all_ones, rng| self.plus_signs(if all_ones { 1.0 } else { 0.0 }, rng))
     }
 }
 

@@ -7,10 +7,11 @@
 //! Privacy unit. Each feature spends eps (Lemma 1), and the d features of a record are randomised
 //! independently, so a node's record is d eps-LDP (basic composition, tight here): the record-level
 //! claim is d eps, with eps per feature a detail.
-use super::audit::{binomial_pmf, discrete_candidates, require, AuditPair, Candidate, Claim};
+use super::audit::{
+    binomial_pmf, discrete_candidates, paired_draws, require, require_range, AuditPair, Candidate, Claim,
+};
 use crate::error::Result;
 use crate::privacy::accountant::Event;
-use gnnaudit_attacks::stats::BoundKind;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -25,11 +26,7 @@ pub struct Pgc {
 impl Pgc {
     pub fn new(epsilon: f64, low: f64, high: f64) -> Result<Self> {
         require(epsilon > 0.0 && epsilon.is_finite(), "--epsilon", format!("must be > 0 and finite, got {epsilon}"))?;
-        require(
-            low.is_finite() && high.is_finite() && low < high,
-            "range",
-            format!("need a < b, got [{low}, {high}]"),
-        )?;
+        require_range(low, high)?;
         Ok(Pgc { epsilon, low, high })
     }
 
@@ -93,10 +90,7 @@ impl AuditPair for PgcPair {
     }
     fn claim(&self) -> Result<Claim> {
         let event = self.pgc.record_event(self.features);
-        Ok(Claim { epsilon: event.pure_epsilon(), delta: 0.0, event, paper_epsilon: None })
-    }
-    fn bound(&self) -> BoundKind {
-        BoundKind::ClopperPearson
+        Ok(Claim::pure(event))
     }
     fn statistic(&self) -> String {
         "number of bits equal to 1 (records all-1 vs all-0 in [0, 1]^d)".into()
@@ -106,9 +100,7 @@ impl AuditPair for PgcPair {
         discrete_candidates(&binomial_pmf(d, self.pgc.p_one(1.0)), &binomial_pmf(d, self.pgc.p_one(0.0)))
     }
     fn sample(&self, trials: usize, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>) {
-        let pos = (0..trials).map(|_| self.ones(1.0, rng)).collect();
-        let neg = (0..trials).map(|_| self.ones(0.0, rng)).collect();
-        (pos, neg)
+        paired_draws(trials, rng, |all_ones, rng| self.ones(if all_ones { 1.0 } else { 0.0 }, rng))
     }
 }
 

@@ -1,10 +1,9 @@
 //! Generalized (k-ary) randomized response on labels (Kairouz et al. 2016; thesis eq. 3.39): keep
 //! the true class with probability e^eps/(e^eps + c - 1), otherwise report one of the other c - 1
 //! classes uniformly. eps-LDP per node. eps = inf keeps every label (the non-private switch).
-use super::audit::{discrete_candidates, require, AuditPair, Candidate, Claim};
+use super::audit::{discrete_candidates, paired_draws, require, AuditPair, Candidate, Claim};
 use crate::error::{Error, Result};
 use crate::privacy::accountant::Event;
-use gnnaudit_attacks::stats::BoundKind;
 use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Tensor};
 
@@ -124,10 +123,7 @@ impl AuditPair for RrPair {
     }
     fn claim(&self) -> Result<Claim> {
         let event = Event::PureDp { epsilon: self.rr.epsilon }.labelled("generalized randomized response");
-        Ok(Claim { epsilon: event.pure_epsilon(), delta: 0.0, event, paper_epsilon: None })
-    }
-    fn bound(&self) -> BoundKind {
-        BoundKind::ClopperPearson
+        Ok(Claim::pure(event))
     }
     fn statistic(&self) -> String {
         "1 if the report equals the positive input's label (0), else 0 (labels 0 vs 1)".into()
@@ -137,10 +133,10 @@ impl AuditPair for RrPair {
         discrete_candidates(&[1.0 - p, p], &[1.0 - q, q])
     }
     fn sample(&self, trials: usize, rng: &mut ChaCha8Rng) -> (Vec<f64>, Vec<f64>) {
-        let mut draw = |y: usize| (0..trials).map(|_| (self.rr.respond(y, rng) == 0) as u8 as f64).collect();
-        let pos = draw(0);
-        let neg = draw(1);
-        (pos, neg)
+        // The positive input is label 0, the negative label 1.
+        paired_draws(trials, rng, |positive, rng| {
+            (self.rr.respond(if positive { 0 } else { 1 }, rng) == 0) as u8 as f64
+        })
     }
 }
 
