@@ -49,16 +49,24 @@ impl Default for MiaParams {
     }
 }
 
+/// What both membership attacks are to the registry: the node-membership game, black-box access
+/// (and the training oracle for a shadow model), the shadow graph size as adversary knowledge.
+macro_rules! membership_attack {
+    () => {
+        fn game(&self) -> GameUnit {
+            GameUnit::NodeMembership
+        }
+        fn requires(&self) -> Access {
+            membership_access(self.source)
+        }
+        fn apply_knowledge(&mut self, knowledge: &AdversaryKnowledge) -> Result<()> {
+            shadow_knowledge(self.source, &mut self.shadow_per_class, knowledge)
+        }
+    };
+}
+
 impl Attack for MiaParams {
-    fn game(&self) -> GameUnit {
-        GameUnit::NodeMembership
-    }
-    fn requires(&self) -> Access {
-        membership_access(self.source)
-    }
-    fn apply_knowledge(&mut self, knowledge: &AdversaryKnowledge) -> Result<()> {
-        shadow_knowledge(self.source, &mut self.shadow_per_class, knowledge)
-    }
+    membership_attack!();
     fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
         shadow_mia(target, self, seed)
     }
@@ -88,15 +96,7 @@ impl Default for MetricMiaParams {
 }
 
 impl Attack for MetricMiaParams {
-    fn game(&self) -> GameUnit {
-        GameUnit::NodeMembership
-    }
-    fn requires(&self) -> Access {
-        membership_access(self.source)
-    }
-    fn apply_knowledge(&mut self, knowledge: &AdversaryKnowledge) -> Result<()> {
-        shadow_knowledge(self.source, &mut self.shadow_per_class, knowledge)
-    }
+    membership_attack!();
     fn run(&self, target: &Target, seed: u64) -> Result<Outcome> {
         let mia = MiaParams { source: self.source, shadow_per_class: self.shadow_per_class, ..MiaParams::default() };
         metric_mia(target, &mia, self.metric, seed)
