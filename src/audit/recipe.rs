@@ -135,28 +135,33 @@ where
     serde_json::from_value(value).map_err(|e| (String::new(), e.to_string()))
 }
 
+/// A `Params` table from TOML text, for the tests of the audit's tables.
+#[cfg(test)]
+pub(super) fn toml_params(s: &str) -> Params {
+    toml::from_str(s).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn table(s: &str) -> Params {
-        toml::from_str(s).unwrap()
-    }
-
     #[test]
     fn recipes_come_from_method_tables_and_typos_name_the_key() {
         let auto = DeltaPolicy::Auto;
-        let r = build_recipe("gap-edp", &table("hops = 3\nepochs = 7"), Epsilon::Finite(2.0), auto).unwrap();
+        let r = build_recipe("gap-edp", &toml_params("hops = 3\nepochs = 7"), Epsilon::Finite(2.0), auto).unwrap();
         assert_eq!((r.hops, r.train.epochs, r.epsilon, r.delta), (Some(3), Some(7), Some(2.0), None));
-        let r = build_recipe("gap-edp", &table(""), Epsilon::Infinite, DeltaPolicy::Fixed(1e-5)).unwrap();
+        let r = build_recipe("gap-edp", &toml_params(""), Epsilon::Infinite, DeltaPolicy::Fixed(1e-5)).unwrap();
         assert_eq!((r.epsilon, r.delta), (None, Some(1e-5)));
-        let r = build_recipe("mlp", &table(""), Epsilon::Finite(1.0), auto).unwrap();
+        let r = build_recipe("mlp", &toml_params(""), Epsilon::Finite(1.0), auto).unwrap();
         assert_eq!(r.epsilon, None, "a non-private method takes no epsilon");
-        let (k, m) = build_recipe("gap-edp", &table("hosp = 2"), Epsilon::Infinite, auto).unwrap_err();
+        let (k, m) = build_recipe("gap-edp", &toml_params("hosp = 2"), Epsilon::Infinite, auto).unwrap_err();
         assert_eq!(k, "hosp", "{m}");
-        assert_eq!(build_recipe("gap-edp", &table("epsilon = 2"), Epsilon::Infinite, auto).unwrap_err().0, "epsilon");
-        assert_eq!(build_recipe("gap-nope", &table(""), Epsilon::Infinite, auto).unwrap_err().0, "method");
-        assert!(build_recipe("gap-edp", &table("hops = \"two\""), Epsilon::Infinite, auto).is_err());
+        assert_eq!(
+            build_recipe("gap-edp", &toml_params("epsilon = 2"), Epsilon::Infinite, auto).unwrap_err().0,
+            "epsilon"
+        );
+        assert_eq!(build_recipe("gap-nope", &toml_params(""), Epsilon::Infinite, auto).unwrap_err().0, "method");
+        assert!(build_recipe("gap-edp", &toml_params("hops = \"two\""), Epsilon::Infinite, auto).is_err());
         assert_eq!(grid_unit("gap-ndp"), Some(PrivacyUnit::Node));
         assert_eq!(grid_unit("mlp"), None);
     }
@@ -170,10 +175,10 @@ mod tests {
             rate: Option<f64>,
         }
         let base = P { shadows: 16, online: true, rate: None };
-        let p = overlay(&base, &table("shadows = 4\nrate = 0.5")).unwrap();
+        let p = overlay(&base, &toml_params("shadows = 4\nrate = 0.5")).unwrap();
         assert_eq!(p, P { shadows: 4, online: true, rate: Some(0.5) });
-        assert_eq!(overlay(&base, &table("shadow = 4")).unwrap_err().0, "shadow");
-        let (k, m) = overlay(&base, &table("online = \"yes\"")).unwrap_err();
+        assert_eq!(overlay(&base, &toml_params("shadow = 4")).unwrap_err().0, "shadow");
+        let (k, m) = overlay(&base, &toml_params("online = \"yes\"")).unwrap_err();
         assert_eq!(k, "online");
         assert!(m.contains("default: true"), "{m}");
     }
@@ -181,13 +186,13 @@ mod tests {
     #[test]
     fn lpgnn_grid_sets_the_swept_budget() {
         let auto = DeltaPolicy::Auto;
-        let r = build_recipe("lpgnn", &table("epsilon_y = 1"), Epsilon::Finite(0.5), auto).unwrap();
+        let r = build_recipe("lpgnn", &toml_params("epsilon_y = 1"), Epsilon::Finite(0.5), auto).unwrap();
         assert_eq!((r.epsilon_x, r.epsilon_y), (0.5, 1.0));
-        let p = table("sweep = \"epsilon_y\"\nepsilon_x = 1");
+        let p = toml_params("sweep = \"epsilon_y\"\nepsilon_x = 1");
         let r = build_recipe("lpgnn", &p, Epsilon::Finite(2.0), auto).unwrap();
         assert_eq!((r.epsilon_x, r.epsilon_y), (1.0, 2.0));
         assert_eq!(
-            build_recipe("lpgnn", &table("epsilon_x = 1"), Epsilon::Finite(2.0), auto).unwrap_err().0,
+            build_recipe("lpgnn", &toml_params("epsilon_x = 1"), Epsilon::Finite(2.0), auto).unwrap_err().0,
             "epsilon_x"
         );
         assert_eq!(grid_unit("lpgnn"), Some(PrivacyUnit::Local));

@@ -332,20 +332,22 @@ pub fn validate_attack_params(
 
 #[cfg(test)]
 mod tests {
+    use super::recipe::toml_params;
     use super::*;
-
-    fn table(s: &str) -> Params {
-        toml::from_str(s).unwrap()
-    }
 
     #[test]
     fn attack_tables_are_checked_against_the_attacks_crate() {
-        assert!(validate_attack_params("lira", &table("shadow_nodes_per_class = 100"), &table("shadows = 4")).is_ok());
-        let err = validate_attack_params("lira", &table(""), &table("shadow = 4"));
+        assert!(validate_attack_params(
+            "lira",
+            &toml_params("shadow_nodes_per_class = 100"),
+            &toml_params("shadows = 4")
+        )
+        .is_ok());
+        let err = validate_attack_params("lira", &toml_params(""), &toml_params("shadow = 4"));
         assert_eq!(err.unwrap_err().0, "params.shadow");
-        let err = validate_attack_params("mia", &table("shadow_nodes = 4"), &table(""));
+        let err = validate_attack_params("mia", &toml_params("shadow_nodes = 4"), &toml_params(""));
         assert_eq!(err.unwrap_err().0, "knowledge.shadow_nodes");
-        assert!(validate_attack_params("mia-metric", &table(""), &table("metric = \"entropy\"")).is_ok());
-        assert_eq!(validate_attack_params("attribute", &table(""), &table("")).unwrap_err().0, "kind");
+        assert!(validate_attack_params("mia-metric", &toml_params(""), &toml_params("metric = \"entropy\"")).is_ok());
+        assert_eq!(validate_attack_params("attribute", &toml_params(""), &toml_params("")).unwrap_err().0, "kind");
     }
 }

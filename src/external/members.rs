@@ -208,55 +208,57 @@ pub fn table_ints(df: &polars::prelude::DataFrame, path: &Path, name: &str) -> R
 mod tests {
     use super::*;
 
+    /// `text` written to `path`, then read as the members of a 5-node graph: the ids, or the
+    /// error's message.
+    fn read_back(path: &Path, text: &str) -> std::result::Result<Vec<usize>, String> {
+        std::fs::write(path, text).unwrap();
+        load_members(path, 5).map_err(|e| e.to_string())
+    }
+
+    /// [`read_back`] of `array` saved with `numpy.save`'s layout.
+    fn read_back_npy<T: ndarray_npy::WritableElement>(
+        path: &Path,
+        array: &[T],
+    ) -> std::result::Result<Vec<usize>, String> {
+        use ndarray_npy::WriteNpyExt;
+        ndarray::ArrayView1::from(array).write_npy(std::fs::File::create(path).unwrap()).unwrap();
+        load_members(path, 5).map_err(|e| e.to_string())
+    }
+
     #[test]
     fn text_members_are_checked_against_the_node_count() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("m.txt");
-        std::fs::write(&p, "# members\n3\n1\n\n0\n").unwrap();
-        assert_eq!(load_members(&p, 5).unwrap(), vec![0, 1, 3]);
-        std::fs::write(&p, "3\n7\n").unwrap();
-        let e = load_members(&p, 5).unwrap_err().to_string();
+        assert_eq!(read_back(&p, "# members\n3\n1\n\n0\n").unwrap(), vec![0, 1, 3]);
+        let e = read_back(&p, "3\n7\n").unwrap_err();
         assert!(e.contains("m.txt") && e.contains("line 2") && e.contains("7"), "{e}");
-        std::fs::write(&p, "1\n\n1\n").unwrap();
-        let e = load_members(&p, 5).unwrap_err().to_string();
+        let e = read_back(&p, "1\n\n1\n").unwrap_err();
         assert!(e.contains("line 3") && e.contains("twice") && e.contains("first at line 1"), "{e}");
-        std::fs::write(&p, "1\n-2\n").unwrap();
-        assert!(load_members(&p, 5).unwrap_err().to_string().contains("line 2: node id -2"));
-        std::fs::write(&p, "1\nx\n").unwrap();
-        assert!(load_members(&p, 5).unwrap_err().to_string().contains("line 2"));
+        assert!(read_back(&p, "1\n-2\n").unwrap_err().contains("line 2: node id -2"));
+        assert!(read_back(&p, "1\nx\n").unwrap_err().contains("line 2"));
     }
 
     #[test]
     fn a_header_is_only_a_non_numeric_first_line() {
         let dir = tempfile::tempdir().unwrap();
         let c = dir.path().join("m.csv");
-        std::fs::write(&c, "4\n0\n2\n").unwrap();
-        assert_eq!(load_members(&c, 5).unwrap(), vec![0, 2, 4], "a headerless CSV keeps its first id");
-        std::fs::write(&c, "node\n4\n0\n").unwrap();
-        assert_eq!(load_members(&c, 5).unwrap(), vec![0, 4]);
-        std::fs::write(&c, "score,node_id\n0.5,3\n0.1,1\n").unwrap();
-        assert_eq!(load_members(&c, 5).unwrap(), vec![1, 3]);
-        std::fs::write(&c, "3,1\n1,0\n").unwrap();
-        let e = load_members(&c, 5).unwrap_err().to_string();
+        assert_eq!(read_back(&c, "4\n0\n2\n").unwrap(), vec![0, 2, 4], "a headerless CSV keeps its first id");
+        assert_eq!(read_back(&c, "node\n4\n0\n").unwrap(), vec![0, 4]);
+        assert_eq!(read_back(&c, "score,node_id\n0.5,3\n0.1,1\n").unwrap(), vec![1, 3]);
+        let e = read_back(&c, "3,1\n1,0\n").unwrap_err();
         assert!(e.contains("line 1") && e.contains("header"), "{e}");
     }
 
     #[test]
     fn npy_ids_and_masks_read_back() {
-        use ndarray_npy::WriteNpyExt;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("m.npy");
-        ndarray::arr1(&[4i64, 2]).write_npy(std::fs::File::create(&p).unwrap()).unwrap();
-        assert_eq!(load_members(&p, 5).unwrap(), vec![2, 4]);
-        ndarray::arr1(&[true, false, true, true, false]).write_npy(std::fs::File::create(&p).unwrap()).unwrap();
-        assert_eq!(load_members(&p, 5).unwrap(), vec![0, 2, 3]);
-        ndarray::arr1(&[0u8, 1, 1, 0, 0]).write_npy(std::fs::File::create(&p).unwrap()).unwrap();
-        assert_eq!(load_members(&p, 5).unwrap(), vec![1, 2], "a 0/1 array over every node is a mask");
-        ndarray::arr1(&[true, false]).write_npy(std::fs::File::create(&p).unwrap()).unwrap();
-        let e = load_members(&p, 5).unwrap_err().to_string();
+        assert_eq!(read_back_npy(&p, &[4i64, 2]).unwrap(), vec![2, 4]);
+        assert_eq!(read_back_npy(&p, &[true, false, true, true, false]).unwrap(), vec![0, 2, 3]);
+        assert_eq!(read_back_npy(&p, &[0u8, 1, 1, 0, 0]).unwrap(), vec![1, 2], "a 0/1 array over every node is a mask");
+        let e = read_back_npy(&p, &[true, false]).unwrap_err();
         assert!(e.contains("2 entries") && e.contains("5 nodes"), "{e}");
-        ndarray::arr1(&[1i32, 3, 1]).write_npy(std::fs::File::create(&p).unwrap()).unwrap();
-        let e = load_members(&p, 5).unwrap_err().to_string();
+        let e = read_back_npy(&p, &[1i32, 3, 1]).unwrap_err();
         assert!(e.contains("entry 2") && e.contains("twice"), "{e}");
     }
 
