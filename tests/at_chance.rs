@@ -5,10 +5,9 @@
 //! renders and checks.
 
 use gnnaudit::train::baseline::{at_chance, Baseline};
-use std::path::Path;
 #[path = "common/cli.rs"]
 mod cli;
-use cli::{audit, data_dir, gnnaudit, json_of};
+use cli::{audit, check, data_dir, gnnaudit, json_of};
 
 /// Cora's majority class under train's default split (75/10/15, split seed 0), counted here from
 /// the labels: class 3 ("Neural Networks") is the most frequent class of every large sample.
@@ -110,20 +109,12 @@ fn the_audit_report_carries_baselines_and_check_forbids_rows_at_chance() {
     assert!(html.contains("class=\"at-chance\"") && html.contains("majority / chance %"));
 
     // forbid_at_chance fails (exit 1) on the DPAR-GM row only; without it the report passes.
-    let t = dir.path().join("t.toml");
-    std::fs::write(&t, "forbid_at_chance = true\n").unwrap();
-    let report_json = audited.out.join("report.json");
-    let args = |t: &Path| {
-        vec!["check".to_string(), report_json.display().to_string(), "--thresholds".into(), t.display().to_string()]
-    };
-    let run = |a: Vec<String>| gnnaudit(&a.iter().map(String::as_str).collect::<Vec<_>>());
-    let (code, stdout, _) = run(args(&t));
+    let forbid = "forbid_at_chance = true\n";
+    let (code, stdout, _) = audited.check(forbid, &[]);
     assert_eq!(code, 1, "{stdout}");
     assert!(stdout.contains("cora / dpar-gm / ε=1: at chance"), "{stdout}");
     assert!(!stdout.contains("/ gcn /"), "{stdout}");
-    let lax = dir.path().join("lax.toml");
-    std::fs::write(&lax, "forbid_at_chance = false\n").unwrap();
-    let (code, stdout, _) = run(args(&lax));
+    let (code, stdout, _) = audited.check("forbid_at_chance = false\n", &[]);
     assert_eq!(code, 0, "{stdout}");
 
     // A report from before baselines: no baseline fields. It still loads, renders (no marker,
@@ -147,7 +138,7 @@ fn the_audit_report_carries_baselines_and_check_forbids_rows_at_chance() {
     let md = gnnaudit::report::markdown::render(&loaded);
     assert!(!md.contains("(at chance)") && md.contains("majority / chance"), "{md}");
     gnnaudit::report::html::render(&loaded);
-    let (code, stdout, _) = gnnaudit(&["check", old_json.to_str().unwrap(), "--thresholds", t.to_str().unwrap()]);
+    let (code, stdout, _) = check(&old_json, forbid, &[]);
     assert_eq!(code, 0, "{stdout}");
     assert!(stdout.contains("forbid_at_chance not checked"), "{stdout}");
 }

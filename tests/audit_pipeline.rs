@@ -11,15 +11,9 @@ use gnnaudit::report::Report;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn config() -> AuditConfig {
-    let c = AuditConfig::parse(FAKE_CONFIG).unwrap();
-    c.validate(None).unwrap();
-    c
-}
-
 fn audit(out: &Path, runner: &mut FakeRunner) -> gnnaudit::audit::runner::AuditSummary {
     let opts = OutputOptions { out: Some(out.to_path_buf()), fresh: false };
-    run_audit(&config(), Path::new("fake.toml"), runner, &opts).unwrap()
+    run_audit(&fake_config(), Path::new("fake.toml"), runner, &opts).unwrap()
 }
 
 /// report.json up to its `run` object (the last field): everything that must be reproducible.
@@ -99,7 +93,7 @@ fn same_config_and_seed_give_identical_report_json_outside_run() {
 #[test]
 fn default_output_folder_is_resumed_when_unfinished() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config();
+    let mut c = fake_config();
     c.output = dir.path().join("reports");
     let opts = OutputOptions::default();
     let s1 = run_audit(&c, Path::new("fake.toml"), &mut FakeRunner::default(), &opts).unwrap();

@@ -19,12 +19,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn config() -> AuditConfig {
-    let c = AuditConfig::parse(FAKE_CONFIG).unwrap();
-    c.validate(None).unwrap();
-    c
-}
-
 fn out_opts(out: &Path, fresh: bool) -> OutputOptions {
     OutputOptions { out: Some(out.to_path_buf()), fresh }
 }
@@ -37,7 +31,7 @@ fn reproducible(path: &Path) -> String {
 }
 
 fn full_run(out: &Path) -> String {
-    run_audit(&config(), Path::new("fake.toml"), &mut FakeRunner::default(), &out_opts(out, false)).unwrap();
+    run_audit(&fake_config(), Path::new("fake.toml"), &mut FakeRunner::default(), &out_opts(out, false)).unwrap();
     reproducible(&out.join("report.json"))
 }
 
@@ -46,7 +40,7 @@ fn shards_then_merge_give_the_full_runs_report_and_merge_lists_the_missing_cells
     let dir = tempfile::tempdir().unwrap();
     let reference = full_run(&dir.path().join("full"));
     let out = dir.path().join("sharded");
-    let c = config();
+    let c = fake_config();
     let mut all = vec![];
     for i in 1..=2 {
         let mut r = FakeRunner::default();
@@ -86,22 +80,22 @@ fn a_second_audit_into_a_busy_folder_refuses_naming_the_holder() {
     std::fs::create_dir_all(&out).unwrap();
     let held = FolderLock::exclusive(&out, "gnnaudit audit first.toml").unwrap();
     let mut r = FakeRunner::default();
-    let e = run_audit(&config(), Path::new("fake.toml"), &mut r, &out_opts(&out, false)).unwrap_err();
+    let e = run_audit(&fake_config(), Path::new("fake.toml"), &mut r, &out_opts(&out, false)).unwrap_err();
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("in use by gnnaudit audit first.toml"), "{e}");
     assert!(r.computed.is_empty(), "nothing computed while the folder is busy");
     // Shards are refused too while a full audit holds the folder ...
-    let e = run_shard(&config(), &mut r, &out, Some(Shard { index: 1, count: 2 }), None, &Progress::hidden());
+    let e = run_shard(&fake_config(), &mut r, &out, Some(Shard { index: 1, count: 2 }), None, &Progress::hidden());
     assert!(e.is_err());
     drop(held);
     // ... but run side by side with each other, and keep a full audit out.
     let s1 = FolderLock::shared(&out, "shard 1/2").unwrap();
-    run_shard(&config(), &mut r, &out, Some(Shard { index: 2, count: 2 }), None, &Progress::hidden()).unwrap();
-    let e = run_audit(&config(), Path::new("fake.toml"), &mut FakeRunner::default(), &out_opts(&out, false));
+    run_shard(&fake_config(), &mut r, &out, Some(Shard { index: 2, count: 2 }), None, &Progress::hidden()).unwrap();
+    let e = run_audit(&fake_config(), Path::new("fake.toml"), &mut FakeRunner::default(), &out_opts(&out, false));
     assert!(e.unwrap_err().to_string().contains("shard"));
     drop(s1);
     let mut rest = FakeRunner::default();
-    run_audit(&config(), Path::new("fake.toml"), &mut rest, &out_opts(&out, false)).unwrap();
+    run_audit(&fake_config(), Path::new("fake.toml"), &mut rest, &out_opts(&out, false)).unwrap();
     assert_eq!(rest.computed.len() + r.computed.len(), FAKE_CELLS, "the full audit reuses shard 2's cells");
 }
 
@@ -111,10 +105,10 @@ fn fresh_with_out_recomputes_and_another_configs_folder_is_refused() {
     let out = dir.path().join("rep");
     full_run(&out);
     let mut resumed = FakeRunner::default();
-    run_audit(&config(), Path::new("fake.toml"), &mut resumed, &out_opts(&out, false)).unwrap();
+    run_audit(&fake_config(), Path::new("fake.toml"), &mut resumed, &out_opts(&out, false)).unwrap();
     assert!(resumed.computed.is_empty());
     let mut fresh = FakeRunner::default();
-    let s = run_audit(&config(), Path::new("fake.toml"), &mut fresh, &out_opts(&out, true)).unwrap();
+    let s = run_audit(&fake_config(), Path::new("fake.toml"), &mut fresh, &out_opts(&out, true)).unwrap();
     assert_eq!(fresh.computed.len(), FAKE_CELLS, "--fresh with --out recomputes every cell");
     assert_eq!(s.reused, 0);
 
@@ -132,8 +126,8 @@ fn fresh_with_out_recomputes_and_another_configs_folder_is_refused() {
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(home.join("thesis.tex"), "keep me").unwrap();
-    let e =
-        run_audit(&config(), Path::new("fake.toml"), &mut FakeRunner::default(), &out_opts(&home, false)).unwrap_err();
+    let e = run_audit(&fake_config(), Path::new("fake.toml"), &mut FakeRunner::default(), &out_opts(&home, false))
+        .unwrap_err();
     assert!(e.to_string().contains("thesis.tex"), "{e}");
     assert_eq!(std::fs::read_dir(&home).unwrap().count(), 1, "nothing written into it");
 }
@@ -173,7 +167,7 @@ impl CellRunner for FailOn {
 fn failures_keep_error_and_log_tail_and_status_tells_every_state() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("rep");
-    let c = config();
+    let c = fake_config();
     let log = dir.path().join("worker.log");
     std::fs::write(&log, "loading synthetic\ntraining gap-ndp seed 7\nlast words of the worker\n").unwrap();
     std::env::set_var(gnnaudit::audit::store::LOG_ENV, &log);

@@ -3,27 +3,9 @@
 mod common;
 
 use common::*;
-use gnnaudit::audit::{run_audit, AuditConfig, OutputOptions};
-use std::path::{Path, PathBuf};
 #[path = "common/cli.rs"]
 mod cli;
-use cli::gnnaudit;
-
-/// Writes the fake audit's report into `dir` and returns the report.json path.
-fn report(dir: &Path, runner: FakeRunner) -> PathBuf {
-    let c = AuditConfig::parse(FAKE_CONFIG).unwrap();
-    let mut runner = runner;
-    let opts = OutputOptions { out: Some(dir.to_path_buf()), fresh: false };
-    run_audit(&c, Path::new("fake.toml"), &mut runner, &opts).unwrap();
-    dir.join("report.json")
-}
-
-/// `gnnaudit check REPORT --thresholds T EXTRA`, T a file holding `thresholds`.
-fn check(report: &Path, thresholds: &str, extra: &[&str]) -> (i32, String, String) {
-    let t = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(t.path(), thresholds).unwrap();
-    gnnaudit(&[&["check", report.to_str().unwrap(), "--thresholds", t.path().to_str().unwrap()], extra].concat())
-}
+use cli::{check, gnnaudit};
 
 /// Limits the fake (non-leaky) report meets: at eps = 8 its MIA reaches AUC ~0.72 and link
 /// stealing ~0.81 (TPR at 1% FPR ~0.07 and ~0.14); at inf both are higher.
@@ -44,7 +26,7 @@ max_auc = 0.99
 #[test]
 fn passing_report_exits_0() {
     let dir = tempfile::tempdir().unwrap();
-    let rep = report(&dir.path().join("ok"), FakeRunner::default());
+    let rep = fake_report(&dir.path().join("ok"), &mut FakeRunner::default());
     // The fake runner records no mechanism, so its private claims are flagged (unreproducible);
     // tests/verdict_check.rs covers that refusal, here the limits are under test.
     let (code, out, err) = check(&rep, THRESHOLDS, &["--accept-flagged-claims"]);
@@ -58,7 +40,7 @@ fn passing_report_exits_0() {
 #[test]
 fn leaky_report_exits_1_with_a_readable_list() {
     let dir = tempfile::tempdir().unwrap();
-    let rep = report(&dir.path().join("leaky"), FakeRunner { leak: 0.5, ..Default::default() });
+    let rep = fake_report(&dir.path().join("leaky"), &mut FakeRunner { leak: 0.5, ..Default::default() });
     let (code, out, err) = check(&rep, THRESHOLDS, &[]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.starts_with("check failed: "), "{out}");
@@ -67,7 +49,7 @@ fn leaky_report_exits_1_with_a_readable_list() {
     assert!(out.contains("TPR at 1% FPR"), "{out}");
     assert!(err.contains("leakage check failed"), "{err}");
     // A tighter utility floor fails on accuracy alone.
-    let ok = report(&dir.path().join("ok"), FakeRunner::default());
+    let ok = fake_report(&dir.path().join("ok"), &mut FakeRunner::default());
     let (code, out, _) = check(&ok, "min_test_accuracy = 0.75\n", &[]);
     assert_eq!(code, 1);
     assert!(
@@ -80,7 +62,7 @@ fn leaky_report_exits_1_with_a_readable_list() {
 #[test]
 fn eps_lb_above_the_claim_exits_1() {
     let dir = tempfile::tempdir().unwrap();
-    let rep = report(&dir.path().join("v"), FakeRunner { violate: true, ..Default::default() });
+    let rep = fake_report(&dir.path().join("v"), &mut FakeRunner { violate: true, ..Default::default() });
     let (code, out, _) = check(&rep, "max_auc = 1.0\n", &[]);
     assert_eq!(code, 1, "{out}");
     assert_eq!(out.matches("privacy claim violated").count(), 4, "gap-ndp, eps 1 and 8, 2 seeds each: {out}");
@@ -97,7 +79,7 @@ fn eps_lb_above_the_claim_exits_1() {
 #[test]
 fn bad_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();
-    let rep = report(&dir.path().join("ok"), FakeRunner::default());
+    let rep = fake_report(&dir.path().join("ok"), &mut FakeRunner::default());
     let t = dir.path().join("t.toml");
     std::fs::write(&t, THRESHOLDS).unwrap();
     let (r, th) = (rep.to_str().unwrap(), t.to_str().unwrap());
@@ -131,7 +113,7 @@ type Tamper<'a> = &'a dyn Fn(&mut serde_json::Value);
 #[test]
 fn tampered_reports_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let rep = report(&dir.path().join("ok"), FakeRunner::default());
+    let rep = fake_report(&dir.path().join("ok"), &mut FakeRunner::default());
     let original: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
     let cases: [(&str, Tamper<'_>, &str); 4] = [
         ("empty.json", &|v| v["cells"] = serde_json::json!([]), "no cells"),
@@ -153,7 +135,7 @@ fn tampered_reports_are_refused() {
 #[test]
 fn overrides_that_match_nothing_are_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let rep = report(&dir.path().join("ok"), FakeRunner::default());
+    let rep = fake_report(&dir.path().join("ok"), &mut FakeRunner::default());
     let thresholds = format!("{THRESHOLDS}\n[[overrides]]\nmethod = \"gap-edpp\"\nmax_auc = 0.1\n");
     let (code, _, err) = check(&rep, &thresholds, &["--accept-flagged-claims"]);
     assert_eq!(code, 0);

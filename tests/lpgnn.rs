@@ -1,7 +1,7 @@
 //! LPGNN end to end on real data, its budget, its input validation, and the golden closed forms of
 //! its two LDP mechanisms (multi-bit, randomized response).
 mod common_cora;
-use common_cora::{data_dir, load};
+use common_cora::load;
 use gnnaudit::methods::backbone::GnnKind;
 use gnnaudit::methods::lpgnn::{train, FeatureMode, LpgnnConfig, Training};
 use gnnaudit::privacy::accountant::PrivacyUnit;
@@ -168,18 +168,17 @@ fn lpgnn_label_kprop_recovers_labels_beyond_randomized_response() {
 /// load (every key a recipe field, every feature mode known) and plan their cells.
 #[test]
 fn lpgnn_configs_are_valid() {
-    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     for (name, cells_per_seed) in [
         ("lpgnn-paper", 4 * 4 + 3 + 3 + 3 * 3),
         ("lpgnn-fig34", 72),
         ("lpgnn-fig35", 30),
         ("lpgnn-facebook", 4 * 4 + 3 + 3 + 3 * 3),
     ] {
-        let path = std::path::Path::new(&root).join(format!("configs/{name}.toml"));
+        let path = common_cora::shipped_config_path(name);
         if !common_cora::config_datasets_present("lpgnn_configs_are_valid", &path) {
             continue;
         }
-        let c = gnnaudit::audit::AuditConfig::load(&path, Some(&data_dir())).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let c = common_cora::shipped_config(name);
         assert_eq!(c.name, name);
         let cells = gnnaudit::audit::cell::plan(&c);
         assert_eq!(cells.len(), cells_per_seed * c.repeats as usize, "{name}");

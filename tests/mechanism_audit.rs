@@ -196,14 +196,7 @@ fn audit_config_runs_mechanism_attacks_into_the_report() {
     assert!(svg.contains("#E15759"), "the violated bound is drawn red");
 
     // `check` refuses the report because of the mis-calibrated mechanism, exit 1.
-    let thresholds = run.dir.path().join("thresholds.toml");
-    std::fs::write(&thresholds, "fail_on_violation = true\n").unwrap();
-    let (code, out_text, err) = gnnaudit(&[
-        "check",
-        run.out.join("report.json").to_str().unwrap(),
-        "--thresholds",
-        thresholds.to_str().unwrap(),
-    ]);
+    let (code, out_text, err) = run.check("fail_on_violation = true\n", &[]);
     assert_eq!(code, 1, "{out_text}{err}");
     assert!(format!("{out_text}{err}").contains("gap-sigma-too-small"), "{out_text}{err}");
 }

@@ -135,9 +135,7 @@ fn feature_columns_and_average_values_match_tables_2_1_and_2_4() {
 /// configs/pgc-paper.toml loads (every key a recipe field) and plans its cells.
 #[test]
 fn paper_config_is_valid() {
-    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let path = std::path::Path::new(&root).join("configs/pgc-paper.toml");
-    let c = gnnaudit::audit::AuditConfig::load(&path, Some(&data_dir())).unwrap_or_else(|e| panic!("{e}"));
+    let c = common_cora::shipped_config("pgc-paper");
     assert_eq!(c.name, "pgc-paper");
     assert!(!gnnaudit::audit::cell::plan(&c).is_empty());
 }

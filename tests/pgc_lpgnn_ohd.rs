@@ -15,9 +15,7 @@ use test_data::data_dir;
 /// beats the majority class (30.2%) by 10 points and predicts more than one class.
 #[test]
 fn ohd_row_of_the_paper_config_beats_the_majority_class_on_cora() {
-    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let path = std::path::Path::new(&root).join("configs/lpgnn-paper.toml");
-    let c = gnnaudit::audit::AuditConfig::load(&path, Some(&data_dir())).unwrap();
+    let c = test_data::shipped_config("lpgnn-paper");
     let row = c.methods.iter().find(|m| m.label() == "lpgnn-ohd").expect("the config has the OHD row");
     let eps = row.epsilons.as_ref().expect("the OHD row has its own epsilon")[0];
     let recipe = build_recipe(&row.method, &row.params, eps, row.delta.unwrap_or(c.privacy.delta)).unwrap();

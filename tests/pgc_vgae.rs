@@ -129,9 +129,7 @@ fn bad_input_exits_2_naming_the_field() {
 /// configs/pgc-vgae-paper.toml loads (every key a recipe field pgc-vgae reads) and plans cells.
 #[test]
 fn paper_config_is_valid() {
-    let root = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let path = std::path::Path::new(&root).join("configs/pgc-vgae-paper.toml");
-    let c = gnnaudit::audit::AuditConfig::load(&path, Some(&data_dir())).unwrap_or_else(|e| panic!("{e}"));
+    let c = common_cora::shipped_config("pgc-vgae-paper");
     assert_eq!(c.name, "pgc-vgae-paper");
     assert_eq!(gnnaudit::audit::cell::plan(&c).len(), 10 * 10);
 }

@@ -205,7 +205,7 @@ params = { random_units = 1 }
 #[test]
 fn audit_configs_run_the_sensitivity_kind() {
     let run = audit(AUDIT);
-    let (v, report) = (&run.report, run.out.join("report.json"));
+    let v = &run.report;
     let records: Vec<&serde_json::Value> =
         v["cells"].as_array().unwrap().iter().flat_map(|c| c["attacks"].as_array().unwrap()).collect();
     let verdicts: Vec<&str> = records.iter().map(|a| a["verdict"].as_str().unwrap()).collect();
@@ -217,10 +217,7 @@ fn audit_configs_run_the_sensitivity_kind() {
     assert!(replayed["details"].get("seconds").is_none(), "wall time stays out of the reproducible part");
     // `check` reads the report (the records' constant-score AUC passes every domain check) and
     // fails (exit 1) on the violated replay alone.
-    let thresholds = run.dir.path().join("thresholds.toml");
-    std::fs::write(&thresholds, "max_auc = 0.9\n").unwrap();
-    let (code, out_text, err) =
-        gnnaudit(&["check", report.to_str().unwrap(), "--thresholds", thresholds.to_str().unwrap()]);
+    let (code, out_text, err) = run.check("max_auc = 0.9\n", &[]);
     let text = format!("{out_text}{err}");
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("1 problem") && text.contains("dpgnn-rowclip"), "{text}");

@@ -2,17 +2,19 @@
 //! whose GAP-EDP cells were calibrated at the reference code's edge-level delta of 0.1 fails (exit
 //! 1, naming the cell and the flag) unless `--accept-flagged-claims` is passed; the same mechanism
 //! at a delta below 1/N passes. A violated mechanism audit is reported with its own figures.
+#[path = "common/cli.rs"]
+mod cli;
 mod common;
+use cli::check;
 
 use common::*;
 use gnnaudit::audit::config::DatasetSpec;
-use gnnaudit::audit::{run_audit, AuditConfig, BudgetRecord, CellMeasurement, CellRunner, CellSpec, Epsilon};
-use gnnaudit::audit::{OutputOptions, Progress};
+use gnnaudit::audit::Progress;
+use gnnaudit::audit::{BudgetRecord, CellMeasurement, CellRunner, CellSpec, Epsilon};
 use gnnaudit::privacy::accountant::{budget, calibrate, methods, PrivacyUnit};
 use gnnaudit::report::DatasetInfo;
 use gnnaudit::Result;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 /// The fake runner's cells, with a real GAP-EDP budget (K = 2 hops, noise calibrated to the
 /// cell's epsilon at `delta`) in place of its mechanism-less one.
@@ -52,36 +54,24 @@ impl CellRunner for RealClaims {
     }
 }
 
-fn report(dir: &Path, runner: &mut RealClaims) -> PathBuf {
-    let c = AuditConfig::parse(FAKE_CONFIG).unwrap();
-    let opts = OutputOptions { out: Some(dir.to_path_buf()), fresh: false };
-    run_audit(&c, Path::new("fake.toml"), runner, &opts).unwrap();
-    dir.join("report.json")
-}
-
-fn check(report: &Path, thresholds: &Path, extra: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-        .args(["check", report.to_str().unwrap(), "--thresholds", thresholds.to_str().unwrap()])
-        .args(extra)
-        .output()
-        .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.code().unwrap_or(-1), text)
+/// `gnnaudit check` of `report` against `thresholds`: exit code, stdout and stderr together.
+fn check_text(report: &Path, thresholds: &str, extra: &[&str]) -> (i32, String) {
+    let (code, out, err) = check(report, thresholds, extra);
+    (code, out + &err)
 }
 
 #[test]
 fn check_fails_on_a_claim_at_the_reference_delta_unless_accepted() {
     let dir = tempfile::tempdir().unwrap();
-    let t = dir.path().join("t.toml");
-    std::fs::write(&t, "max_auc = 0.99\n").unwrap();
+    let t = "max_auc = 0.99\n";
     // The fixture graph has 5,000 undirected edges, the edge-level private units: 1/N = 2e-4.
     let runner = |delta| RealClaims { inner: FakeRunner::default(), delta, mechanism_violation: false };
-    let sound = report(&dir.path().join("sound"), &mut runner(1e-5));
-    let (code, text) = check(&sound, &t, &[]);
+    let sound = fake_report(&dir.path().join("sound"), &mut runner(1e-5));
+    let (code, text) = check_text(&sound, t, &[]);
     assert_eq!(code, 0, "a reproduced claim below 1/N passes: {text}");
 
-    let flagged = report(&dir.path().join("flagged"), &mut runner(0.1));
-    let (code, text) = check(&flagged, &t, &[]);
+    let flagged = fake_report(&dir.path().join("flagged"), &mut runner(0.1));
+    let (code, text) = check_text(&flagged, t, &[]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("flagged claim(s)"), "{text}");
     assert!(text.contains("synthetic / gap-edp / ε=1: seed 7: claim flagged: delta = 0.1 is not below 1/N"), "{text}");
@@ -89,7 +79,7 @@ fn check_fails_on_a_claim_at_the_reference_delta_unless_accepted() {
     // Node level: N = 1,000 nodes, delta 0.1 is flagged as well.
     assert!(text.contains("synthetic / gap-ndp / ε=8: seed 8: claim flagged: delta = 0.1"), "{text}");
     // The explicit opt-out checks the attacks anyway and says what it accepted.
-    let (code, text) = check(&flagged, &t, &["--accept-flagged-claims"]);
+    let (code, text) = check_text(&flagged, t, &["--accept-flagged-claims"]);
     assert_eq!(code, 0, "{text}");
     assert!(
         text.contains("warning (accepted with --accept-flagged-claims)") && text.contains("check passed"),
@@ -100,11 +90,10 @@ fn check_fails_on_a_claim_at_the_reference_delta_unless_accepted() {
 #[test]
 fn check_prints_the_figures_of_a_violated_mechanism_audit() {
     let dir = tempfile::tempdir().unwrap();
-    let t = dir.path().join("t.toml");
-    std::fs::write(&t, "fail_on_violation = true\n").unwrap();
+    let t = "fail_on_violation = true\n";
     let mut runner = RealClaims { inner: FakeRunner::default(), delta: 1e-5, mechanism_violation: true };
-    let rep = report(&dir.path().join("mech"), &mut runner);
-    let (code, text) = check(&rep, &t, &[]);
+    let rep = fake_report(&dir.path().join("mech"), &mut runner);
+    let (code, text) = check_text(&rep, t, &[]);
     assert_eq!(code, 1, "{text}");
     assert!(!text.contains("ε_lb ?"), "{text}");
     assert!(

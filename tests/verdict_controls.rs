@@ -7,7 +7,7 @@ use gnnaudit::methods::{Method, Recipe};
 use gnnaudit::privacy::accountant::PrivacyUnit;
 #[path = "common/cli.rs"]
 mod cli;
-use cli::{audit, gnnaudit};
+use cli::audit;
 
 /// Private methods whose noise cannot be switched off by a registry variant yet: their rows stay
 /// `inconclusive` unless the config gives power another way. Listed so that a new private
@@ -85,7 +85,7 @@ fn records(report: &serde_json::Value, method: &str) -> Vec<serde_json::Value> {
 #[test]
 fn noise_off_is_never_not_refuted_and_a_private_model_with_a_caught_control_is() {
     let run = audit(AUDIT);
-    let (report, path) = (&run.report, run.out.join("report.json"));
+    let report = &run.report;
     let claim = |method: &str| {
         report["summary"].as_array().unwrap().iter().find(|s| s["method"] == method).unwrap()["epsilon_claimed"]
             .as_f64()
@@ -133,17 +133,13 @@ fn noise_off_is_never_not_refuted_and_a_private_model_with_a_caught_control_is()
     assert!(md.contains("power shown") && md.contains("inconclusive ("), "{md}");
 
     // `check` with require_power fails on the inconclusive rows only (exit 1), naming them.
-    let thresholds = run.dir.path().join("t.toml");
-    std::fs::write(&thresholds, "fail_on_violation = false\nrequire_power = true\n").unwrap();
-    let (code, stdout, stderr) =
-        gnnaudit(&["check", path.to_str().unwrap(), "--thresholds", thresholds.to_str().unwrap()]);
+    let (code, stdout, stderr) = run.check("fail_on_violation = false\nrequire_power = true\n", &[]);
     let text = format!("{stdout}{stderr}");
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("progap-edp") && text.contains("require_power"), "{text}");
     let gap_lines = text.lines().filter(|l| l.contains("gap-edp") && !l.contains("progap") && !l.contains("noise-off"));
     assert_eq!(gap_lines.count(), 0, "GAP-EDP showed its power: {text}");
-    std::fs::write(&thresholds, "fail_on_violation = false\n").unwrap();
-    let (code, _, _) = gnnaudit(&["check", path.to_str().unwrap(), "--thresholds", thresholds.to_str().unwrap()]);
+    let (code, _, _) = run.check("fail_on_violation = false\n", &[]);
     let flagged =
         report["cells"].as_array().unwrap().iter().any(|c| !c["claim"]["flags"].as_array().unwrap().is_empty());
     assert_eq!(code, if flagged { 1 } else { 0 }, "without require_power only flags can fail");

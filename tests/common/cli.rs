@@ -56,6 +56,13 @@ pub fn refused(args: &[&str], phrases: &[&str]) -> String {
     err
 }
 
+/// `gnnaudit check REPORT --thresholds T EXTRA`, T a file holding `thresholds`.
+pub fn check(report: &Path, thresholds: &str, extra: &[&str]) -> (i32, String, String) {
+    let t = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(t.path(), thresholds).unwrap();
+    gnnaudit(&[&["check", report.to_str().unwrap(), "--thresholds", t.path().to_str().unwrap()], extra].concat())
+}
+
 /// Every file and folder below `dir`, depth first.
 pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut all = vec![];
@@ -81,6 +88,11 @@ pub struct AuditRun {
 }
 
 impl AuditRun {
+    /// `gnnaudit check` of the report against `thresholds` (TOML text).
+    pub fn check(&self, thresholds: &str, extra: &[&str]) -> (i32, String, String) {
+        check(&self.out.join("report.json"), thresholds, extra)
+    }
+
     /// A file of the report folder, as text.
     pub fn read(&self, name: &str) -> String {
         std::fs::read_to_string(self.out.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))

@@ -20,6 +20,17 @@ pub fn golden(name: &str) -> PathBuf {
     repo_root().join("tests/golden").join(name)
 }
 
+/// `configs/NAME.toml` of the repository.
+pub fn shipped_config_path(name: &str) -> PathBuf {
+    repo_root().join("configs").join(format!("{name}.toml"))
+}
+
+/// `configs/NAME.toml`, loaded as `gnnaudit audit` loads it, with the tests' data directory.
+pub fn shipped_config(name: &str) -> gnnaudit::audit::AuditConfig {
+    gnnaudit::audit::AuditConfig::load(&shipped_config_path(name), Some(&data_dir()))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 /// The data directory every cora test reads: `$GNNAUDIT_DATA` when it holds cora, else the
 /// fixtures. Children spawned by CLI tests get it as their `GNNAUDIT_DATA`.
 pub fn data_dir() -> PathBuf {

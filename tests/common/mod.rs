@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 use gnnaudit::audit::config::DatasetSpec;
 use gnnaudit::audit::{
-    AttackRecord, BudgetRecord, CellKey, CellMeasurement, CellRunner, CellSpec, Epsilon, Progress, Stage, TprAtFpr,
+    run_audit, AttackRecord, AuditConfig, BudgetRecord, CellKey, CellMeasurement, CellRunner, CellSpec, Epsilon,
+    OutputOptions, Progress, Stage, TprAtFpr,
 };
 use gnnaudit::privacy::accountant::{Budget, BudgetComponent, PrivacyUnit};
 use gnnaudit::report::record::{thin_roc, CellSeconds, ROC_POINTS};
@@ -12,6 +13,7 @@ use gnnaudit::report::DatasetInfo;
 use gnnaudit::train::Accuracy;
 use gnnaudit::Result;
 use statrs::distribution::{ContinuousCDF, Normal};
+use std::path::{Path, PathBuf};
 
 pub const FAKE_CONFIG: &str = r#"
 name = "fake"
@@ -34,6 +36,20 @@ kind = "mia"
 [[attacks]]
 kind = "link-stealing"
 "#;
+
+/// FAKE_CONFIG, parsed and validated.
+pub fn fake_config() -> AuditConfig {
+    let c = AuditConfig::parse(FAKE_CONFIG).unwrap();
+    c.validate(None).unwrap();
+    c
+}
+
+/// The audit of FAKE_CONFIG by `runner`, written to `dir`; returns its report.json.
+pub fn fake_report(dir: &Path, runner: &mut impl CellRunner) -> PathBuf {
+    let opts = OutputOptions { out: Some(dir.to_path_buf()), fresh: false };
+    run_audit(&fake_config(), Path::new("fake.toml"), runner, &opts).unwrap();
+    dir.join("report.json")
+}
 
 /// Number of cells of FAKE_CONFIG: mlp 1 eps x 2 seeds + 2 private methods x 3 eps x 2 seeds.
 pub const FAKE_CELLS: usize = 14;
