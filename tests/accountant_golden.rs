@@ -65,6 +65,16 @@ fn rdp_eps(e: &Event, delta: f64, conv: Conversion) -> (f64, f64) {
     (r.epsilon, r.order.unwrap_or(f64::NAN))
 }
 
+/// [`rdp_eps`] with both conversions, each with its order, as the golden cases name them: the
+/// improved one (`rdp_opacus`) and the classic one (`rdp_opacus_grid_mironov`).
+fn put_opacus_conversions(f: &mut Fields, e: &Event, delta: f64) {
+    for (name, conv) in [("rdp_opacus", Conversion::Improved), ("rdp_opacus_grid_mironov", Conversion::Classic)] {
+        let (eps, alpha) = rdp_eps(e, delta, conv);
+        put(f, &format!("eps_{name}"), eps);
+        put(f, &format!("alpha_{name}"), alpha);
+    }
+}
+
 /// The golden PLD values are checked at tolerance 1e-3. The connect-the-dots error grows like
 /// T h^2 (measured: 3.7e-3 relative at h = 1e-3, T = 14062), so the test picks the coarsest step
 /// with T h^2 <= 1e-3 (capped at 1e-3, library default 1e-4) to stay fast and well inside the
@@ -137,12 +147,7 @@ fn compute(kind: &str, p: &Value) -> Result<Fields> {
         "dpsgd_epsilon" => {
             let (q, sigma, steps, delta) = (num(p, "q"), num(p, "sigma"), int(p, "steps"), num(p, "delta"));
             let ev = Event::poisson_gaussian(q, sigma).times(steps);
-            let (e, a) = rdp_eps(&ev, delta, Conversion::Improved);
-            put(&mut f, "eps_rdp_opacus", e);
-            put(&mut f, "alpha_rdp_opacus", a);
-            let (e, a) = rdp_eps(&ev, delta, Conversion::Classic);
-            put(&mut f, "eps_rdp_opacus_grid_mironov", e);
-            put(&mut f, "alpha_rdp_opacus_grid_mironov", a);
+            put_opacus_conversions(&mut f, &ev, delta);
             let (e, a) = dp_accounting_rdp_epsilon(&ev, delta)?;
             put(&mut f, "eps_rdp_dp_accounting", e);
             put(&mut f, "alpha_rdp_dp_accounting", a);
@@ -188,12 +193,7 @@ fn compute(kind: &str, p: &Value) -> Result<Fields> {
                     let (e, a) = gap_edge_closed_form(k, sigma, delta);
                     put(&mut f, "eps_closed_form", e);
                     put(&mut f, "alpha_closed_form", a);
-                    let (e, a) = rdp_eps(&ev, delta, Conversion::Classic);
-                    put(&mut f, "eps_rdp_opacus_grid_mironov", e);
-                    put(&mut f, "alpha_rdp_opacus_grid_mironov", a);
-                    let (e, a) = rdp_eps(&ev, delta, Conversion::Improved);
-                    put(&mut f, "eps_rdp_opacus", e);
-                    put(&mut f, "alpha_rdp_opacus", a);
+                    put_opacus_conversions(&mut f, &ev, delta);
                     let (e, a) = improved_continuous(|a| k as f64 * a / (2.0 * sigma * sigma), delta);
                     put(&mut f, "eps_rdp_improved_continuous", e);
                     put(&mut f, "alpha_rdp_improved_continuous", a);

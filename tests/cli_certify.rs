@@ -104,11 +104,15 @@ fn npy_text_and_csv_with_header_agree_and_claim_gives_verdict() {
 fn bad_files_and_flags_exit_2_naming_the_culprit() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("ok.txt"), "0.1\n0.2\n0.3\n0.4\n").unwrap();
-    std::fs::write(d.join("word.txt"), "0.1\n0.2\nabc\n").unwrap();
-    std::fs::write(d.join("wide.csv"), "score\n0.1,0.2\n").unwrap();
-    std::fs::write(d.join("nan.txt"), "0.1\nNaN\n").unwrap();
-    std::fs::write(d.join("empty.txt"), "# nothing\n\n").unwrap();
+    for (name, text) in [
+        ("ok.txt", "0.1\n0.2\n0.3\n0.4\n"),
+        ("word.txt", "0.1\n0.2\nabc\n"),
+        ("wide.csv", "score\n0.1,0.2\n"),
+        ("nan.txt", "0.1\nNaN\n"),
+        ("empty.txt", "# nothing\n\n"),
+    ] {
+        std::fs::write(d.join(name), text).unwrap();
+    }
     ndarray::Array2::<f64>::zeros((2, 3)).write_npy(std::fs::File::create(d.join("m.npy")).unwrap()).unwrap();
     let ok = d.join("ok.txt");
     let cases: [(&str, &[&str], &[&str]); 7] = [

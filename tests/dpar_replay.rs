@@ -3,21 +3,27 @@
 //! and a row release that forgets the L2 clip is flagged.
 mod common_cora;
 
-use gnnaudit::data::Graph;
+use gnnaudit::data::{Dataset, Graph};
 use gnnaudit::methods::{Method, Recipe};
 use gnnaudit::models::ppr::{appr_ista, ApprParams, SparseRow};
 use gnnaudit::replay::{dpar_rows, dpar_sgd, replay, verdict, ReplayOptions, TOLERANCE};
 
-/// The APPR row without its L2 clip (the planted bug).
-fn unclipped(g: &Graph, v: usize, appr: &ApprParams, _c1: f64) -> gnnaudit::Result<SparseRow> {
+/// The APPR row without its clip, ignoring the clip it is given: the planted bug of the Gaussian
+/// rows (L2 clip C1) and of the exponential scores (entry clip C2).
+fn unclipped(g: &Graph, v: usize, appr: &ApprParams, _clip: f64) -> gnnaudit::Result<SparseRow> {
     appr_ista(g, v, appr)
+}
+
+/// Cora with `train` of its nodes for training (10% validation, split seed 0), and the replay
+/// of the worst-case removed nodes and two random ones (seed 0).
+fn cora_replay(train: f64) -> (Dataset, ReplayOptions) {
+    (common_cora::load("cora", train, 0.1, 0), ReplayOptions { seed: 0, random_units: 2 })
 }
 
 #[test]
 fn dp_appr_rows_stay_within_sqrt2_c1_and_an_unclipped_row_is_flagged() {
     // Half of cora's nodes for training: every row is recomputed per removed node (ISTA each).
-    let ds = common_cora::load("cora", 0.5, 0.1, 0);
-    let opts = ReplayOptions { seed: 0, random_units: 2 };
+    let (ds, opts) = cora_replay(0.5);
     let r = Recipe::new(Method::DparGm, Some(4.0));
     let c1 = 0.01;
     assert!((dpar_rows::declared_sensitivity(c1) - std::f64::consts::SQRT_2 * c1).abs() < 1e-15);
@@ -48,18 +54,12 @@ fn dp_appr_rows_stay_within_sqrt2_c1_and_an_unclipped_row_is_flagged() {
     assert!(max > 2.0 && verdict(max) == "violated", "{planted:?}");
 }
 
-/// APPR scores without the entry clip (the planted bug of the exponential rows).
-fn unclipped_scores(g: &Graph, v: usize, appr: &ApprParams, _c2: f64) -> gnnaudit::Result<SparseRow> {
-    appr_ista(g, v, appr)
-}
-
 /// dpar-em0/em1's Gumbel scale assumes each entry-clipped score moves by at most C2: the removed
 /// node's own row peaks at exactly C2 (its own APPR entry, alpha, is far above C2), no other row
 /// moves further, and scores that forget the clip are flagged.
 #[test]
 fn exponential_scores_move_by_at_most_c2_and_unclipped_scores_are_flagged() {
-    let ds = common_cora::load("cora", 0.3, 0.1, 0);
-    let opts = ReplayOptions { seed: 0, random_units: 2 };
+    let (ds, opts) = cora_replay(0.3);
     let c2 = 0.001;
     for m in [Method::DparEm0, Method::DparEm1] {
         let rep = replay(&Recipe::new(m, Some(4.0)), &ds, &opts).unwrap();
@@ -76,7 +76,7 @@ fn exponential_scores_move_by_at_most_c2_and_unclipped_scores_are_flagged() {
     let one = ReplayOptions { seed: 0, random_units: 0 };
     let r = Recipe::new(Method::DparEm0, Some(4.0));
     let (_, planted) =
-        dpar_rows::replay_rows(&r, &ds, &one, unclipped_scores, c2, dpar_rows::Rows::ExponentialScores).unwrap();
+        dpar_rows::replay_rows(&r, &ds, &one, unclipped, c2, dpar_rows::Rows::ExponentialScores).unwrap();
     let max = planted.iter().map(|x| x.ratio).fold(0.0, f64::max);
     assert!(max > 10.0 && verdict(max) == "violated", "{planted:?}");
 }
@@ -86,8 +86,7 @@ fn exponential_scores_move_by_at_most_c2_and_unclipped_scores_are_flagged() {
 /// whose clip is 100x the calibrated one is flagged.
 #[test]
 fn dpar_baseline_sgd_steps_stay_within_their_declared_sensitivity() {
-    let ds = common_cora::load("cora", 0.3, 0.1, 0);
-    let opts = ReplayOptions { seed: 0, random_units: 2 };
+    let (ds, opts) = cora_replay(0.3);
     let c = 1.0;
     for (m, declared) in
         [(Method::DparFeatures, c), (Method::DparRandom, 2.0 * (4.0 + 1.0) * c), (Method::DparDpsgd, 2.0 * 60.0 * c)]

@@ -2,7 +2,7 @@
 //! binary; each must end with exit 2 (bad input) and a message naming the culprit, never a Rust
 //! panic, an abort or a C++ frame, and never a silently wrong result.
 use ndarray::{arr1, arr2};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 #[path = "common/cli.rs"]
@@ -11,6 +11,15 @@ mod cli;
 mod npz;
 use cli::{assert_clean, command, data_dir, decode, gnnaudit, json_of, refused};
 use npz::{valid_arrays, with, write_npz, Arr};
+
+/// A table dataset: the folder `dir/name` with `edges` as edges.csv and `nodes` as nodes.csv.
+fn table_dataset(dir: &Path, name: &str, edges: &str, nodes: &str) -> PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("edges.csv"), edges).unwrap();
+    std::fs::write(folder.join("nodes.csv"), nodes).unwrap();
+    folder
+}
 
 /// The small valid graph of [`valid_arrays`] with `key` replaced, written to `path`.
 fn npz_with(path: &Path, key: &str, value: Option<Arr>) -> String {
@@ -31,10 +40,7 @@ fn huge_labels_are_refused_naming_the_label() {
     let p = npz_with(&dir.path().join("u64.npz"), "labels", Some(Arr::U(arr1(&[0, u64::MAX, 1, 0]))));
     refused(&["datasets", "describe", &p], &[&p, "'labels'[1] = 18446744073709551615 is above the largest"]);
     // The same bound in a node table.
-    let t = dir.path().join("t");
-    std::fs::create_dir(&t).unwrap();
-    std::fs::write(t.join("edges.csv"), "source,target\n0,1\n1,2\n").unwrap();
-    std::fs::write(t.join("nodes.csv"), "label,f0\n0,1.0\n1000000000,0.5\n1,0.0\n").unwrap();
+    let t = table_dataset(dir.path(), "t", "source,target\n0,1\n1,2\n", "label,f0\n0,1.0\n1000000000,0.5\n1,0.0\n");
     refused(&["datasets", "describe", t.to_str().unwrap()], &["nodes.csv", "label 1000000000 of node 1"]);
 }
 
@@ -185,10 +191,7 @@ fn empty_graphs_zero_features_and_single_classes_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Every edge a self loop: nothing is left after removing isolated nodes.
-    let loops = d.join("loops");
-    std::fs::create_dir(&loops).unwrap();
-    std::fs::write(loops.join("edges.csv"), "source,target\n0,0\n1,1\n").unwrap();
-    std::fs::write(loops.join("nodes.csv"), "label,f0\n0,1.0\n1,0.5\n").unwrap();
+    let loops = table_dataset(d, "loops", "source,target\n0,0\n1,1\n", "label,f0\n0,1.0\n1,0.5\n");
     refused(&["train", "--dataset", loops.to_str().unwrap(), "--method", "mlp"], &["no nodes left"]);
     // 0 feature columns.
     let p = npz_with(&d.join("nofeat.npz"), "attr_shape", Some(Arr::I(arr1(&[4, 0]))));
@@ -212,10 +215,7 @@ fn empty_graphs_zero_features_and_single_classes_are_refused() {
     };
     refused(&["train", "--dataset", &p, "--method", "mlp"], &[&p, "0 columns"]);
     // A single class in the file, and a class filter that leaves one class of cora.
-    let one = d.join("one");
-    std::fs::create_dir(&one).unwrap();
-    std::fs::write(one.join("edges.csv"), "source,target\n0,1\n1,2\n2,3\n").unwrap();
-    std::fs::write(one.join("nodes.csv"), "label,f0\n0,1.0\n0,0.5\n0,0.2\n0,0.1\n").unwrap();
+    let one = table_dataset(d, "one", "source,target\n0,1\n1,2\n2,3\n", "label,f0\n0,1.0\n0,0.5\n0,0.2\n0,0.1\n");
     refused(&["train", "--dataset", one.to_str().unwrap(), "--method", "mlp"], &["invalid dataset", "single class"]);
     refused(
         &["train", "--dataset", "cora", "--method", "mlp", "--min-class-count", "500"],
@@ -269,11 +269,8 @@ fn ambiguous_inputs_are_refused_naming_the_ambiguity() {
         refused(&["datasets", "describe", &p], &[&p, "'adj_data'", "edge (1, 2)", "weights must be >= 0"]);
     }
     // Both edges.csv and edges.parquet.
-    let both = d.join("both");
-    std::fs::create_dir(&both).unwrap();
-    std::fs::write(both.join("edges.csv"), "source,target\n0,1\n").unwrap();
+    let both = table_dataset(d, "both", "source,target\n0,1\n", "label,f0\n0,1.0\n1,0.5\n");
     std::fs::write(both.join("edges.parquet"), b"PAR1").unwrap();
-    std::fs::write(both.join("nodes.csv"), "label,f0\n0,1.0\n1,0.5\n").unwrap();
     refused(
         &["datasets", "describe", both.to_str().unwrap()],
         &["ambiguous edges table", "edges.csv", "edges.parquet"],
@@ -440,10 +437,7 @@ fn messages_say_what_is_wrong_in_the_users_terms() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // A header-only edge table.
-    let empty = d.join("empty");
-    std::fs::create_dir(&empty).unwrap();
-    std::fs::write(empty.join("edges.csv"), "source,target\n").unwrap();
-    std::fs::write(empty.join("nodes.csv"), "label,f0\n0,1.0\n1,0.5\n").unwrap();
+    let empty = table_dataset(d, "empty", "source,target\n", "label,f0\n0,1.0\n1,0.5\n");
     let err = refused(&["datasets", "describe", empty.to_str().unwrap()], &["edges.csv", "no rows"]);
     assert!(!err.contains("expected integers"), "{err}");
     // A uint64 node id above the i64 range.
