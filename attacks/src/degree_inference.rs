@@ -149,7 +149,8 @@ pub fn degree_inference(
     Ok(cross_validated(embeddings, dim, degrees, folds, lambda)?.1)
 }
 
-/// Held-out predictions of every node and the two RMSEs (see [`degree_inference`]).
+/// Held-out predictions of every node and the two RMSEs (see [`degree_inference`]), after
+/// checking the folds, lambda and that every embedding and degree is finite.
 fn cross_validated(
     embeddings: &[f64],
     dim: usize,

@@ -26,9 +26,9 @@
 //! | `degree-inference` | `degree_inference` | black box (training-node embeddings) | practical |
 //!
 //! Shared pieces below the attacks: `threat` (access traits, `Target`, `Outcome`, `Attack`),
-//! `canary_game`, `metrics`, `binomial` (exact binomial tails and Clopper-Pearson bounds), `bisection`, `stats`,
-//! `classifier`, `posterior`, `graph`. `toy` (small targets for tests and examples) is built for
-//! the unit tests and with the `toy` feature.
+//! `canary_game`, `metrics`, `binomial` (exact binomial tails and Clopper-Pearson bounds),
+//! `bisection`, `stats`, `classifier`, `posterior`, `graph`. `toy` (small targets for tests and
+//! examples) is built for the unit tests and with the `toy` feature.
 pub mod aggregation_canary;
 pub mod attack;
 pub mod attribute;
