@@ -175,7 +175,7 @@ fn zero_means_zero_for_lpgnn_dropout_and_weight_decay() {
     let mut r = Recipe::new(Method::Lpgnn, None);
     assert_eq!((r.train.dropout, r.train.weight_decay), (0.5, 1e-3), "LPGNN's defaults");
     (r.train.dropout, r.train.weight_decay) = (0.0, 0.0);
-    let c = gnnaudit::methods::lpgnn::config(&r);
+    let c = gnnaudit::methods::lpgnn::config(&r).unwrap();
     assert_eq!((c.dropout, c.weight_decay), (0.0, 0.0));
 }
 
@@ -200,7 +200,8 @@ fn quick(m: Method) -> Recipe {
         r.knobs.set("m_rows", 200);
     }
     if m.spec().sweeps_local_budgets {
-        (r.epsilon_x, r.epsilon_y) = (1.0, 2.0);
+        r.knobs.set("epsilon_x", 1.0);
+        r.knobs.set("epsilon_y", 2.0);
     }
     r
 }

@@ -21,7 +21,7 @@ fn ohd_row_of_the_paper_config_beats_the_majority_class_on_cora() {
     let row = c.methods.iter().find(|m| m.label() == "lpgnn-ohd").expect("the config has the OHD row");
     let eps = row.epsilons.as_ref().expect("the OHD row has its own epsilon")[0];
     let recipe = build_recipe(&row.method, &row.params, eps, row.delta.unwrap_or(c.privacy.delta)).unwrap();
-    let cfg = config(&recipe);
+    let cfg = config(&recipe).unwrap();
     assert_eq!(cfg.features, FeatureMode::Ohd);
     assert_eq!((cfg.kx, cfg.ky, cfg.weight_decay, cfg.dropout), (0, 4, 0.0, 0.0));
 

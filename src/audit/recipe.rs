@@ -182,10 +182,12 @@ mod tests {
     fn lpgnn_grid_sets_the_swept_budget() {
         let auto = DeltaPolicy::Auto;
         let r = build_recipe("lpgnn", &table("epsilon_y = 1"), Epsilon::Finite(0.5), auto).unwrap();
-        assert_eq!((r.epsilon_x, r.epsilon_y), (0.5, 1.0));
+        let k: crate::methods::lpgnn::LpgnnKnobs = r.own().unwrap();
+        assert_eq!((k.epsilon_x, k.epsilon_y), (0.5, 1.0));
         let p = table("sweep = \"epsilon_y\"\nepsilon_x = 1");
         let r = build_recipe("lpgnn", &p, Epsilon::Finite(2.0), auto).unwrap();
-        assert_eq!((r.epsilon_x, r.epsilon_y), (1.0, 2.0));
+        let k: crate::methods::lpgnn::LpgnnKnobs = r.own().unwrap();
+        assert_eq!((k.epsilon_x, k.epsilon_y), (1.0, 2.0));
         assert_eq!(
             build_recipe("lpgnn", &table("epsilon_x = 1"), Epsilon::Finite(2.0), auto).unwrap_err().0,
             "epsilon_x"

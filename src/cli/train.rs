@@ -73,31 +73,6 @@ pub struct RecipeArgs {
     /// GraphSAGE aggregation: sum or mean (sage, sage-edp).
     #[arg(long)]
     pub aggregation: Option<crate::models::sage::Aggregation>,
-    /// LPGNN feature budget eps_x (`inf` = raw features).
-    #[arg(long, allow_negative_numbers = true)]
-    pub epsilon_x: Option<f64>,
-    /// LPGNN label budget eps_y (`inf` = clean labels).
-    #[arg(long, allow_negative_numbers = true)]
-    pub epsilon_y: Option<f64>,
-    /// LPGNN KProp steps on features.
-    #[arg(long, allow_hyphen_values = true)]
-    pub kx: Option<i64>,
-    /// LPGNN KProp steps on labels.
-    #[arg(long, allow_hyphen_values = true)]
-    pub ky: Option<i64>,
-    /// LPGNN training: drop, forward-correction or cross-entropy.
-    #[arg(long)]
-    pub training: Option<crate::methods::lpgnn::Training>,
-    /// LPGNN backbone: gcn, gat or sage.
-    #[arg(long)]
-    pub backbone: Option<crate::methods::backbone::GnnKind>,
-    /// LPGNN features: multibit, onebit, laplace, gaussian (delta 1e-10 unless --delta), ones,
-    /// ohd, rnd or raw.
-    #[arg(long)]
-    pub features: Option<crate::methods::lpgnn::FeatureMode>,
-    /// LPGNN: multi-bit's m (default m* of Proposition 3).
-    #[arg(long)]
-    pub multibit_m: Option<usize>,
     /// PGC / PGC-VGAE per-feature randomiser: onebit (= pgc), laplace, piecewise (raw: omit --epsilon).
     #[arg(long)]
     pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
@@ -136,14 +111,6 @@ impl RecipeArgs {
             norm_groups,
             mp_layers,
             aggregation,
-            epsilon_x,
-            epsilon_y,
-            kx,
-            ky,
-            training,
-            backbone,
-            features,
-            multibit_m,
             mechanism,
             accountant
         );
@@ -178,11 +145,9 @@ impl RecipeArgs {
         }
         set!(max_degree => max_degree, hidden => train.hidden, lr => train.lr, dropout => train.dropout, activation => train.activation,
              max_grad_norm => max_grad_norm, encoder_layers => encoder_layers, head_layers => head_layers,
-             mlp_layers => mlp_layers, aggregation => aggregation, epsilon_x => epsilon_x,
-             epsilon_y => epsilon_y, kx => kx, ky => ky, training => training, backbone => backbone,
-             features => features, mechanism => mechanism, accountant => accountant);
+             mlp_layers => mlp_layers, aggregation => aggregation,
+             mechanism => mechanism, accountant => accountant);
         r.mp_layers = self.mp_layers;
-        r.multibit_m = self.multibit_m;
         for (k, v) in self.own.given() {
             r.knobs.set(k, crate::methods::knobs::parse_cli_value(v));
         }

@@ -18,7 +18,96 @@ use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Ties, 
 use gnnaudit_attacks::Result as AttackResult;
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
-pub use super::recipe::{FeatureMode, Training};
+/// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Training {
+    /// Loss between KProp-smoothed noisy labels and KProp-smoothed forward-corrected
+    /// predictions (eqs. 3.41-3.42); validation by forward-correction loss under Acc*.
+    Drop,
+    /// Forward correction (Patrini et al. 2017): cross-entropy of p(y|x) T against y'.
+    ForwardCorrection,
+    /// Plain cross-entropy against the noisy labels.
+    CrossEntropy,
+}
+
+crate::from_serde_word!(Training, "training", "drop, forward-correction or cross-entropy");
+
+/// What the server uses as node features (Table 3.3: multi-bit vs. ad-hoc features).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FeatureMode {
+    /// Multi-bit perturbed features at eps_x (raw features when eps_x = inf).
+    Multibit,
+    /// The all-ones vector (no feature information, no privacy cost).
+    Ones,
+    /// Uniform random features in [0, 1) (no feature information, no privacy cost).
+    Rnd,
+    /// The clean features (min-max scaled): no feature privacy.
+    Raw,
+    /// Table 3.2's 1B: the multi-bit encoder with m = d (every feature at eps_x / d).
+    Onebit,
+    /// Table 3.2's LP: Laplace noise of scale d/eps_x per coordinate (eps_x-LDP).
+    Laplace,
+    /// Table 3.2's AG: analytic Gaussian, (eps_x, delta)-LDP with delta = 1e-10 by default.
+    Gaussian,
+    /// Table 3.3's OHD: one-hot of min(degree, d - 1) in d columns (public, no privacy cost).
+    Ohd,
+}
+
+impl FeatureMode {
+    /// Modes that spend eps_x on the private features.
+    pub fn is_private(self) -> bool {
+        matches!(self, FeatureMode::Multibit | FeatureMode::Onebit | FeatureMode::Laplace | FeatureMode::Gaussian)
+    }
+}
+
+crate::from_serde_word!(FeatureMode, "features", "multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw");
+
+/// LPGNN's own knobs (the recipe's knob map; defaults: thesis Section 3.5.2 with Cora's K_x = 16,
+/// K_y = 8). RGNN and graph-pate read some of the same names through their own structs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct LpgnnKnobs {
+    /// Feature budget eps_x (`inf` = raw features).
+    pub epsilon_x: f64,
+    /// Label budget eps_y (`inf` = clean labels).
+    pub epsilon_y: f64,
+    /// KProp steps on the features.
+    pub kx: i64,
+    /// KProp steps on the labels.
+    pub ky: i64,
+    /// How the model learns from noisy labels: drop, forward-correction or cross-entropy.
+    pub training: Training,
+    /// The GNN: gcn, gat or sage.
+    pub backbone: GnnKind,
+    /// Node features: multibit, onebit, laplace, gaussian (delta 1e-10 unless --delta), ones, ohd,
+    /// rnd or raw.
+    pub features: FeatureMode,
+    /// Multi-bit's m (default m* of Proposition 3); only with features = multibit.
+    pub multibit_m: Option<usize>,
+}
+
+impl Default for LpgnnKnobs {
+    fn default() -> Self {
+        LpgnnKnobs {
+            epsilon_x: 1.0,
+            epsilon_y: 1.0,
+            kx: 16,
+            ky: 8,
+            training: Training::Drop,
+            backbone: GnnKind::Sage,
+            features: FeatureMode::Multibit,
+            multibit_m: None,
+        }
+    }
+}
+
+impl crate::methods::knobs::Knobs for LpgnnKnobs {
+    fn check(&self) -> Result<()> {
+        LpgnnConfig::default().with_knobs(self).check_knobs()
+    }
+}
 
 /// LPGNN hyper-parameters. Defaults: thesis Section 3.5.2 with Cora's K_x = 16, K_y = 8.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -63,20 +152,15 @@ impl Default for LpgnnConfig {
 }
 
 impl LpgnnConfig {
+    /// This config with LPGNN's own knobs set to `k`.
+    pub fn with_knobs(self, k: &LpgnnKnobs) -> LpgnnConfig {
+        let LpgnnKnobs { epsilon_x, epsilon_y, kx, ky, training, backbone, features, multibit_m } = k.clone();
+        LpgnnConfig { epsilon_x, epsilon_y, kx, ky, training, backbone, features, multibit_m, ..self }
+    }
+
     /// Checks every parameter before any work.
     pub fn validate(&self) -> Result<()> {
-        if self.epsilon_x.is_nan() || self.epsilon_x <= 0.0 {
-            return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
-        }
-        if self.epsilon_y.is_nan() || self.epsilon_y <= 0.0 {
-            return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
-        }
-        if self.kx < 0 {
-            return Err(Error::invalid("kx", format!("must be >= 0, got {}", self.kx)));
-        }
-        if self.ky < 0 {
-            return Err(Error::invalid("ky", format!("must be >= 0, got {}", self.ky)));
-        }
+        self.check_knobs()?;
         if self.hidden < 1 {
             return Err(Error::invalid("hidden", format!("must be >= 1, got {}", self.hidden)));
         }
@@ -91,6 +175,23 @@ impl LpgnnConfig {
         }
         if self.epochs == 0 {
             return Err(Error::invalid("epochs", "must be >= 1"));
+        }
+        Ok(())
+    }
+
+    /// Checks LPGNN's own knobs (budgets, KProp steps, multi-bit's m).
+    fn check_knobs(&self) -> Result<()> {
+        if self.epsilon_x.is_nan() || self.epsilon_x <= 0.0 {
+            return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
+        }
+        if self.epsilon_y.is_nan() || self.epsilon_y <= 0.0 {
+            return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
+        }
+        if self.kx < 0 {
+            return Err(Error::invalid("kx", format!("must be >= 0, got {}", self.kx)));
+        }
+        if self.ky < 0 {
+            return Err(Error::invalid("ky", format!("must be >= 0, got {}", self.ky)));
         }
         if let Some(m) = self.multibit_m {
             if self.features != FeatureMode::Multibit {
@@ -561,7 +662,7 @@ pub fn load_checkpoint(
     cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
-    let config = config(&meta.recipe);
+    let config = config(&meta.recipe)?;
     config.validate()?;
     let mut vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(
@@ -580,26 +681,21 @@ pub fn load_checkpoint(
     Ok(Box::new(LpgnnModel { vs, gnn, tensors, features, config, posteriors, kprop, graph, label_recovery: None }))
 }
 
-/// The [`LpgnnConfig`] of a recipe (the `train` arm of `--method lpgnn`). Dropout and weight decay
-/// are the recipe's, zero included; a recipe that leaves them unset starts from LPGNN's defaults
-/// (0.5 and 1e-3), which the registry's `lpgnn_defaults` writes into it.
-pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
-    LpgnnConfig {
-        epsilon_x: recipe.epsilon_x,
-        epsilon_y: recipe.epsilon_y,
-        kx: recipe.kx,
-        ky: recipe.ky,
-        training: recipe.training,
-        backbone: recipe.backbone,
-        features: recipe.features,
-        multibit_m: recipe.multibit_m,
+/// The [`LpgnnConfig`] of a recipe (the `train` arm of `--method lpgnn`): LPGNN's own knobs and
+/// the shared training settings. Dropout and weight decay are the recipe's, zero included; a
+/// recipe that leaves them unset starts from LPGNN's defaults (0.5 and 1e-3), which the registry's
+/// `lpgnn_defaults` writes into it.
+pub fn config(recipe: &crate::methods::Recipe) -> Result<LpgnnConfig> {
+    let base = LpgnnConfig {
         delta: recipe.delta,
         hidden: recipe.train.hidden as i64,
         dropout: recipe.train.dropout,
         learning_rate: recipe.train.lr,
         weight_decay: recipe.train.weight_decay,
         epochs: recipe.epochs(),
-    }
+        ..Default::default()
+    };
+    Ok(base.with_knobs(&recipe.own()?))
 }
 // ---------------------------------------------------------------- white box
 
@@ -630,6 +726,23 @@ impl gnnaudit_attacks::WhiteBox for LpgnnModel {
 
 use crate::methods::spec::MethodSpec;
 
+/// The local budgets of an LPGNN-style recipe, eps_x and eps_y.
+pub trait LocalBudgets {
+    fn local_budgets(&self) -> (f64, f64);
+}
+
+impl LocalBudgets for LpgnnKnobs {
+    fn local_budgets(&self) -> (f64, f64) {
+        (self.epsilon_x, self.epsilon_y)
+    }
+}
+
+/// A local method adds noise when either of its budgets is finite. (A recipe whose knobs do not
+/// parse is refused by validation before anything asks.)
+pub fn local_budgets_finite<K: crate::methods::knobs::Knobs + LocalBudgets>(r: &crate::methods::Recipe) -> bool {
+    r.own::<K>().map(|k| k.local_budgets()).is_ok_and(|(x, y)| x.is_finite() || y.is_finite())
+}
+
 fn lpgnn_defaults(r: &mut crate::methods::Recipe) {
     let d = LpgnnConfig::default();
     (r.train.dropout, r.train.weight_decay) = (d.dropout, d.weight_decay);
@@ -641,7 +754,7 @@ fn lpgnn_budget(
     _seed: u64,
     _acct: &crate::train::accounting::Accounting,
 ) -> Result<Budget> {
-    config(recipe).budget(data.num_features())
+    config(recipe)?.budget(data.num_features())
 }
 
 pub const LPGNN: MethodSpec = MethodSpec {
@@ -649,26 +762,16 @@ pub const LPGNN: MethodSpec = MethodSpec {
     split: crate::data::SplitRatios::LPGNN,
     sweeps_local_budgets: true,
     epochs: 500,
-    knobs: &[
-        "epsilon_x",
-        "epsilon_y",
-        "kx",
-        "ky",
-        "training",
-        "backbone",
-        "features",
-        "multibit_m",
-        "hidden",
-        "dropout",
-        "weight_decay",
-    ],
+    is_private: local_budgets_finite::<LpgnnKnobs>,
+    knobs: &["hidden", "dropout", "weight_decay"],
+    own_knobs: Some(crate::methods::knobs::own::<LpgnnKnobs>()),
     defaults: lpgnn_defaults,
     load: Some(load_checkpoint),
     ..MethodSpec::new(
         "lpgnn",
         "LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y)",
         PrivacyUnit::Local,
-        |r, data, seed, _| train(data, &config(r), seed),
+        |r, data, seed, _| train(data, &config(r)?, seed),
         lpgnn_budget,
     )
 };

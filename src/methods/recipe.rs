@@ -86,54 +86,6 @@ impl UtilityMetric {
     }
 }
 
-// LPGNN's knob types, kept beside the recipe fields that hold them (LPGNN re-exports them).
-
-/// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Training {
-    /// Loss between KProp-smoothed noisy labels and KProp-smoothed forward-corrected
-    /// predictions (eqs. 3.41-3.42); validation by forward-correction loss under Acc*.
-    Drop,
-    /// Forward correction (Patrini et al. 2017): cross-entropy of p(y|x) T against y'.
-    ForwardCorrection,
-    /// Plain cross-entropy against the noisy labels.
-    CrossEntropy,
-}
-
-crate::from_serde_word!(Training, "training", "drop, forward-correction or cross-entropy");
-
-/// What the server uses as node features (Table 3.3: multi-bit vs. ad-hoc features).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FeatureMode {
-    /// Multi-bit perturbed features at eps_x (raw features when eps_x = inf).
-    Multibit,
-    /// The all-ones vector (no feature information, no privacy cost).
-    Ones,
-    /// Uniform random features in [0, 1) (no feature information, no privacy cost).
-    Rnd,
-    /// The clean features (min-max scaled): no feature privacy.
-    Raw,
-    /// Table 3.2's 1B: the multi-bit encoder with m = d (every feature at eps_x / d).
-    Onebit,
-    /// Table 3.2's LP: Laplace noise of scale d/eps_x per coordinate (eps_x-LDP).
-    Laplace,
-    /// Table 3.2's AG: analytic Gaussian, (eps_x, delta)-LDP with delta = 1e-10 by default.
-    Gaussian,
-    /// Table 3.3's OHD: one-hot of min(degree, d - 1) in d columns (public, no privacy cost).
-    Ohd,
-}
-
-impl FeatureMode {
-    /// Modes that spend eps_x on the private features.
-    pub fn is_private(self) -> bool {
-        matches!(self, FeatureMode::Multibit | FeatureMode::Onebit | FeatureMode::Laplace | FeatureMode::Gaussian)
-    }
-}
-
-crate::from_serde_word!(FeatureMode, "features", "multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw");
-
 /// The training loop's settings, shared by every method (burn's `TrainingConfig` idea): the
 /// method-specific settings stay in [`Recipe`] and the methods' own knob structs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,18 +163,6 @@ pub struct Recipe {
     pub mp_layers: Option<usize>,
     /// GraphSAGE aggregation (sage, sage-edp).
     pub aggregation: crate::models::sage::Aggregation,
-    /// LPGNN: feature budget eps_x (inf = raw features).
-    pub epsilon_x: f64,
-    /// LPGNN: label budget eps_y (inf = clean labels).
-    pub epsilon_y: f64,
-    /// LPGNN: KProp steps on features and labels (Cora defaults 16 and 8).
-    pub kx: i64,
-    pub ky: i64,
-    pub training: Training,
-    pub backbone: crate::models::backbone::GnnKind,
-    pub features: FeatureMode,
-    /// LPGNN: multi-bit's m (None = m* of Proposition 3; `features = onebit` is m = d).
-    pub multibit_m: Option<usize>,
     /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
     pub mechanism: crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind,
     /// The accountant the noise is calibrated to (rdp or pld); written only when not rdp, so
@@ -254,14 +194,6 @@ impl Default for Recipe {
             layerwise: false,
             mp_layers: None,
             aggregation: crate::models::sage::Aggregation::Sum,
-            epsilon_x: 1.0,
-            epsilon_y: 1.0,
-            kx: 16,
-            ky: 8,
-            training: Training::Drop,
-            backbone: crate::models::backbone::GnnKind::Sage,
-            features: FeatureMode::Multibit,
-            multibit_m: None,
             mechanism: Default::default(),
             accountant: Default::default(),
             knobs: Default::default(),
@@ -322,10 +254,7 @@ impl Recipe {
     }
     /// Is noise added (a finite epsilon for a private method)?
     pub fn is_private(&self) -> bool {
-        if self.method.spec().sweeps_local_budgets {
-            return self.epsilon_x.is_finite() || self.epsilon_y.is_finite();
-        }
-        self.method.takes_epsilon() && self.epsilon.is_some()
+        (self.method.spec().is_private)(self)
     }
 
     /// Checks every field once, before any work (linfa's ParamGuard idea).
@@ -411,11 +340,6 @@ impl Recipe {
                         self.accountant.name()
                     ),
                 ));
-            }
-        }
-        for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
-            if e.is_nan() || e <= 0.0 {
-                return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));
             }
         }
         self.refuse_unread_knobs()?;

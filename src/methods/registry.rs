@@ -249,10 +249,10 @@ mod white_box_tests {
         let x = data.features.to_tensor().to_kind(Kind::Float);
         let dense = data.graph.aggregation_tensor().to_dense(None, false);
         let mut lp = Recipe::new(Method::Lpgnn, None);
-        lp.epsilon_x = f64::INFINITY;
-        lp.epsilon_y = f64::INFINITY;
-        lp.features = crate::methods::lpgnn::FeatureMode::Raw;
-        lp.kx = 2; // 64 features > 32 projections: exercises the pseudo-inverse shortcut of `propagate`
+        lp.knobs.set("epsilon_x", f64::INFINITY);
+        lp.knobs.set("epsilon_y", f64::INFINITY);
+        lp.knobs.set("features", "raw");
+        lp.knobs.set("kx", 2); // 64 features > 32 projections: exercises the pseudo-inverse shortcut of `propagate`
         let x_lp = crate::privacy::mechanisms::multibit::min_max_scale(&data.features.to_tensor());
         let mut dpgnn = Recipe::new(Method::Dpgnn, Some(1e6));
         dpgnn.train.batch_size = Some(64);
