@@ -788,7 +788,8 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
             }
         }
         FloorPlan::Sage if recipe.epsilon.is_none() => {
-            let layers = recipe.mp_layers.unwrap_or(2);
+            let k: gnnaudit::methods::backbone::SageKnobs = recipe.own().ok()?;
+            let layers = k.mp_layers;
             let pre = mlp_widths(f, recipe.base_layers(), h);
             // The head reads the jumping-knowledge concatenation; its first layer projects it back
             // to the hidden width (`backbone::spec_of`).

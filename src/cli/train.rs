@@ -67,15 +67,6 @@ pub struct RecipeArgs {
     /// ProGAP layerwise training instead of progressive.
     #[arg(long)]
     pub layerwise: bool,
-    /// GraphSAGE message-passing layers, 1-5 (sage, sage-edp).
-    #[arg(long)]
-    pub mp_layers: Option<usize>,
-    /// GraphSAGE aggregation: sum or mean (sage, sage-edp).
-    #[arg(long)]
-    pub aggregation: Option<crate::models::sage::Aggregation>,
-    /// PGC / PGC-VGAE per-feature randomiser: onebit (= pgc), laplace, piecewise (raw: omit --epsilon).
-    #[arg(long)]
-    pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
     /// Accountant the noise is calibrated to: rdp (default) or pld (tight; the claim is the PLD epsilon).
     #[arg(long)]
     pub accountant: Option<crate::privacy::accountant::Accountant>,
@@ -109,9 +100,6 @@ impl RecipeArgs {
             mlp_layers,
             batch_norm,
             norm_groups,
-            mp_layers,
-            aggregation,
-            mechanism,
             accountant
         );
         out.extend(self.layerwise.then_some("layerwise"));
@@ -145,11 +133,19 @@ impl RecipeArgs {
         }
         set!(max_degree => max_degree, hidden => train.hidden, lr => train.lr, dropout => train.dropout, activation => train.activation,
              max_grad_norm => max_grad_norm, encoder_layers => encoder_layers, head_layers => head_layers,
-             mlp_layers => mlp_layers, aggregation => aggregation,
-             mechanism => mechanism, accountant => accountant);
-        r.mp_layers = self.mp_layers;
+             mlp_layers => mlp_layers,
+             accountant => accountant);
         for (k, v) in self.own.given() {
             r.knobs.set(k, crate::methods::knobs::parse_cli_value(v));
+        }
+        // A value of the wrong type names its flag, as clap does for the flags it parses.
+        if let Some(own) = spec.own_knobs {
+            (own.types)(&r.knobs).map_err(|e| match e {
+                Error::InvalidParam { field, message } => {
+                    Error::invalid(format!("--{}", field.replace('_', "-")), message)
+                }
+                e => e,
+            })?;
         }
         Ok(r)
     }

@@ -105,16 +105,25 @@ impl KnobMap {
     /// knob; unknown names are refused by [`Recipe::validate`](super::Recipe::validate) before
     /// anything reads the struct.
     pub fn parse<T: Knobs>(&self) -> Result<T> {
-        for (k, v) in &self.0 {
-            let one = toml::Table::from_iter([(k.clone(), v.clone())]);
-            T::deserialize(toml::Value::Table(one))
-                .map_err(|e| Error::invalid(k, e.to_string().trim().replace('\n', " ")))?;
-        }
+        self.check_types::<T>()?;
         let all: toml::Table = self.0.clone().into_iter().collect();
         let knobs = T::deserialize(toml::Value::Table(all))
             .map_err(|e| Error::invalid("knobs", e.to_string().trim().replace('\n', " ")))?;
         knobs.check()?;
         Ok(knobs)
+    }
+}
+
+impl KnobMap {
+    /// Reads each knob on its own into `T`, so that a value of the wrong type (or an unknown
+    /// word) names its knob; ranges are [`Knobs::check`]'s.
+    pub fn check_types<T: Knobs>(&self) -> Result<()> {
+        for (k, v) in &self.0 {
+            let one = toml::Table::from_iter([(k.clone(), v.clone())]);
+            T::deserialize(toml::Value::Table(one))
+                .map_err(|e| Error::invalid(k, e.to_string().trim().replace('\n', " ")))?;
+        }
+        Ok(())
     }
 }
 
@@ -145,6 +154,8 @@ pub struct OwnKnobs {
     docs: fn() -> Vec<KnobDoc>,
     /// Parses and range-checks a map into the struct.
     pub check: fn(&KnobMap) -> Result<()>,
+    /// Reads each knob of a map into its field's type ([`KnobMap::check_types`]).
+    pub types: fn(&KnobMap) -> Result<()>,
     /// The fields this method reads, when variants share one struct (DPAR's GM reads c1, EM c2).
     only: Option<&'static [&'static str]>,
 }
@@ -162,12 +173,12 @@ impl OwnKnobs {
 
 /// The registry entry of knob struct `T`.
 pub const fn own<T: Knobs>() -> OwnKnobs {
-    OwnKnobs { docs: docs::<T>, check: check::<T>, only: None }
+    OwnKnobs { docs: docs::<T>, check: check::<T>, types: KnobMap::check_types::<T>, only: None }
 }
 
 /// The registry entry of the fields `only` of knob struct `T`.
 pub const fn own_some<T: Knobs>(only: &'static [&'static str]) -> OwnKnobs {
-    OwnKnobs { docs: docs::<T>, check: check::<T>, only: Some(only) }
+    OwnKnobs { docs: docs::<T>, check: check::<T>, types: KnobMap::check_types::<T>, only: Some(only) }
 }
 
 fn check<T: Knobs>(map: &KnobMap) -> Result<()> {

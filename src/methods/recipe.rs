@@ -159,12 +159,6 @@ pub struct Recipe {
     pub max_grad_norm: f64,
     /// ProGAP: train each stage's new layer only (Remark 1) instead of progressively.
     pub layerwise: bool,
-    /// GraphSAGE message-passing layers (sage, sage-edp; DP-GNN always uses 1), default 2.
-    pub mp_layers: Option<usize>,
-    /// GraphSAGE aggregation (sage, sage-edp).
-    pub aggregation: crate::models::sage::Aggregation,
-    /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
-    pub mechanism: crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind,
     /// The accountant the noise is calibrated to (rdp or pld); written only when not rdp, so
     /// that existing recipes serialise as before.
     #[serde(skip_serializing_if = "crate::privacy::accountant::Accountant::is_rdp")]
@@ -192,9 +186,6 @@ impl Default for Recipe {
             norm_groups: None,
             max_grad_norm: 1.0,
             layerwise: false,
-            mp_layers: None,
-            aggregation: crate::models::sage::Aggregation::Sum,
-            mechanism: Default::default(),
             accountant: Default::default(),
             knobs: Default::default(),
         }

@@ -145,9 +145,18 @@ pub fn control_recipe(r: &Recipe) -> Result<Option<Recipe>> {
             table.insert(k.clone(), v.clone());
         }
     }
-    for (k, v) in [("hops", r.hops()), ("depth", r.depth())] {
+    let resolved: [(&str, Resolve); 3] = [
+        ("hops", |r| Ok(toml::Value::Integer(r.hops() as i64))),
+        ("depth", |r| Ok(toml::Value::Integer(r.depth() as i64))),
+        ("aggregation", |r| {
+            let own: super::backbone::SageKnobs = r.own()?;
+            toml::Value::try_from(own.aggregation_of(r.method))
+                .map_err(|e| crate::Error::Other(format!("cannot tabulate an aggregation: {e}")))
+        }),
+    ];
+    for (k, of) in resolved {
         if read.iter().any(|x| x == k) {
-            table.insert(k.into(), toml::Value::Integer(v as i64));
+            table.insert(k.into(), of(r)?);
         }
     }
     let mut out: Recipe = serde::Deserialize::deserialize(toml::Value::Table(table))
@@ -156,6 +165,9 @@ pub fn control_recipe(r: &Recipe) -> Result<Option<Recipe>> {
     out.validate()?;
     Ok(Some(out))
 }
+
+/// A knob's value in a recipe, resolved where its default depends on the method.
+type Resolve = fn(&Recipe) -> Result<toml::Value>;
 
 /// How a method takes its privacy target.
 fn target_of(s: &MethodSpec) -> &'static str {
