@@ -191,10 +191,10 @@ fn quick(m: Method) -> Recipe {
     r.train.epochs = Some(2);
     let reads = |k: &str| knob_names(m).iter().any(|n| n == k);
     if reads("hops") {
-        r.hops = Some(1);
+        r.knobs.set("hops", 1);
     }
     if reads("depth") {
-        r.depth = Some(1);
+        r.knobs.set("depth", 1);
     }
     if reads("m_rows") {
         r.knobs.set("m_rows", 200);

@@ -147,7 +147,10 @@ mod tests {
     fn recipes_come_from_method_tables_and_typos_name_the_key() {
         let auto = DeltaPolicy::Auto;
         let r = build_recipe("gap-edp", &table("hops = 3\nepochs = 7"), Epsilon::Finite(2.0), auto).unwrap();
-        assert_eq!((r.hops, r.train.epochs, r.epsilon, r.delta), (Some(3), Some(7), Some(2.0), None));
+        assert_eq!(
+            (r.knobs.get("hops"), r.train.epochs, r.epsilon, r.delta),
+            (Some(&3.into()), Some(7), Some(2.0), None)
+        );
         let r = build_recipe("gap-edp", &table(""), Epsilon::Infinite, DeltaPolicy::Fixed(1e-5)).unwrap();
         assert_eq!((r.epsilon, r.delta), (None, Some(1e-5)));
         let r = build_recipe("mlp", &table(""), Epsilon::Finite(1.0), auto).unwrap();

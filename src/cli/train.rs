@@ -23,12 +23,6 @@ pub struct RecipeArgs {
     /// Target delta (default: 10^-digits of the number of edges at edge level, nodes at node level).
     #[arg(long, allow_negative_numbers = true)]
     pub delta: Option<f64>,
-    /// GAP hops K (default 2; 3 at node level).
-    #[arg(long)]
-    pub hops: Option<usize>,
-    /// ProGAP depth K (default 5; 4 at node level).
-    #[arg(long)]
-    pub depth: Option<usize>,
     /// Degree bound D for node-level methods.
     #[arg(long)]
     pub max_degree: Option<usize>,
@@ -50,12 +44,6 @@ pub struct RecipeArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub max_grad_norm: Option<f64>,
     #[arg(long)]
-    pub encoder_layers: Option<usize>,
-    #[arg(long)]
-    pub base_layers: Option<usize>,
-    #[arg(long)]
-    pub head_layers: Option<usize>,
-    #[arg(long)]
     pub mlp_layers: Option<usize>,
     /// Batch norm on/off (group norm under node-level DP).
     #[arg(long)]
@@ -64,9 +52,6 @@ pub struct RecipeArgs {
     /// ProGAP-NDP 1).
     #[arg(long)]
     pub norm_groups: Option<usize>,
-    /// ProGAP layerwise training instead of progressive.
-    #[arg(long)]
-    pub layerwise: bool,
     /// Accountant the noise is calibrated to: rdp (default) or pld (tight; the claim is the PLD epsilon).
     #[arg(long)]
     pub accountant: Option<crate::privacy::accountant::Accountant>,
@@ -84,8 +69,6 @@ impl RecipeArgs {
             ($($f:ident),*) => { $( if self.$f.is_some() { out.push(stringify!($f)); } )* };
         }
         given!(
-            hops,
-            depth,
             max_degree,
             epochs,
             batch_size,
@@ -94,15 +77,11 @@ impl RecipeArgs {
             dropout,
             activation,
             max_grad_norm,
-            encoder_layers,
-            base_layers,
-            head_layers,
             mlp_layers,
             batch_norm,
             norm_groups,
             accountant
         );
-        out.extend(self.layerwise.then_some("layerwise"));
         out
     }
 
@@ -120,19 +99,15 @@ impl RecipeArgs {
         }
         let mut r = Recipe::new(method, self.epsilon);
         r.delta = self.delta;
-        r.hops = self.hops;
-        r.depth = self.depth;
         r.train.epochs = self.epochs;
         r.train.batch_size = self.batch_size;
-        r.base_layers = self.base_layers;
         r.train.batch_norm = self.batch_norm;
         r.norm_groups = self.norm_groups;
-        r.layerwise = self.layerwise;
         macro_rules! set {
             ($($f:ident => $($g:ident).+),*) => { $( if let Some(v) = self.$f { r.$($g).+ = v; } )* };
         }
         set!(max_degree => max_degree, hidden => train.hidden, lr => train.lr, dropout => train.dropout, activation => train.activation,
-             max_grad_norm => max_grad_norm, encoder_layers => encoder_layers, head_layers => head_layers,
+             max_grad_norm => max_grad_norm,
              mlp_layers => mlp_layers,
              accountant => accountant);
         for (k, v) in self.own.given() {

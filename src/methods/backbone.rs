@@ -210,16 +210,22 @@ pub struct SageKnobs {
     pub mp_layers: usize,
     /// GraphSAGE aggregation: sum or mean (default: sum; sage-edp mean, see [`SageKnobs::aggregation_of`]).
     pub aggregation: Option<Aggregation>,
+    /// Layers of the MLP before the SAGE layers.
+    pub base_layers: usize,
+    /// Layers of the head after the jumping-knowledge projection.
+    pub head_layers: usize,
 }
 
 impl Default for SageKnobs {
     fn default() -> Self {
-        SageKnobs { mp_layers: 2, aggregation: None }
+        SageKnobs { mp_layers: 2, aggregation: None, base_layers: 1, head_layers: 1 }
     }
 }
 
 impl crate::methods::knobs::Knobs for SageKnobs {
     fn check(&self) -> Result<()> {
+        crate::ensure!(self.base_layers >= 1, crate::Error::invalid("base_layers", "must be at least 1"));
+        crate::ensure!(self.head_layers >= 1, crate::Error::invalid("head_layers", "must be at least 1"));
         SageConfig { mp_layers: self.mp_layers, ..Default::default() }.validate()
     }
 }
@@ -241,11 +247,11 @@ fn spec_of(recipe: &crate::methods::Recipe) -> Result<BaselineSpec> {
         if matches!(recipe.method, Method::Sage | Method::SageEdp) { recipe.own()? } else { SageKnobs::default() };
     let sage = SageConfig {
         hidden: recipe.train.hidden as i64,
-        pre_layers: recipe.base_layers(),
+        pre_layers: own.base_layers,
         mp_layers: own.mp_layers,
         // With jumping knowledge, the reference (PyG's GraphSAGE with `jk`) first projects the
         // concatenation back to the hidden width, then its head MLP follows.
-        post_layers: recipe.head_layers + 1,
+        post_layers: own.head_layers + 1,
         aggregation: own.aggregation_of(recipe.method),
         jk: true,
         batch_norm: recipe.norm() == crate::models::NormKind::Batch,
@@ -354,7 +360,7 @@ impl WhiteBox for FullBatchModel {
 use crate::methods::spec::MethodSpec;
 use crate::privacy::accountant::PrivacyUnit as Unit;
 
-const SAGE_KNOBS: &[&str] = &["hidden", "dropout", "weight_decay", "base_layers", "head_layers", "batch_norm"];
+const SAGE_KNOBS: &[&str] = &["hidden", "dropout", "weight_decay", "batch_norm"];
 const TWO_LAYER_KNOBS: &[&str] = &["hidden", "dropout", "weight_decay"];
 
 const fn entry(name: &'static str, about: &'static str, unit: Unit, knobs: &'static [&'static str]) -> MethodSpec {

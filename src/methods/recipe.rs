@@ -30,39 +30,13 @@ impl Method {
     pub fn takes_epsilon(self) -> bool {
         self.spec().takes_epsilon
     }
-    /// The DPAR family (methods::dpar).
-    pub fn is_dpar(self) -> bool {
-        matches!(
-            self,
-            Method::DparGm
-                | Method::DparEm0
-                | Method::DparEm1
-                | Method::DparDpsgd
-                | Method::DparFeatures
-                | Method::DparRandom
-                | Method::DparInf
-        )
-    }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
     pub fn is_unsound(self) -> bool {
         self.spec().unsound.is_some()
     }
-    pub fn is_gap(self) -> bool {
-        matches!(
-            self,
-            Method::GapInf
-                | Method::GapEdp
-                | Method::GapNdp
-                | Method::DemoGapEdpPlantedBug
-                | Method::DemoGapEdpNoiseOff
-        )
-    }
     /// What the utility measures: accuracy (node classification) or ROC-AUC (link prediction).
     pub fn utility_metric(self) -> UtilityMetric {
         self.spec().utility
-    }
-    pub fn is_progap(self) -> bool {
-        matches!(self, Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp)
     }
 }
 
@@ -140,25 +114,14 @@ pub struct Recipe {
     /// `train.epochs`). Declared before `knobs`, so serde hands these keys to it first.
     #[serde(flatten)]
     pub train: TrainConfig,
-    /// GAP hops K (default 2 at edge level / non-private, 3 at node level).
-    pub hops: Option<usize>,
-    /// ProGAP depth K, i.e. stages 0..K (default 5 at edge level / non-private, 4 at node level).
-    pub depth: Option<usize>,
     /// Degree bound D for node-level methods (neighbour sampling).
     pub max_degree: usize,
     /// Layers of the (DP-)MLP baseline.
     pub mlp_layers: usize,
-    /// GAP encoder layers.
-    pub encoder_layers: usize,
-    /// Base MLP layers (GAP: 1; ProGAP: 1 at edge level, 2 at node level).
-    pub base_layers: Option<usize>,
-    pub head_layers: usize,
     /// Groups of that group norm (None = the method's default, see [`Recipe::norm_groups`]).
     pub norm_groups: Option<usize>,
     /// DP-Adam clipping bound C.
     pub max_grad_norm: f64,
-    /// ProGAP: train each stage's new layer only (Remark 1) instead of progressively.
-    pub layerwise: bool,
     /// The accountant the noise is calibrated to (rdp or pld); written only when not rdp, so
     /// that existing recipes serialise as before.
     #[serde(skip_serializing_if = "crate::privacy::accountant::Accountant::is_rdp")]
@@ -176,16 +139,10 @@ impl Default for Recipe {
             epsilon: None,
             delta: None,
             train: TrainConfig::default(),
-            hops: None,
-            depth: None,
             max_degree: 100,
             mlp_layers: 2,
-            encoder_layers: 2,
-            base_layers: None,
-            head_layers: 1,
             norm_groups: None,
             max_grad_norm: 1.0,
-            layerwise: false,
             accountant: Default::default(),
             knobs: Default::default(),
         }
@@ -201,12 +158,6 @@ impl Recipe {
         (method.spec().defaults)(&mut r);
         r
     }
-    pub fn hops(&self) -> usize {
-        self.hops.unwrap_or(if self.method.is_node_level() { 3 } else { 2 })
-    }
-    pub fn depth(&self) -> usize {
-        self.depth.unwrap_or(if self.method.is_node_level() { 4 } else { 5 })
-    }
     pub fn epochs(&self) -> usize {
         self.train.epochs.unwrap_or(self.method.spec().epochs)
     }
@@ -217,9 +168,6 @@ impl Recipe {
         } else {
             self.train.batch_size
         }
-    }
-    pub fn base_layers(&self) -> usize {
-        self.base_layers.unwrap_or(if self.method == Method::ProgapNdp { 2 } else { 1 })
     }
     /// Groups of the group norm used under node-level DP. ProGAP-NDP: one group, i.e. every
     /// sample normalised over all its channels (thesis §5.5.3, "group normalization with one
@@ -276,13 +224,6 @@ impl Recipe {
                 Ok(())
             }
         };
-        if self.method.is_gap() {
-            pos("hops", self.hops())?;
-            pos("encoder_layers", self.encoder_layers)?;
-        }
-        if self.method.is_progap() && self.depth.is_some_and(|d| d > 10) {
-            return Err(Error::invalid("depth", "at most 10"));
-        }
         pos("max_degree", self.max_degree)?;
         pos("epochs", self.epochs())?;
         if self.epochs() > MAX_EPOCHS {
@@ -296,8 +237,6 @@ impl Recipe {
         }
         pos("hidden", self.train.hidden)?;
         pos("mlp_layers", self.mlp_layers)?;
-        pos("base_layers", self.base_layers())?;
-        pos("head_layers", self.head_layers)?;
         pos("norm_groups", self.norm_groups())?;
         if !(self.train.lr > 0.0 && self.train.lr.is_finite()) {
             return Err(Error::invalid("lr", format!("{} must be a positive number", self.train.lr)));

@@ -146,8 +146,8 @@ pub fn control_recipe(r: &Recipe) -> Result<Option<Recipe>> {
         }
     }
     let resolved: [(&str, Resolve); 3] = [
-        ("hops", |r| Ok(toml::Value::Integer(r.hops() as i64))),
-        ("depth", |r| Ok(toml::Value::Integer(r.depth() as i64))),
+        ("hops", |r| Ok(toml::Value::Integer(super::gap::hops(r)? as i64))),
+        ("depth", |r| Ok(toml::Value::Integer(super::progap::depth(r)? as i64))),
         ("aggregation", |r| {
             let own: super::backbone::SageKnobs = r.own()?;
             toml::Value::try_from(own.aggregation_of(r.method))
@@ -234,6 +234,25 @@ pub fn describe(m: Method) -> Result<String> {
     Ok(out)
 }
 
+/// A control keeps the target's architecture where the two methods' defaults differ (the
+/// values the recipes held as fields before the knob structs).
+#[cfg(test)]
+mod control_tests {
+    use super::*;
+
+    #[test]
+    fn controls_resolve_the_targets_method_dependent_defaults() {
+        let control = |m| control_recipe(&Recipe::new(m, Some(1.0))).unwrap().unwrap();
+        let sage = control(Method::SageEdp);
+        assert_eq!((sage.method, sage.knobs.get("aggregation")), (Method::Sage, Some(&"mean".into())));
+        let gap = control(Method::GapNdp);
+        assert_eq!((gap.method, gap.knobs.get("hops")), (Method::GapInf, Some(&3.into())));
+        let progap = control(Method::ProgapNdp);
+        assert_eq!((progap.method, progap.knobs.get("depth")), (Method::ProgapInf, Some(&4.into())));
+        assert_eq!(progap.knobs.get("base_layers"), None, "left at the control's own default, as before");
+    }
+}
+
 /// Every method's white box, against its own posteriors.
 #[cfg(test)]
 mod white_box_tests {
@@ -272,7 +291,7 @@ mod white_box_tests {
         // below is the graph DP-GNN trained on (its default K = 4 would sample neighbours).
         dpgnn.max_degree = 100;
         let mut layerwise = Recipe::new(Method::ProgapInf, None);
-        layerwise.layerwise = true;
+        layerwise.knobs.set("layerwise", true);
         // (recipe, tolerance, compare with posteriors_on instead of the cached posteriors). The
         // private variants without an epsilon are the same models built with sigma = 0.
         let exact = 1e-5;
