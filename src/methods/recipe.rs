@@ -101,8 +101,8 @@ impl Default for TrainConfig {
 
 /// Every knob of a training run: the method, its privacy target, the shared training settings,
 /// the settings several families still share (degree bound, clip, group norm, MLP depth), and
-/// the method's own knobs (its struct in its
-/// module, stored in `knobs`). Fields left `None` take the method's default.
+/// the method's own knobs (its struct in its module, stored in `knobs`). Fields left `None` take
+/// the method's default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 // No `deny_unknown_fields`: serde cannot combine it with the flattened knob map, which collects every
 // name that is not a common field; `validate` then refuses the names the method does not own.
