@@ -2,7 +2,7 @@
 //! SAGE-EDP, LPGNN) now come from their events through `pure_budget`; these tests pin them to
 //! the old literals, field by field, so that no claim changed on the way.
 use gnnaudit::data::{self, SplitRatios};
-use gnnaudit::methods::lpgnn::LpgnnConfig;
+use gnnaudit::methods::lpgnn::{LpgnnConfig, LpgnnKnobs};
 use gnnaudit::methods::{self, Method, Recipe};
 use gnnaudit::privacy::accountant::{methods as events, Budget, BudgetComponent, Event, PrivacyUnit};
 use gnnaudit::report::claim::check_claim;
@@ -72,7 +72,8 @@ fn sage_edp_budget_equals_the_old_literal() {
 /// LPGNN: eps_x + eps_y by basic composition at delta 0 (Corollary 2), with and without features.
 #[test]
 fn lpgnn_budget_equals_the_old_literal() {
-    let cfg = LpgnnConfig { epsilon_x: 1.0, epsilon_y: 2.0, ..Default::default() };
+    let cfg =
+        LpgnnConfig { own: LpgnnKnobs { epsilon_x: 1.0, epsilon_y: 2.0, ..Default::default() }, ..Default::default() };
     let b = cfg.budget(1433).unwrap();
     let event = Event::Composed(vec![
         Event::PureDp { epsilon: 1.0 }.labelled("multi-bit features (eps_x)"),
@@ -93,7 +94,9 @@ fn lpgnn_budget_equals_the_old_literal() {
     assert_eq!(b, old);
     assert_eq!(event, events::lpgnn(1.0, 2.0));
     // Clean labels: no guarantee, as before (unit None, infinite epsilon, no event).
-    let open = LpgnnConfig { epsilon_y: f64::INFINITY, ..Default::default() }.budget(10).unwrap();
+    let open = LpgnnConfig { own: LpgnnKnobs { epsilon_y: f64::INFINITY, ..Default::default() }, ..Default::default() }
+        .budget(10)
+        .unwrap();
     let old_open = Budget { noise: open.noise.clone(), components: open.components.clone(), ..Budget::non_private() };
     assert_eq!(open, old_open);
 }

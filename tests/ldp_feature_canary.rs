@@ -56,7 +56,8 @@ fn pgc_one_feature_game_holds_at_its_per_feature_claim_and_catches_a_planted_lea
 #[test]
 fn rgnn_feature_record_game_holds_at_m_eps_x_plus_eps_y() {
     let mut r = Recipe::new(Method::Rgnn, None);
-    (r.epsilon_x, r.epsilon_y) = (0.1, 0.5);
+    r.knobs.set("epsilon_x", 0.1);
+    r.knobs.set("epsilon_y", 0.5);
     r.knobs.set("group_size", 25);
     let res = audit(&r, AttackKind::CanaryLdpFeatures, None);
     assert_eq!(res.game.unit, GameUnit::LdpCanary);

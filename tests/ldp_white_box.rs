@@ -14,7 +14,8 @@ fn pgc_and_rgnn_white_boxes_reproduce_their_posteriors() {
     let x = data.features.to_tensor().to_kind(Kind::Float);
     let dense = data.graph.aggregation_tensor().to_dense(None, false);
     let mut rgnn = Recipe::new(Method::Rgnn, None);
-    (rgnn.epsilon_x, rgnn.epsilon_y) = (f64::INFINITY, f64::INFINITY);
+    rgnn.knobs.set("epsilon_x", f64::INFINITY);
+    rgnn.knobs.set("epsilon_y", f64::INFINITY);
     rgnn.knobs.set("group_size", 25);
     for mut recipe in [Recipe::new(Method::Pgc, None), rgnn] {
         recipe.train.epochs = Some(5);

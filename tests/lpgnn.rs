@@ -3,7 +3,7 @@
 mod common_cora;
 use common_cora::load;
 use gnnaudit::methods::backbone::GnnKind;
-use gnnaudit::methods::lpgnn::{train, FeatureMode, LpgnnConfig, Training};
+use gnnaudit::methods::lpgnn::{train, FeatureMode, LpgnnConfig, LpgnnKnobs, Training};
 use gnnaudit::privacy::accountant::PrivacyUnit;
 use gnnaudit::privacy::mechanisms::multibit::MultiBit;
 use gnnaudit::privacy::mechanisms::randomized_response::RandomizedResponse;
@@ -56,11 +56,11 @@ fn golden_randomized_response_closed_forms() {
 fn lpgnn_rejects_bad_input_before_training() {
     let data = load("cora", 0.5, 0.25, 0);
     let bad = [
-        LpgnnConfig { epsilon_x: 0.0, ..Default::default() },
-        LpgnnConfig { epsilon_x: -1.0, ..Default::default() },
-        LpgnnConfig { epsilon_y: 0.0, ..Default::default() },
-        LpgnnConfig { ky: -1, ..Default::default() },
-        LpgnnConfig { kx: -2, ..Default::default() },
+        LpgnnConfig { own: LpgnnKnobs { epsilon_x: 0.0, ..Default::default() }, ..Default::default() },
+        LpgnnConfig { own: LpgnnKnobs { epsilon_x: -1.0, ..Default::default() }, ..Default::default() },
+        LpgnnConfig { own: LpgnnKnobs { epsilon_y: 0.0, ..Default::default() }, ..Default::default() },
+        LpgnnConfig { own: LpgnnKnobs { ky: -1, ..Default::default() }, ..Default::default() },
+        LpgnnConfig { own: LpgnnKnobs { kx: -2, ..Default::default() }, ..Default::default() },
         LpgnnConfig { epochs: 0, ..Default::default() },
     ];
     for cfg in bad {
@@ -78,9 +78,18 @@ fn lpgnn_rejects_bad_input_before_training() {
         Err(Error::InvalidParam { field, .. }) => field,
         other => panic!("accepted {cfg:?}: {:?}", other.map(|r| r.accuracy)),
     };
-    assert_eq!(field(LpgnnConfig { multibit_m: Some(1434), ..Default::default() }), "multibit_m");
-    assert_eq!(field(LpgnnConfig { multibit_m: Some(0), ..Default::default() }), "multibit_m");
-    let lp = LpgnnConfig { features: FeatureMode::Laplace, multibit_m: Some(2), ..Default::default() };
+    assert_eq!(
+        field(LpgnnConfig { own: LpgnnKnobs { multibit_m: Some(1434), ..Default::default() }, ..Default::default() }),
+        "multibit_m"
+    );
+    assert_eq!(
+        field(LpgnnConfig { own: LpgnnKnobs { multibit_m: Some(0), ..Default::default() }, ..Default::default() }),
+        "multibit_m"
+    );
+    let lp = LpgnnConfig {
+        own: LpgnnKnobs { features: FeatureMode::Laplace, multibit_m: Some(2), ..Default::default() },
+        ..Default::default()
+    };
     assert_eq!(field(lp), "multibit_m");
     assert!("gin".parse::<GnnKind>().is_err());
 }
@@ -89,14 +98,24 @@ fn lpgnn_rejects_bad_input_before_training() {
 /// features cost nothing.
 #[test]
 fn lpgnn_budget_follows_corollary_2() {
-    let b = LpgnnConfig { epsilon_x: 1.0, epsilon_y: 2.0, ..Default::default() }.budget(1433).unwrap();
+    let b =
+        LpgnnConfig { own: LpgnnKnobs { epsilon_x: 1.0, epsilon_y: 2.0, ..Default::default() }, ..Default::default() }
+            .budget(1433)
+            .unwrap();
     assert_eq!(b.privacy_unit, PrivacyUnit::Local);
     assert_eq!(b.epsilon_rdp, 3.0);
     assert_eq!(b.delta, 0.0);
     assert_eq!(b.components.iter().map(|c| c.epsilon).sum::<f64>(), 3.0);
-    let ones = LpgnnConfig { features: FeatureMode::Ones, epsilon_y: 0.5, ..Default::default() }.budget(10).unwrap();
+    let ones = LpgnnConfig {
+        own: LpgnnKnobs { features: FeatureMode::Ones, epsilon_y: 0.5, ..Default::default() },
+        ..Default::default()
+    }
+    .budget(10)
+    .unwrap();
     assert_eq!(ones.epsilon_rdp, 0.5);
-    let open = LpgnnConfig { epsilon_y: f64::INFINITY, ..Default::default() }.budget(10).unwrap();
+    let open = LpgnnConfig { own: LpgnnKnobs { epsilon_y: f64::INFINITY, ..Default::default() }, ..Default::default() }
+        .budget(10)
+        .unwrap();
     assert_eq!(open.privacy_unit, PrivacyUnit::None);
     assert!(open.epsilon_rdp.is_infinite());
 }
@@ -107,7 +126,11 @@ fn lpgnn_budget_follows_corollary_2() {
 fn lpgnn_learns_cora_at_generous_epsilon() {
     tch::set_num_threads(1);
     let data = load("cora", 0.5, 0.25, 1);
-    let cfg = LpgnnConfig { epsilon_x: 3.0, epsilon_y: 3.0, backbone: GnnKind::Gcn, epochs: 100, ..Default::default() };
+    let cfg = LpgnnConfig {
+        own: LpgnnKnobs { epsilon_x: 3.0, epsilon_y: 3.0, backbone: GnnKind::Gcn, ..Default::default() },
+        epochs: 100,
+        ..Default::default()
+    };
     let run = train(&data, &cfg, 1).unwrap();
     assert!(run.accuracy.test > 0.70, "test accuracy {}", run.accuracy.test);
     assert_eq!(run.model.posteriors().size(), vec![2708, 7]);
@@ -119,7 +142,10 @@ fn lpgnn_learns_cora_at_generous_epsilon() {
 /// PLD epsilon lands on the calibration target); OHD costs nothing and is one-hot in d columns.
 #[test]
 fn lpgnn_table_3_2_rows_budgets_and_ohd_features() {
-    let cfg = |features| LpgnnConfig { features, epsilon_x: 1.0, epsilon_y: 2.0, ..Default::default() };
+    let cfg = |features| LpgnnConfig {
+        own: LpgnnKnobs { features, epsilon_x: 1.0, epsilon_y: 2.0, ..Default::default() },
+        ..Default::default()
+    };
     let one = cfg(FeatureMode::Onebit).budget(1433).unwrap();
     assert_eq!(one.noise, vec![("multibit_m".to_string(), 1433.0)]);
     assert_eq!((one.epsilon_rdp, one.delta), (3.0, 0.0));
@@ -155,7 +181,10 @@ fn lpgnn_label_kprop_recovers_labels_beyond_randomized_response() {
     use gnnaudit::models::kprop::KProp;
     tch::manual_seed(5);
     let data = load("cora", 0.5, 0.25, 0);
-    let cfg = LpgnnConfig { epsilon_x: 1.0, epsilon_y: 1.0, ky: 8, ..Default::default() };
+    let cfg = LpgnnConfig {
+        own: LpgnnKnobs { epsilon_x: 1.0, epsilon_y: 1.0, ky: 8, ..Default::default() },
+        ..Default::default()
+    };
     let collected = collect(&data, &cfg, &KProp::new(&data.graph, 0).unwrap()).unwrap();
     let r = LabelRecovery::of(&data, &collected, 8).unwrap();
     let keep = 1f64.exp() / (1f64.exp() + 6.0);

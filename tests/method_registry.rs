@@ -175,7 +175,7 @@ fn zero_means_zero_for_lpgnn_dropout_and_weight_decay() {
     let mut r = Recipe::new(Method::Lpgnn, None);
     assert_eq!((r.train.dropout, r.train.weight_decay), (0.5, 1e-3), "LPGNN's defaults");
     (r.train.dropout, r.train.weight_decay) = (0.0, 0.0);
-    let c = gnnaudit::methods::lpgnn::config(&r);
+    let c = gnnaudit::methods::lpgnn::config(&r).unwrap();
     assert_eq!((c.dropout, c.weight_decay), (0.0, 0.0));
 }
 
@@ -191,16 +191,17 @@ fn quick(m: Method) -> Recipe {
     r.train.epochs = Some(2);
     let reads = |k: &str| knob_names(m).iter().any(|n| n == k);
     if reads("hops") {
-        r.hops = Some(1);
+        r.knobs.set("hops", 1);
     }
     if reads("depth") {
-        r.depth = Some(1);
+        r.knobs.set("depth", 1);
     }
     if reads("m_rows") {
         r.knobs.set("m_rows", 200);
     }
     if m.spec().sweeps_local_budgets {
-        (r.epsilon_x, r.epsilon_y) = (1.0, 2.0);
+        r.knobs.set("epsilon_x", 1.0);
+        r.knobs.set("epsilon_y", 2.0);
     }
     r
 }

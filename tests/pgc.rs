@@ -93,7 +93,7 @@ fn budget_claims_d_eps_per_record_and_bad_input_is_refused() {
     assert_eq!(field(bad.budget(3).unwrap_err()), "epsilon");
     assert_eq!(field(PgcConfig { epsilon: Some(0.0), ..Default::default() }.budget(3).unwrap_err()), "epsilon");
     let mut r = Recipe::new(Method::Pgc, Some(1.0));
-    r.mechanism = K::Raw;
+    r.knobs.set("mechanism", "raw");
     assert_eq!(field(r.validate().unwrap_err()), "mechanism");
     assert_eq!(field(Recipe::new(Method::Pgc, Some(-1.0)).validate().unwrap_err()), "epsilon");
 }

@@ -19,9 +19,9 @@ fn ohd_row_of_the_paper_config_beats_the_majority_class_on_cora() {
     let row = c.methods.iter().find(|m| m.label() == "lpgnn-ohd").expect("the config has the OHD row");
     let eps = row.epsilons.as_ref().expect("the OHD row has its own epsilon")[0];
     let recipe = build_recipe(&row.method, &row.params, eps, row.delta.unwrap_or(c.privacy.delta)).unwrap();
-    let cfg = config(&recipe);
-    assert_eq!(cfg.features, FeatureMode::Ohd);
-    assert_eq!((cfg.kx, cfg.ky, cfg.weight_decay, cfg.dropout), (0, 4, 0.0, 0.0));
+    let cfg = config(&recipe).unwrap();
+    assert_eq!(cfg.own.features, FeatureMode::Ohd);
+    assert_eq!((cfg.own.kx, cfg.own.ky, cfg.weight_decay, cfg.dropout), (0, 4, 0.0, 0.0));
 
     let raw = data::load_dataset("cora", Some(&data_dir())).unwrap();
     let ds = data::transforms::prepare_like_gap(&raw, 1, SplitRatios::new(0.5, 0.25, 0.25).unwrap(), 1).unwrap();

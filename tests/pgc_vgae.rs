@@ -73,7 +73,8 @@ fn vgae_on_raw_cora_reaches_the_papers_auc_and_survives_a_checkpoint() {
     assert!(m.test_auc > 0.85 && m.test_ap > 0.80, "{m:?}");
     assert_eq!(run.accuracy.test, m.test_auc);
     let dir = tempfile::tempdir().unwrap();
-    let recipe = Recipe { mechanism: K::Raw, ..Recipe::new(Method::PgcVgae, None) };
+    let mut recipe = Recipe::new(Method::PgcVgae, None);
+    recipe.knobs.set("mechanism", "raw");
     run.model.save(dir.path(), &recipe, &run.budget).unwrap();
     let loaded = load_model(dir.path()).unwrap();
     let back = loaded.model.link_metrics().unwrap();

@@ -81,13 +81,13 @@ fn gap_releases_hold_with_the_changes_the_lemmas_predict() {
 fn progap_dp_mlp_and_sage_edp_hold() {
     let ds = prepared("cora", 1);
     let mut r = recipe(Method::ProgapEdp, 1.0);
-    r.depth = Some(2);
+    r.knobs.set("depth", 2);
     let rep = run(&r, &ds, 2);
     assert_holds(&rep);
     assert!(releases(&rep, "NAP stage").all(|r| (r.ratio - 1.0).abs() < TOLERANCE));
 
     let mut r = recipe(Method::ProgapNdp, 8.0);
-    r.depth = Some(2);
+    r.knobs.set("depth", 2);
     r.train.epochs = Some(1);
     let rep = run(&r, &ds, 1);
     assert_holds(&rep);

@@ -69,7 +69,8 @@ fn frequency_estimator_inverts_the_expectation_and_is_unbiased() {
 /// paper_epsilon, below it (0.2595 for the features at eps_x 0.1, d' 58, m 10).
 #[test]
 fn budget_claims_m_eps_x_plus_eps_y_and_records_the_paper_claim() {
-    let cfg = RgnnConfig { epsilon_x: 0.1, epsilon_y: 1.0, ..Default::default() };
+    let cfg =
+        RgnnConfig { own: RgnnKnobs { epsilon_x: 0.1, epsilon_y: 1.0, ..Default::default() }, ..Default::default() };
     let b = cfg.budget(58).unwrap();
     assert_eq!(b.privacy_unit, PrivacyUnit::Local);
     assert!((b.epsilon_rdp - 2.0).abs() < 1e-12, "{}", b.epsilon_rdp);
@@ -88,7 +89,10 @@ fn rgnn_rejects_bad_input_naming_the_field() {
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("accepted {cfg:?}"),
     };
-    assert_eq!(field(RgnnConfig { epsilon_x: 0.0, ..Default::default() }), "epsilon_x");
+    assert_eq!(
+        field(RgnnConfig { own: RgnnKnobs { epsilon_x: 0.0, ..Default::default() }, ..Default::default() }),
+        "epsilon_x"
+    );
     assert_eq!(
         field(RgnnConfig { own: RgnnKnobs { sampled: 59, ..Default::default() }, ..Default::default() }),
         "sampled"
@@ -97,7 +101,10 @@ fn rgnn_rejects_bad_input_naming_the_field() {
         field(RgnnConfig { own: RgnnKnobs { clusters: 0, ..Default::default() }, ..Default::default() }),
         "clusters"
     );
-    assert_eq!(field(RgnnConfig { epsilon_x: -0.5, ..Default::default() }), "epsilon_x");
+    assert_eq!(
+        field(RgnnConfig { own: RgnnKnobs { epsilon_x: -0.5, ..Default::default() }, ..Default::default() }),
+        "epsilon_x"
+    );
     // GRR-FS needs categories: real-valued (here negative) features are refused naming `features`,
     // with and without grouping (group_size 1 keeps the columns and needs them binary).
     let real = gnnaudit::data::Csbm { nodes: 200, features: 16, ..Default::default() }.generate().unwrap();
@@ -117,10 +124,11 @@ fn rgnn_rejects_bad_input_naming_the_field() {
 #[test]
 fn rgnn_beats_the_raw_baseline_on_cora() {
     let data = cora(1);
-    let cfg = RgnnConfig { epsilon_x: 1.0, epsilon_y: 3.0, ..Default::default() };
+    let cfg =
+        RgnnConfig { own: RgnnKnobs { epsilon_x: 1.0, epsilon_y: 3.0, ..Default::default() }, ..Default::default() };
     let rgnn = train(&data, &cfg, 1).unwrap();
     let base =
-        train(&data, &RgnnConfig { kx: 0, ky: 0, own: RgnnKnobs { alpha: 0.0, ..cfg.own.clone() }, ..cfg.clone() }, 1)
+        train(&data, &RgnnConfig { own: RgnnKnobs { kx: 0, ky: 0, alpha: 0.0, ..cfg.own.clone() }, ..cfg.clone() }, 1)
             .unwrap();
     let (a, b) = (rgnn.accuracy.test, base.accuracy.test);
     eprintln!("cora eps_x 1 eps_y 3: rgnn {a:.3}, raw baseline {b:.3}");
@@ -136,7 +144,8 @@ fn rgnn_beats_the_raw_baseline_on_cora() {
 fn reconstruction_recovers_labels_and_features_on_cora() {
     use gnnaudit::methods::rgnn::{collect, Reconstruction};
     let data = cora(2);
-    let cfg = RgnnConfig { epsilon_x: 1.0, epsilon_y: 1.0, ..Default::default() };
+    let cfg =
+        RgnnConfig { own: RgnnKnobs { epsilon_x: 1.0, epsilon_y: 1.0, ..Default::default() }, ..Default::default() };
     let c = collect(&data, &cfg, 2).unwrap();
     let r = Reconstruction::of(&data, &c).unwrap();
     let clipped = (c.features.clamp(0.0, 1.0) - &c.clean).abs().mean(Kind::Float).double_value(&[]);

@@ -28,8 +28,8 @@ fn cora() -> data::Dataset {
 fn recipe(method: Method, eps: Option<f64>) -> Recipe {
     let mut r = Recipe::new(method, eps);
     r.train.epochs = Some(if method.is_node_level() { 2 } else { 30 });
-    if method.is_progap() {
-        r.depth = Some(2);
+    if gnnaudit::methods::registry::knob_names(method).iter().any(|k| k == "depth") {
+        r.knobs.set("depth", 2);
     }
     r
 }
@@ -143,7 +143,7 @@ fn bad_recipes_are_rejected_before_training() {
         assert_eq!(e.exit_code(), 2, "{e}");
     }
     let mut r = Recipe::new(Method::GapInf, None);
-    r.hops = Some(0);
+    r.knobs.set("hops", 0);
     assert!(r.validate().is_err());
 }
 

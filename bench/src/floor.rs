@@ -684,9 +684,10 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
             phase(&mut items, s, "MLP", epochs, dp, mlp_widths(f, recipe.mlp_layers, c), dp.is_none(), PLAIN, &step);
         }
         FloorPlan::Gap => {
-            let hops = recipe.hops();
+            let k: gnnaudit::methods::gap::GapKnobs = recipe.own().ok()?;
+            let hops = k.hops_of(recipe.method);
             // Encoder layers then its head (the norm between them is left out).
-            let mut enc = mlp_widths(f, recipe.encoder_layers, h);
+            let mut enc = mlp_widths(f, k.encoder_layers, h);
             enc.push(c);
             phase(&mut items, s, "encoder", epochs, dp, enc, dp.is_none(), PLAIN, &step);
             row_norm(&mut items, s, "encoder", epochs, dp, vec![h]);
@@ -699,7 +700,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
                 count: 1,
                 work: Work::Mlp {
                     rows: s.n,
-                    widths: mlp_widths(f, recipe.encoder_layers, h),
+                    widths: mlp_widths(f, k.encoder_layers, h),
                     sparse_input: true,
                     backward: false,
                     act: PLAIN,
@@ -710,17 +711,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
             // are one stack of (hops + 1) h -> (hops + 1) h in cost; the head reads (hops + 1) h.
             loops.push(items.len());
             for _ in 0..=hops {
-                phase(
-                    &mut items,
-                    s,
-                    "classifier",
-                    epochs,
-                    dp,
-                    mlp_widths(h, recipe.base_layers(), h),
-                    false,
-                    PLAIN,
-                    &step,
-                );
+                phase(&mut items, s, "classifier", epochs, dp, mlp_widths(h, k.base_layers, h), false, PLAIN, &step);
             }
             row_norm(&mut items, s, "classifier", epochs, dp, vec![h; hops + 1]);
             let head = Acts { input: true, input_grad: true, ..PLAIN };
@@ -730,14 +721,15 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
                 "classifier",
                 epochs,
                 dp,
-                mlp_widths(h * (hops as i64 + 1), recipe.head_layers, c),
+                mlp_widths(h * (hops as i64 + 1), k.head_layers, c),
                 false,
                 head,
                 &step,
             );
         }
         FloorPlan::Progap => {
-            let depth = recipe.depth();
+            let own: gnnaudit::methods::progap::ProgapKnobs = recipe.own().ok()?;
+            let depth = own.depth_of(recipe.method);
             for stage in 0..=depth {
                 loops.push(items.len());
                 if stage > 0 {
@@ -747,7 +739,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
                         count: 1,
                         work: Work::Mlp {
                             rows: s.n,
-                            widths: mlp_widths(first, recipe.base_layers(), h),
+                            widths: mlp_widths(first, own.base_layers_of(recipe.method), h),
                             sparse_input: stage == 1,
                             backward: false,
                             act: Acts { last: true, ..PLAIN },
@@ -757,7 +749,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
                     items.push(Item { what: "stage embeddings + NAP", count: 1, work: nap_norm });
                     items.push(Item { what: "stage embeddings + NAP", count: 1, work: Work::Spmm { width: h } });
                 }
-                let trained = if recipe.layerwise { stage..=stage } else { 0..=stage };
+                let trained = if own.layerwise { stage..=stage } else { 0..=stage };
                 for k in trained {
                     let first = if k == 0 { f } else { h };
                     let sparse = k == 0 && dp.is_none();
@@ -767,7 +759,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
                         "stage training",
                         epochs,
                         dp,
-                        mlp_widths(first, recipe.base_layers(), h),
+                        mlp_widths(first, own.base_layers_of(recipe.method), h),
                         sparse,
                         Acts { last: true, ..PLAIN },
                         &step,
@@ -780,7 +772,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
                     "stage training",
                     epochs,
                     dp,
-                    mlp_widths(h * (stage as i64 + 1), recipe.head_layers, c),
+                    mlp_widths(h * (stage as i64 + 1), own.head_layers, c),
                     false,
                     Acts { input_grad: true, ..PLAIN },
                     &step,
@@ -788,11 +780,12 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
             }
         }
         FloorPlan::Sage if recipe.epsilon.is_none() => {
-            let layers = recipe.mp_layers.unwrap_or(2);
-            let pre = mlp_widths(f, recipe.base_layers(), h);
+            let k: gnnaudit::methods::backbone::SageKnobs = recipe.own().ok()?;
+            let layers = k.mp_layers;
+            let pre = mlp_widths(f, k.base_layers, h);
             // The head reads the jumping-knowledge concatenation; its first layer projects it back
             // to the hidden width (`backbone::spec_of`).
-            let head = mlp_widths(h * layers as i64, recipe.head_layers + 1, c);
+            let head = mlp_widths(h * layers as i64, k.head_layers + 1, c);
             // Full-graph epochs: forward + backward over all rows, and a validation forward.
             let mut per_epoch = |backward: bool| {
                 let sage = |work| Item { what: "SAGE epochs", count: epochs, work };

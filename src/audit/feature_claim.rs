@@ -58,7 +58,10 @@ mod tests {
         let pgc = crate::methods::pgc::PgcConfig { epsilon: Some(0.5), ..Default::default() }.budget(10).unwrap();
         let err = claim_for(AttackKind::CanaryLdp, &pgc).unwrap_err().to_string();
         assert!(err.contains("canary-ldp-features"), "{err}");
-        let lpgnn = crate::methods::lpgnn::LpgnnConfig { epsilon_x: 1.0, epsilon_y: 1.0, ..Default::default() };
+        let lpgnn = crate::methods::lpgnn::LpgnnConfig {
+            own: crate::methods::lpgnn::LpgnnKnobs { epsilon_x: 1.0, epsilon_y: 1.0, ..Default::default() },
+            ..Default::default()
+        };
         let b = lpgnn.budget(10).unwrap();
         assert_eq!(claim_for(AttackKind::CanaryLdp, &b).unwrap().epsilon, Some(b.claimed_epsilon()));
     }

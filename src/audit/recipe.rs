@@ -149,7 +149,10 @@ mod tests {
     fn recipes_come_from_method_tables_and_typos_name_the_key() {
         let auto = DeltaPolicy::Auto;
         let r = build_recipe("gap-edp", &toml_params("hops = 3\nepochs = 7"), Epsilon::Finite(2.0), auto).unwrap();
-        assert_eq!((r.hops, r.train.epochs, r.epsilon, r.delta), (Some(3), Some(7), Some(2.0), None));
+        assert_eq!(
+            (r.knobs.get("hops"), r.train.epochs, r.epsilon, r.delta),
+            (Some(&3.into()), Some(7), Some(2.0), None)
+        );
         let r = build_recipe("gap-edp", &toml_params(""), Epsilon::Infinite, DeltaPolicy::Fixed(1e-5)).unwrap();
         assert_eq!((r.epsilon, r.delta), (None, Some(1e-5)));
         let r = build_recipe("mlp", &toml_params(""), Epsilon::Finite(1.0), auto).unwrap();
@@ -187,10 +190,12 @@ mod tests {
     fn lpgnn_grid_sets_the_swept_budget() {
         let auto = DeltaPolicy::Auto;
         let r = build_recipe("lpgnn", &toml_params("epsilon_y = 1"), Epsilon::Finite(0.5), auto).unwrap();
-        assert_eq!((r.epsilon_x, r.epsilon_y), (0.5, 1.0));
+        let k: crate::methods::lpgnn::LpgnnKnobs = r.own().unwrap();
+        assert_eq!((k.epsilon_x, k.epsilon_y), (0.5, 1.0));
         let p = toml_params("sweep = \"epsilon_y\"\nepsilon_x = 1");
         let r = build_recipe("lpgnn", &p, Epsilon::Finite(2.0), auto).unwrap();
-        assert_eq!((r.epsilon_x, r.epsilon_y), (1.0, 2.0));
+        let k: crate::methods::lpgnn::LpgnnKnobs = r.own().unwrap();
+        assert_eq!((k.epsilon_x, k.epsilon_y), (1.0, 2.0));
         assert_eq!(
             build_recipe("lpgnn", &toml_params("epsilon_x = 1"), Epsilon::Finite(2.0), auto).unwrap_err().0,
             "epsilon_x"

@@ -23,12 +23,6 @@ pub struct RecipeArgs {
     /// Target delta (default: 10^-digits of the number of edges at edge level, nodes at node level).
     #[arg(long, allow_negative_numbers = true)]
     pub delta: Option<f64>,
-    /// GAP hops K (default 2; 3 at node level).
-    #[arg(long)]
-    pub hops: Option<usize>,
-    /// ProGAP depth K (default 5; 4 at node level).
-    #[arg(long)]
-    pub depth: Option<usize>,
     /// Degree bound D for node-level methods.
     #[arg(long)]
     pub max_degree: Option<usize>,
@@ -50,12 +44,6 @@ pub struct RecipeArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub max_grad_norm: Option<f64>,
     #[arg(long)]
-    pub encoder_layers: Option<usize>,
-    #[arg(long)]
-    pub base_layers: Option<usize>,
-    #[arg(long)]
-    pub head_layers: Option<usize>,
-    #[arg(long)]
     pub mlp_layers: Option<usize>,
     /// Batch norm on/off (group norm under node-level DP).
     #[arg(long)]
@@ -64,43 +52,6 @@ pub struct RecipeArgs {
     /// ProGAP-NDP 1).
     #[arg(long)]
     pub norm_groups: Option<usize>,
-    /// ProGAP layerwise training instead of progressive.
-    #[arg(long)]
-    pub layerwise: bool,
-    /// GraphSAGE message-passing layers, 1-5 (sage, sage-edp).
-    #[arg(long)]
-    pub mp_layers: Option<usize>,
-    /// GraphSAGE aggregation: sum or mean (sage, sage-edp).
-    #[arg(long)]
-    pub aggregation: Option<crate::models::sage::Aggregation>,
-    /// LPGNN feature budget eps_x (`inf` = raw features).
-    #[arg(long, allow_negative_numbers = true)]
-    pub epsilon_x: Option<f64>,
-    /// LPGNN label budget eps_y (`inf` = clean labels).
-    #[arg(long, allow_negative_numbers = true)]
-    pub epsilon_y: Option<f64>,
-    /// LPGNN KProp steps on features.
-    #[arg(long, allow_hyphen_values = true)]
-    pub kx: Option<i64>,
-    /// LPGNN KProp steps on labels.
-    #[arg(long, allow_hyphen_values = true)]
-    pub ky: Option<i64>,
-    /// LPGNN training: drop, forward-correction or cross-entropy.
-    #[arg(long)]
-    pub training: Option<crate::methods::lpgnn::Training>,
-    /// LPGNN backbone: gcn, gat or sage.
-    #[arg(long)]
-    pub backbone: Option<crate::methods::backbone::GnnKind>,
-    /// LPGNN features: multibit, onebit, laplace, gaussian (delta 1e-10 unless --delta), ones,
-    /// ohd, rnd or raw.
-    #[arg(long)]
-    pub features: Option<crate::methods::lpgnn::FeatureMode>,
-    /// LPGNN: multi-bit's m (default m* of Proposition 3).
-    #[arg(long)]
-    pub multibit_m: Option<usize>,
-    /// PGC / PGC-VGAE per-feature randomiser: onebit (= pgc), laplace, piecewise (raw: omit --epsilon).
-    #[arg(long)]
-    pub mechanism: Option<crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind>,
     /// Accountant the noise is calibrated to: rdp (default) or pld (tight; the claim is the PLD epsilon).
     #[arg(long)]
     pub accountant: Option<crate::privacy::accountant::Accountant>,
@@ -118,8 +69,6 @@ impl RecipeArgs {
             ($($f:ident),*) => { $( if self.$f.is_some() { out.push(stringify!($f)); } )* };
         }
         given!(
-            hops,
-            depth,
             max_degree,
             epochs,
             batch_size,
@@ -128,26 +77,11 @@ impl RecipeArgs {
             dropout,
             activation,
             max_grad_norm,
-            encoder_layers,
-            base_layers,
-            head_layers,
             mlp_layers,
             batch_norm,
             norm_groups,
-            mp_layers,
-            aggregation,
-            epsilon_x,
-            epsilon_y,
-            kx,
-            ky,
-            training,
-            backbone,
-            features,
-            multibit_m,
-            mechanism,
             accountant
         );
-        out.extend(self.layerwise.then_some("layerwise"));
         out
     }
 
@@ -165,26 +99,28 @@ impl RecipeArgs {
         }
         let mut r = Recipe::new(method, self.epsilon);
         r.delta = self.delta;
-        r.hops = self.hops;
-        r.depth = self.depth;
         r.train.epochs = self.epochs;
         r.train.batch_size = self.batch_size;
-        r.base_layers = self.base_layers;
         r.train.batch_norm = self.batch_norm;
         r.norm_groups = self.norm_groups;
-        r.layerwise = self.layerwise;
         macro_rules! set {
             ($($f:ident => $($g:ident).+),*) => { $( if let Some(v) = self.$f { r.$($g).+ = v; } )* };
         }
         set!(max_degree => max_degree, hidden => train.hidden, lr => train.lr, dropout => train.dropout, activation => train.activation,
-             max_grad_norm => max_grad_norm, encoder_layers => encoder_layers, head_layers => head_layers,
-             mlp_layers => mlp_layers, aggregation => aggregation, epsilon_x => epsilon_x,
-             epsilon_y => epsilon_y, kx => kx, ky => ky, training => training, backbone => backbone,
-             features => features, mechanism => mechanism, accountant => accountant);
-        r.mp_layers = self.mp_layers;
-        r.multibit_m = self.multibit_m;
+             max_grad_norm => max_grad_norm,
+             mlp_layers => mlp_layers,
+             accountant => accountant);
         for (k, v) in self.own.given() {
             r.knobs.set(k, crate::methods::knobs::parse_cli_value(v));
+        }
+        // A value of the wrong type names its flag, as clap does for the flags it parses.
+        if let Some(own) = spec.own_knobs {
+            (own.types)(&r.knobs).map_err(|e| match e {
+                Error::InvalidParam { field, message } => {
+                    Error::invalid(format!("--{}", field.replace('_', "-")), message)
+                }
+                e => e,
+            })?;
         }
         Ok(r)
     }

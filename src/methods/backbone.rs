@@ -202,17 +202,57 @@ fn network(vs: &nn::VarStore, spec: &BaselineSpec, d: i64, c: i64) -> Result<Net
     })
 }
 
+/// GraphSAGE's and SAGE-EDP's own knobs (the recipe's knob map).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SageKnobs {
+    /// GraphSAGE message-passing layers, 1-5.
+    pub mp_layers: usize,
+    /// GraphSAGE aggregation: sum or mean (default: sum; sage-edp mean, see [`SageKnobs::aggregation_of`]).
+    pub aggregation: Option<Aggregation>,
+    /// Layers of the MLP before the SAGE layers.
+    pub base_layers: usize,
+    /// Layers of the head after the jumping-knowledge projection.
+    pub head_layers: usize,
+}
+
+impl Default for SageKnobs {
+    fn default() -> Self {
+        SageKnobs { mp_layers: 2, aggregation: None, base_layers: 1, head_layers: 1 }
+    }
+}
+
+impl crate::methods::knobs::Knobs for SageKnobs {
+    fn check(&self) -> Result<()> {
+        crate::ensure!(self.base_layers >= 1, crate::Error::invalid("base_layers", "must be at least 1"));
+        crate::ensure!(self.head_layers >= 1, crate::Error::invalid("head_layers", "must be at least 1"));
+        SageConfig { mp_layers: self.mp_layers, ..Default::default() }.validate()
+    }
+}
+
+impl SageKnobs {
+    /// The aggregation `method` uses. The reference's `gnn edge` uses mean aggregation; on the
+    /// randomized-response graph (many added edges, inflated degrees) sum aggregation loses ~10
+    /// points on Cora.
+    pub fn aggregation_of(&self, method: crate::methods::Method) -> Aggregation {
+        let default = if method == crate::methods::Method::SageEdp { Aggregation::Mean } else { Aggregation::Sum };
+        self.aggregation.unwrap_or(default)
+    }
+}
+
 /// The network a baseline recipe trains (GraphSAGE and SAGE-EDP share one).
 fn spec_of(recipe: &crate::methods::Recipe) -> Result<BaselineSpec> {
     use crate::methods::Method;
+    let own: SageKnobs =
+        if matches!(recipe.method, Method::Sage | Method::SageEdp) { recipe.own()? } else { SageKnobs::default() };
     let sage = SageConfig {
         hidden: recipe.train.hidden as i64,
-        pre_layers: recipe.base_layers(),
-        mp_layers: recipe.mp_layers.unwrap_or(2),
+        pre_layers: own.base_layers,
+        mp_layers: own.mp_layers,
         // With jumping knowledge, the reference (PyG's GraphSAGE with `jk`) first projects the
         // concatenation back to the hidden width, then its head MLP follows.
-        post_layers: recipe.head_layers + 1,
-        aggregation: recipe.aggregation,
+        post_layers: own.head_layers + 1,
+        aggregation: own.aggregation_of(recipe.method),
         jk: true,
         batch_norm: recipe.norm() == crate::models::NormKind::Batch,
         normalize: true,
@@ -320,8 +360,7 @@ impl WhiteBox for FullBatchModel {
 use crate::methods::spec::MethodSpec;
 use crate::privacy::accountant::PrivacyUnit as Unit;
 
-const SAGE_KNOBS: &[&str] =
-    &["hidden", "dropout", "weight_decay", "base_layers", "mp_layers", "head_layers", "aggregation", "batch_norm"];
+const SAGE_KNOBS: &[&str] = &["hidden", "dropout", "weight_decay", "batch_norm"];
 const TWO_LAYER_KNOBS: &[&str] = &["hidden", "dropout", "weight_decay"];
 
 const fn entry(name: &'static str, about: &'static str, unit: Unit, knobs: &'static [&'static str]) -> MethodSpec {
@@ -332,13 +371,8 @@ const fn entry(name: &'static str, about: &'static str, unit: Unit, knobs: &'sta
     }
 }
 
-fn sage_edp_defaults(r: &mut crate::methods::Recipe) {
-    // The reference's `gnn edge` uses mean aggregation; on the randomized-response graph (many
-    // added edges, inflated degrees) sum aggregation loses ~10 points on Cora.
-    r.aggregation = Aggregation::Mean;
-}
-
 pub const SAGE: MethodSpec = MethodSpec {
+    own_knobs: Some(crate::methods::knobs::own::<SageKnobs>()),
     floor: Some(crate::methods::spec::FloorPlan::Sage),
     ..entry(
         "sage",
@@ -350,7 +384,7 @@ pub const SAGE: MethodSpec = MethodSpec {
 pub const SAGE_EDP: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::EdgeRand),
     floor: Some(crate::methods::spec::FloorPlan::Sage),
-    defaults: sage_edp_defaults,
+    own_knobs: Some(crate::methods::knobs::own::<SageKnobs>()),
     // Without randomized response the perturbed graph is the real one.
     control: Some(crate::methods::Method::Sage),
     ..entry(

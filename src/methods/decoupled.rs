@@ -87,27 +87,27 @@ pub fn accountant_failure(r: &Recipe, delta: f64, e: crate::Error) -> crate::Err
 /// The calibration of every method of this module, from one expression per method (the theorem
 /// each follows is in `crate::train::accounting`): training and `gnnaudit account budget` both call
 /// it, so they cannot disagree. The result is cached (`accounting`), so training after an audit's
-/// dry run does not pay twice.
-pub fn privacy(r: &Recipe, data: &Dataset, acct: &Accounting) -> Result<Privacy> {
+/// dry run does not pay twice. `releases` is GAP's hops or ProGAP's depth (unread by the MLPs).
+pub fn privacy(r: &Recipe, data: &Dataset, acct: &Accounting, releases: usize) -> Result<Privacy> {
     let n_train = data.split()?.train.len();
     let sgd = || schedule(r, n_train);
     let expr = match r.method {
         Method::Mlp => return Ok(Privacy { sigma: 0.0, budget: edge_free_budget()? }),
         // The planted DP-SGD bugs claim DP-MLP's epsilon.
         Method::DpMlp | Method::DemoDpMlpNoiseOnMean | Method::DemoDpMlpBiasUnclipped => accounting::dp_sgd(sgd()),
-        Method::GapNdp => accounting::gap_node(r.hops(), r.max_degree, sgd(), sgd()),
+        Method::GapNdp => accounting::gap_node(releases, r.max_degree, sgd(), sgd()),
         // The planted bugs claim GAP-EDP's epsilon; their noise is for a wrong sensitivity.
-        Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => accounting::gap_edge(r.hops()),
-        Method::ProgapNdp => accounting::progap_node(r.depth(), r.max_degree, sgd()),
-        Method::ProgapEdp => accounting::progap_edge(r.depth()),
+        Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => accounting::gap_edge(releases),
+        Method::ProgapNdp => accounting::progap_node(releases, r.max_degree, sgd()),
+        Method::ProgapEdp => accounting::progap_edge(releases),
         _ => return Ok(Privacy { sigma: 0.0, budget: Budget::non_private() }),
     };
     calibrate(r, data, acct, expr)
 }
 
-/// [`privacy`]'s budget (the registry's `budget`).
+/// [`privacy`]'s budget for the MLPs (the registry's `budget`; GAP and ProGAP give theirs).
 pub fn budget(r: &Recipe, data: &Dataset, _seed: u64, acct: &Accounting) -> Result<Budget> {
-    privacy(r, data, acct).map(|p| p.budget)
+    privacy(r, data, acct, 0).map(|p| p.budget)
 }
 
 /// DP-SGD schedule of one training run over the training nodes.

@@ -526,6 +526,7 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
         Error::invalid("epsilon", format!("{} is node-level private: give --epsilon", recipe.method.name()))
     })?;
     let d = DpgnnConfig::default();
+    let own: DpgnnKnobs = recipe.own()?;
     let cfg = DpgnnConfig {
         epsilon,
         delta: recipe.delta,
@@ -534,14 +535,14 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
         epochs: recipe.train.epochs.unwrap_or(d.epochs),
         max_grad_norm: recipe.max_grad_norm,
         hidden: recipe.train.hidden as i64,
-        pre_layers: recipe.base_layers(),
-        post_layers: recipe.head_layers,
+        pre_layers: own.base_layers,
+        post_layers: own.head_layers,
         learning_rate: recipe.train.lr,
         weight_decay: recipe.train.weight_decay,
         dropout: recipe.train.dropout,
         // --batch-norm false switches the group norm off.
         norm_groups: if recipe.norm() == crate::models::NormKind::None { 0 } else { recipe.norm_groups() },
-        inference_budget: recipe.own::<DpgnnKnobs>()?.inference_budget,
+        inference_budget: own.inference_budget,
         row_clipping: recipe.method == crate::methods::Method::DpgnnRowclip,
         ..d
     };
@@ -577,15 +578,26 @@ use crate::methods::spec::MethodSpec;
 pub struct DpgnnKnobs {
     /// Share of epsilon spent on the test-time aggregation release, in (0, 1).
     pub inference_budget: f64,
+    /// Layers of the MLP before the aggregation.
+    pub base_layers: usize,
+    /// Layers of the MLP after the aggregation.
+    pub head_layers: usize,
 }
 
 impl Default for DpgnnKnobs {
     fn default() -> Self {
-        DpgnnKnobs { inference_budget: DpgnnConfig::default().inference_budget }
+        let d = DpgnnConfig::default();
+        DpgnnKnobs { inference_budget: d.inference_budget, base_layers: 1, head_layers: 1 }
     }
 }
 
-impl crate::methods::knobs::Knobs for DpgnnKnobs {}
+impl crate::methods::knobs::Knobs for DpgnnKnobs {
+    fn check(&self) -> Result<()> {
+        crate::ensure!(self.base_layers >= 1, Error::invalid("base_layers", "must be at least 1"));
+        crate::ensure!(self.head_layers >= 1, Error::invalid("head_layers", "must be at least 1"));
+        Ok(())
+    }
+}
 
 fn dpgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64, acct: &Accounting) -> Result<Budget> {
     let cfg = config(recipe, data)?;
@@ -599,18 +611,8 @@ fn dpgnn_defaults(r: &mut crate::methods::Recipe) {
     (r.max_degree, r.train.hidden, r.train.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
 }
 
-const KNOBS: &[&str] = &[
-    "max_degree",
-    "batch_size",
-    "max_grad_norm",
-    "hidden",
-    "base_layers",
-    "head_layers",
-    "weight_decay",
-    "dropout",
-    "batch_norm",
-    "norm_groups",
-];
+const KNOBS: &[&str] =
+    &["max_degree", "batch_size", "max_grad_norm", "hidden", "weight_decay", "dropout", "batch_norm", "norm_groups"];
 
 pub const DPGNN: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::Dpgnn),

@@ -22,6 +22,53 @@ use gnnaudit_attacks::aggregation_canary::AggregationRelease;
 use gnnaudit_attacks::{Result as AttackResult, WhiteBox};
 use tch::{Kind, Tensor};
 
+/// GAP's own knobs (the recipe's knob map; defaults: thesis section 4.7.3).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct GapKnobs {
+    /// Hops K of the aggregation module (default 2; 3 at node level).
+    pub hops: Option<usize>,
+    /// Layers of the encoder MLP.
+    pub encoder_layers: usize,
+    /// Layers of the base MLP each hop's aggregation goes through.
+    pub base_layers: usize,
+    /// Layers of the classification head.
+    pub head_layers: usize,
+}
+
+impl Default for GapKnobs {
+    fn default() -> Self {
+        GapKnobs { hops: None, encoder_layers: 2, base_layers: 1, head_layers: 1 }
+    }
+}
+
+impl crate::methods::knobs::Knobs for GapKnobs {
+    fn check(&self) -> Result<()> {
+        let fields = [
+            ("hops", self.hops.unwrap_or(1)),
+            ("encoder_layers", self.encoder_layers),
+            ("base_layers", self.base_layers),
+            ("head_layers", self.head_layers),
+        ];
+        match fields.iter().find(|(_, v)| *v == 0) {
+            Some((name, _)) => Err(crate::Error::invalid(*name, "must be at least 1")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl GapKnobs {
+    /// The hops `method` aggregates over.
+    pub fn hops_of(&self, method: Method) -> usize {
+        self.hops.unwrap_or(if method.is_node_level() { 3 } else { 2 })
+    }
+}
+
+/// The hops a GAP recipe aggregates over.
+pub fn hops(r: &Recipe) -> Result<usize> {
+    Ok(r.own::<GapKnobs>()?.hops_of(r.method))
+}
+
 pub struct GapModel {
     pub ps: ParamStore,
     pub encoder: GapEncoder,
@@ -100,14 +147,14 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
-    let hops = r.hops();
+    let hops = hops(r)?;
     let node = r.method == Method::GapNdp;
-    let privacy = privacy(r, data, acct)?;
+    let privacy = privacy(r, data, acct, hops)?;
     let graph =
         if node { bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)? } else { data.graph.clone() };
     let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
-    let (ps, encoder, mut classifier) = build_gap(r, Rows::of_features(&data.features), data.num_classes);
+    let (ps, encoder, mut classifier) = build_gap(r, Rows::of_features(&data.features), data.num_classes)?;
     // 1. pre-train the encoder; 2-4. encode, normalise, PMA once (cached); 5. train CM.
     let rep = fit(&encoder, &ps, &labels, &cfg)?;
     tracing::info!("GAP encoder: best val {:.4} at epoch {} ({} steps)", rep.best_val(), rep.best_epoch, rep.steps);
@@ -130,27 +177,29 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
 }
 
 /// GAP's encoder and classification module; `x` holds the training features.
-pub fn build_gap(r: &Recipe, x: Rows, classes: usize) -> (ParamStore, GapEncoder, GapClassifier) {
+pub fn build_gap(r: &Recipe, x: Rows, classes: usize) -> Result<(ParamStore, GapEncoder, GapClassifier)> {
+    let k: GapKnobs = r.own()?;
     let mut ps = ParamStore::new();
     let st = style(r);
     let (h, c) = (r.train.hidden as i64, classes as i64);
-    let encoder = GapEncoder::new(&mut ps, x, h, c, r.encoder_layers, st);
-    let classifier = GapClassifier::new(&mut ps, r.hops(), h, h, c, r.base_layers(), r.head_layers, st);
-    (ps, encoder, classifier)
+    let encoder = GapEncoder::new(&mut ps, x, h, c, k.encoder_layers, st);
+    let classifier = GapClassifier::new(&mut ps, k.hops_of(r.method), h, h, c, k.base_layers, k.head_layers, st);
+    Ok((ps, encoder, classifier))
 }
 
 /// Rebuilds a saved GAP model from its cached private aggregations.
 fn load_gap(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn TrainedModel>> {
     let r = &meta.recipe;
     let empty = Tensor::zeros([0, meta.num_features], (Kind::Float, crate::device::current()));
-    let (mut ps, encoder, mut classifier) = build_gap(r, Rows::new(empty), meta.num_classes as usize);
+    let (mut ps, encoder, mut classifier) = build_gap(r, Rows::new(empty), meta.num_classes as usize)?;
     load(&mut ps.vs)?;
-    classifier.inputs = (0..=r.hops()).map(|k| cache.get(&format!("x{k}")).map(Rows::new)).collect::<Result<_>>()?;
+    let hops = hops(r)?;
+    classifier.inputs = (0..=hops).map(|k| cache.get(&format!("x{k}")).map(Rows::new)).collect::<Result<_>>()?;
     Ok(Box::new(GapModel {
         ps,
         encoder,
         classifier,
-        hops: r.hops(),
+        hops,
         noise_std: meta.noise_std,
         max_degree: meta.max_degree,
         graph: None,
@@ -206,19 +255,26 @@ impl AggregationRelease for GapModel {
 
 // ---------------------------------------------------------------- registry entries
 
-const GAP_KNOBS: &[&str] = family_knobs!(["hops", "encoder_layers", "base_layers", "head_layers"], []);
-const GAP_EDP_KNOBS: &[&str] = family_knobs!(["hops", "encoder_layers", "base_layers", "head_layers"], ["accountant"]);
-const GAP_NDP_KNOBS: &[&str] = family_knobs!(
-    ["hops", "encoder_layers", "base_layers", "head_layers"],
-    ["accountant", "max_degree", "max_grad_norm", "norm_groups"]
-);
+const GAP_KNOBS: &[&str] = family_knobs!([], []);
+const GAP_EDP_KNOBS: &[&str] = family_knobs!([], ["accountant"]);
+const GAP_NDP_KNOBS: &[&str] = family_knobs!([], ["accountant", "max_degree", "max_grad_norm", "norm_groups"]);
+const GAP_OWN: Option<crate::methods::knobs::OwnKnobs> = Some(crate::methods::knobs::own::<GapKnobs>());
+
+/// The budget of a GAP run (the registry's `budget`): the calibration training runs.
+fn gap_budget(r: &Recipe, data: &Dataset, _seed: u64, acct: &Accounting) -> Result<Budget> {
+    privacy(r, data, acct, hops(r)?).map(|p| p.budget)
+}
 pub const GAP_INF: MethodSpec = MethodSpec {
+    own_knobs: GAP_OWN,
+    budget: gap_budget,
     memory: MemoryShape::HopCache,
     floor: Some(FloorPlan::Gap),
     ..entry("gap-inf", "GAP without noise (eps = inf)", PrivacyUnit::None, false, GAP_KNOBS, train_gap, load_gap)
 };
 pub const GAP_EDP: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::Gap),
+    own_knobs: GAP_OWN,
+    budget: gap_budget,
     memory: MemoryShape::HopCache,
     floor: Some(FloorPlan::Gap),
     // The same pipeline and claim with the aggregation noise switched off.
@@ -235,6 +291,8 @@ pub const GAP_EDP: MethodSpec = MethodSpec {
 };
 pub const GAP_NDP: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::Gap),
+    own_knobs: GAP_OWN,
+    budget: gap_budget,
     memory: MemoryShape::HopCache,
     floor: Some(FloorPlan::Gap),
     batch_norm: false,
@@ -251,6 +309,8 @@ pub const GAP_NDP: MethodSpec = MethodSpec {
 };
 pub const DEMO_GAP_EDP_PLANTED_BUG: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::Gap),
+    own_knobs: GAP_OWN,
+    budget: gap_budget,
     memory: MemoryShape::HopCache,
     unsound: Some(
         "UNSOUND (demo-gap-edp-planted-bug): a planted bug for demonstrations; its PMA noise is calibrated to a \
@@ -270,6 +330,8 @@ pub const DEMO_GAP_EDP_PLANTED_BUG: MethodSpec = MethodSpec {
 };
 pub const DEMO_GAP_EDP_NOISE_OFF: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::Gap),
+    own_knobs: GAP_OWN,
+    budget: gap_budget,
     memory: MemoryShape::HopCache,
     unsound: Some(
         "UNSOUND (demo-gap-edp-noise-off): a planted bug for demonstrations; its aggregation noise is switched \

@@ -11,14 +11,36 @@ use std::collections::BTreeMap;
 /// The knobs a recipe sets beyond its common fields, by name. Serialised flat into the recipe
 /// (configs and checkpoints spell `teachers = 10`, not `knobs.teachers`). A null (how a v1
 /// checkpoint wrote an unset `Option`) is the same as leaving the knob out.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct KnobMap(BTreeMap<String, toml::Value>);
+
+/// JSON has no infinity: serde_json writes an infinite float as null, which would read back as an
+/// unset knob (LPGNN's `epsilon_y = inf` as its default 1). Non-finite floats are spelled as the
+/// words `inf`, `-inf` and `nan`, which the map reads back as floats.
+const NON_FINITE: [(&str, f64); 3] = [("inf", f64::INFINITY), ("-inf", f64::NEG_INFINITY), ("nan", f64::NAN)];
+
+impl Serialize for KnobMap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| match v {
+            toml::Value::Float(f) if !f.is_finite() => {
+                let word = NON_FINITE.iter().find(|(_, x)| x == f).map_or("nan", |(w, _)| w);
+                (k, toml::Value::String(word.to_string()))
+            }
+            v => (k, v.clone()),
+        }))
+    }
+}
 
 impl<'de> Deserialize<'de> for KnobMap {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let raw = BTreeMap::<String, Option<toml::Value>>::deserialize(d)?;
-        Ok(KnobMap(raw.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect()))
+        let number = |v: toml::Value| match &v {
+            toml::Value::String(w) => {
+                NON_FINITE.iter().find(|(x, _)| x == w).map_or(v, |(_, f)| toml::Value::Float(*f))
+            }
+            _ => v,
+        };
+        Ok(KnobMap(raw.into_iter().filter_map(|(k, v)| v.map(|v| (k, number(v)))).collect()))
     }
 }
 
@@ -40,10 +62,26 @@ impl KnobMap {
     }
 
     /// A v1 checkpoint's flat recipe wrote these knobs for every method at these values (unset
-    /// `Option`s as nulls, already dropped); for a method that does not own them they are noise.
+    /// `Option`s as nulls, already dropped); for a method that does not own them they are noise,
+    /// and one it owns at its own default is the same as left unset.
     pub fn forget_v1_defaults(&mut self, method: Method) {
-        let own = names_of(method);
-        let v1: [(&str, toml::Value); 7] = [
+        let docs = method.spec().own_knobs.map(|o| o.docs()).unwrap_or_default();
+        let v1: [(&str, toml::Value); 22] = [
+            ("epsilon_x", 1.0.into()),
+            ("epsilon_y", 1.0.into()),
+            ("kx", 16.into()),
+            ("ky", 8.into()),
+            ("training", "drop".into()),
+            ("backbone", "sage".into()),
+            ("features", "multibit".into()),
+            ("mechanism", "onebit".into()),
+            ("aggregation", "sum".into()),
+            ("encoder_layers", 2.into()),
+            ("head_layers", 1.into()),
+            ("layerwise", false.into()),
+            ("max_degree", 100.into()),
+            ("mlp_layers", 2.into()),
+            ("max_grad_norm", 1.0.into()),
             ("sampled", 10.into()),
             ("clusters", 16.into()),
             ("alpha", 1.0.into()),
@@ -52,8 +90,12 @@ impl KnobMap {
             ("relation", "unbounded".into()),
             ("allow_large_delta", false.into()),
         ];
-        for (k, v) in v1 {
-            if !own.iter().any(|o| o == k) && self.0.get(k) == Some(&v) {
+        for (k, v1) in v1 {
+            let unset = match docs.iter().find(|d| d.name == k) {
+                Some(own) => own.default.as_ref(),
+                None => Some(&v1),
+            };
+            if unset.is_some() && self.0.get(k) == unset {
                 self.0.remove(k);
             }
         }
@@ -63,16 +105,25 @@ impl KnobMap {
     /// knob; unknown names are refused by [`Recipe::validate`](super::Recipe::validate) before
     /// anything reads the struct.
     pub fn parse<T: Knobs>(&self) -> Result<T> {
-        for (k, v) in &self.0 {
-            let one = toml::Table::from_iter([(k.clone(), v.clone())]);
-            T::deserialize(toml::Value::Table(one))
-                .map_err(|e| Error::invalid(k, e.to_string().trim().replace('\n', " ")))?;
-        }
+        self.check_types::<T>()?;
         let all: toml::Table = self.0.clone().into_iter().collect();
         let knobs = T::deserialize(toml::Value::Table(all))
             .map_err(|e| Error::invalid("knobs", e.to_string().trim().replace('\n', " ")))?;
         knobs.check()?;
         Ok(knobs)
+    }
+}
+
+impl KnobMap {
+    /// Reads each knob on its own into `T`, so that a value of the wrong type (or an unknown
+    /// word) names its knob; ranges are [`Knobs::check`]'s.
+    pub fn check_types<T: Knobs>(&self) -> Result<()> {
+        for (k, v) in &self.0 {
+            let one = toml::Table::from_iter([(k.clone(), v.clone())]);
+            T::deserialize(toml::Value::Table(one))
+                .map_err(|e| Error::invalid(k, e.to_string().trim().replace('\n', " ")))?;
+        }
+        Ok(())
     }
 }
 
@@ -103,6 +154,8 @@ pub struct OwnKnobs {
     docs: fn() -> Vec<KnobDoc>,
     /// Parses and range-checks a map into the struct.
     pub check: fn(&KnobMap) -> Result<()>,
+    /// Reads each knob of a map into its field's type ([`KnobMap::check_types`]).
+    pub types: fn(&KnobMap) -> Result<()>,
     /// The fields this method reads, when variants share one struct (DPAR's GM reads c1, EM c2).
     only: Option<&'static [&'static str]>,
 }
@@ -120,12 +173,12 @@ impl OwnKnobs {
 
 /// The registry entry of knob struct `T`.
 pub const fn own<T: Knobs>() -> OwnKnobs {
-    OwnKnobs { docs: docs::<T>, check: check::<T>, only: None }
+    OwnKnobs { docs: docs::<T>, check: check::<T>, types: KnobMap::check_types::<T>, only: None }
 }
 
 /// The registry entry of the fields `only` of knob struct `T`.
 pub const fn own_some<T: Knobs>(only: &'static [&'static str]) -> OwnKnobs {
-    OwnKnobs { docs: docs::<T>, check: check::<T>, only: Some(only) }
+    OwnKnobs { docs: docs::<T>, check: check::<T>, types: KnobMap::check_types::<T>, only: Some(only) }
 }
 
 fn check<T: Knobs>(map: &KnobMap) -> Result<()> {

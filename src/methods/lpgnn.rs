@@ -18,20 +18,104 @@ use crate::train::fit::{drive, Batching, Evaluation, Schedule, Selection, Ties, 
 use gnnaudit_attacks::Result as AttackResult;
 use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 
-pub use super::recipe::{FeatureMode, Training};
+/// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Training {
+    /// Loss between KProp-smoothed noisy labels and KProp-smoothed forward-corrected
+    /// predictions (eqs. 3.41-3.42); validation by forward-correction loss under Acc*.
+    Drop,
+    /// Forward correction (Patrini et al. 2017): cross-entropy of p(y|x) T against y'.
+    ForwardCorrection,
+    /// Plain cross-entropy against the noisy labels.
+    CrossEntropy,
+}
+
+crate::from_serde_word!(Training, "training", "drop, forward-correction or cross-entropy");
+
+/// What the server uses as node features (Table 3.3: multi-bit vs. ad-hoc features).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FeatureMode {
+    /// Multi-bit perturbed features at eps_x (raw features when eps_x = inf).
+    Multibit,
+    /// The all-ones vector (no feature information, no privacy cost).
+    Ones,
+    /// Uniform random features in [0, 1) (no feature information, no privacy cost).
+    Rnd,
+    /// The clean features (min-max scaled): no feature privacy.
+    Raw,
+    /// Table 3.2's 1B: the multi-bit encoder with m = d (every feature at eps_x / d).
+    Onebit,
+    /// Table 3.2's LP: Laplace noise of scale d/eps_x per coordinate (eps_x-LDP).
+    Laplace,
+    /// Table 3.2's AG: analytic Gaussian, (eps_x, delta)-LDP with delta = 1e-10 by default.
+    Gaussian,
+    /// Table 3.3's OHD: one-hot of min(degree, d - 1) in d columns (public, no privacy cost).
+    Ohd,
+}
+
+impl FeatureMode {
+    /// Modes that spend eps_x on the private features.
+    pub fn is_private(self) -> bool {
+        matches!(self, FeatureMode::Multibit | FeatureMode::Onebit | FeatureMode::Laplace | FeatureMode::Gaussian)
+    }
+}
+
+crate::from_serde_word!(FeatureMode, "features", "multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw");
+
+/// LPGNN's own knobs (the recipe's knob map; defaults: thesis Section 3.5.2 with Cora's K_x = 16,
+/// K_y = 8). RGNN and graph-pate read some of the same names through their own structs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct LpgnnKnobs {
+    /// Feature budget eps_x (`inf` = raw features).
+    pub epsilon_x: f64,
+    /// Label budget eps_y (`inf` = clean labels).
+    pub epsilon_y: f64,
+    /// KProp steps on the features.
+    pub kx: i64,
+    /// KProp steps on the labels.
+    pub ky: i64,
+    /// How the model learns from noisy labels: drop, forward-correction or cross-entropy.
+    pub training: Training,
+    /// The GNN: gcn, gat or sage.
+    pub backbone: GnnKind,
+    /// Node features: multibit, onebit, laplace, gaussian (delta 1e-10 unless --delta), ones, ohd,
+    /// rnd or raw.
+    pub features: FeatureMode,
+    /// Multi-bit's m (default m* of Proposition 3); only with features = multibit.
+    pub multibit_m: Option<usize>,
+}
+
+impl Default for LpgnnKnobs {
+    fn default() -> Self {
+        LpgnnKnobs {
+            epsilon_x: 1.0,
+            epsilon_y: 1.0,
+            kx: 16,
+            ky: 8,
+            training: Training::Drop,
+            backbone: GnnKind::Sage,
+            features: FeatureMode::Multibit,
+            multibit_m: None,
+        }
+    }
+}
+
+impl crate::methods::knobs::Knobs for LpgnnKnobs {
+    fn check(&self) -> Result<()> {
+        LpgnnConfig { own: self.clone(), ..Default::default() }.check_knobs()
+    }
+}
 
 /// LPGNN hyper-parameters. Defaults: thesis Section 3.5.2 with Cora's K_x = 16, K_y = 8.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LpgnnConfig {
-    pub epsilon_x: f64,
-    pub epsilon_y: f64,
-    pub kx: i64,
-    pub ky: i64,
-    pub training: Training,
-    pub backbone: GnnKind,
-    pub features: FeatureMode,
-    /// Multi-bit's m (None = m* of Proposition 3); only with `features = multibit`.
-    pub multibit_m: Option<usize>,
+    /// LPGNN's own knobs (budgets, KProp steps, training, backbone, features), flat in the
+    /// serialised form.
+    #[serde(flatten)]
+    pub own: LpgnnKnobs,
     /// Delta of the analytic Gaussian (`features = gaussian`; None = 1e-10 as in Table 3.2).
     pub delta: Option<f64>,
     pub hidden: i64,
@@ -44,14 +128,7 @@ pub struct LpgnnConfig {
 impl Default for LpgnnConfig {
     fn default() -> Self {
         LpgnnConfig {
-            epsilon_x: 1.0,
-            epsilon_y: 1.0,
-            kx: 16,
-            ky: 8,
-            training: Training::Drop,
-            backbone: GnnKind::Sage,
-            features: FeatureMode::Multibit,
-            multibit_m: None,
+            own: LpgnnKnobs::default(),
             delta: None,
             hidden: 16,
             dropout: 0.5,
@@ -65,18 +142,7 @@ impl Default for LpgnnConfig {
 impl LpgnnConfig {
     /// Checks every parameter before any work.
     pub fn validate(&self) -> Result<()> {
-        if self.epsilon_x.is_nan() || self.epsilon_x <= 0.0 {
-            return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
-        }
-        if self.epsilon_y.is_nan() || self.epsilon_y <= 0.0 {
-            return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
-        }
-        if self.kx < 0 {
-            return Err(Error::invalid("kx", format!("must be >= 0, got {}", self.kx)));
-        }
-        if self.ky < 0 {
-            return Err(Error::invalid("ky", format!("must be >= 0, got {}", self.ky)));
-        }
+        self.check_knobs()?;
         if self.hidden < 1 {
             return Err(Error::invalid("hidden", format!("must be >= 1, got {}", self.hidden)));
         }
@@ -92,11 +158,28 @@ impl LpgnnConfig {
         if self.epochs == 0 {
             return Err(Error::invalid("epochs", "must be >= 1"));
         }
-        if let Some(m) = self.multibit_m {
-            if self.features != FeatureMode::Multibit {
+        Ok(())
+    }
+
+    /// Checks LPGNN's own knobs (budgets, KProp steps, multi-bit's m).
+    fn check_knobs(&self) -> Result<()> {
+        if self.own.epsilon_x.is_nan() || self.own.epsilon_x <= 0.0 {
+            return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.own.epsilon_x)));
+        }
+        if self.own.epsilon_y.is_nan() || self.own.epsilon_y <= 0.0 {
+            return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.own.epsilon_y)));
+        }
+        if self.own.kx < 0 {
+            return Err(Error::invalid("kx", format!("must be >= 0, got {}", self.own.kx)));
+        }
+        if self.own.ky < 0 {
+            return Err(Error::invalid("ky", format!("must be >= 0, got {}", self.own.ky)));
+        }
+        if let Some(m) = self.own.multibit_m {
+            if self.own.features != FeatureMode::Multibit {
                 return Err(Error::invalid(
                     "multibit_m",
-                    format!("only features = multibit samples m coordinates (features = {:?})", self.features),
+                    format!("only features = multibit samples m coordinates (features = {:?})", self.own.features),
                 ));
             }
             if m == 0 {
@@ -109,7 +192,7 @@ impl LpgnnConfig {
     /// Checks what depends on the data: m <= d.
     pub fn validate_for(&self, num_features: usize) -> Result<()> {
         self.validate()?;
-        if let Some(m) = self.multibit_m.filter(|&m| m > num_features) {
+        if let Some(m) = self.own.multibit_m.filter(|&m| m > num_features) {
             return Err(Error::invalid("multibit_m", format!("m = {m} exceeds the {num_features} features")));
         }
         Ok(())
@@ -117,29 +200,29 @@ impl LpgnnConfig {
 
     /// The multi-bit m used for d features (m = d for `onebit`).
     pub fn sampled(&self, num_features: usize) -> usize {
-        match self.features {
+        match self.own.features {
             FeatureMode::Onebit => num_features.max(1),
-            _ => self.multibit_m.unwrap_or_else(|| MultiBit::optimal_m(self.epsilon_x, num_features.max(1))),
+            _ => self.own.multibit_m.unwrap_or_else(|| MultiBit::optimal_m(self.own.epsilon_x, num_features.max(1))),
         }
     }
 
     /// The additive-noise mechanism of `laplace` / `gaussian` (None for the other modes or eps_x = inf).
     pub fn record_noise(&self, num_features: usize) -> Result<Option<RecordMechanism>> {
-        let noise = match self.features {
+        let noise = match self.own.features {
             FeatureMode::Laplace => RecordNoise::Laplace,
             FeatureMode::Gaussian => RecordNoise::AnalyticGaussian { delta: self.delta.unwrap_or(AG_DELTA) },
             _ => return Ok(None),
         };
-        if !self.epsilon_x.is_finite() {
+        if !self.own.epsilon_x.is_finite() {
             return Ok(None);
         }
-        RecordMechanism::new(noise, self.epsilon_x, num_features, 0.0, 1.0).map(Some)
+        RecordMechanism::new(noise, self.own.epsilon_x, num_features, 0.0, 1.0).map(Some)
     }
 
     /// The feature budget actually spent: 0 when the features are not used, inf when raw.
     pub fn feature_epsilon(&self) -> f64 {
-        match self.features {
-            f if f.is_private() => self.epsilon_x,
+        match self.own.features {
+            f if f.is_private() => self.own.epsilon_x,
             FeatureMode::Ones | FeatureMode::Rnd | FeatureMode::Ohd => 0.0,
             _ => f64::INFINITY,
         }
@@ -149,9 +232,9 @@ impl LpgnnConfig {
     /// analytic Gaussian, (eps_x + eps_y, delta) from the accountant (exact Gaussian curve by PLD).
     pub fn budget(&self, num_features: usize) -> Result<Budget> {
         let ex = self.feature_epsilon();
-        let total = ex + self.epsilon_y;
+        let total = ex + self.own.epsilon_y;
         let mut noise = vec![];
-        let (feature_event, feature_part) = match self.features {
+        let (feature_event, feature_part) = match self.own.features {
             FeatureMode::Multibit | FeatureMode::Onebit if ex.is_finite() => {
                 let m = self.sampled(num_features);
                 noise.push(("multibit_m".to_string(), m as f64));
@@ -170,7 +253,7 @@ impl LpgnnConfig {
                 }
                 noise.push(("feature_noise_scale".to_string(), m.scale));
                 let part = BudgetComponent { name: "features".into(), mechanism: m.describe(), epsilon: ex };
-                (Some(m.event().labelled(format!("{} features (eps_x)", self.features.name()))), part)
+                (Some(m.event().labelled(format!("{} features (eps_x)", self.own.features.name()))), part)
             }
             FeatureMode::Ones | FeatureMode::Rnd | FeatureMode::Ohd => (
                 None,
@@ -189,14 +272,15 @@ impl LpgnnConfig {
                 },
             ),
         };
-        let components = vec![feature_part, BudgetComponent::grr_labels(self.epsilon_y, " (eq. 3.39)")];
+        let components = vec![feature_part, BudgetComponent::grr_labels(self.own.epsilon_y, " (eq. 3.39)")];
         let unit = if total.is_finite() { PrivacyUnit::Local } else { PrivacyUnit::None };
         let label_event = self
+            .own
             .epsilon_y
             .is_finite()
-            .then(|| Event::PureDp { epsilon: self.epsilon_y }.labelled("label randomized response (eps_y)"));
+            .then(|| Event::PureDp { epsilon: self.own.epsilon_y }.labelled("label randomized response (eps_y)"));
         let event = total.is_finite().then(|| Event::Composed(feature_event.into_iter().chain(label_event).collect()));
-        let delta = match self.features {
+        let delta = match self.own.features {
             FeatureMode::Gaussian if ex.is_finite() => self.delta.unwrap_or(AG_DELTA),
             _ => 0.0,
         };
@@ -251,10 +335,10 @@ pub fn server_features(data: &Dataset, config: &LpgnnConfig) -> Result<Tensor> {
     let d = data.num_features();
     let opts = (Kind::Float, crate::device::current());
     let raw = || min_max_scale(&data.features.to_tensor());
-    Ok(match config.features {
-        f if f.is_private() && !config.epsilon_x.is_finite() => raw(),
+    Ok(match config.own.features {
+        f if f.is_private() && !config.own.epsilon_x.is_finite() => raw(),
         FeatureMode::Multibit | FeatureMode::Onebit => {
-            MultiBit::with_sampled(config.epsilon_x, d, config.sampled(d), 0.0, 1.0)?.perturb(&raw())?
+            MultiBit::with_sampled(config.own.epsilon_x, d, config.sampled(d), 0.0, 1.0)?.perturb(&raw())?
         }
         FeatureMode::Laplace | FeatureMode::Gaussian => {
             let m = config.record_noise(d)?.expect("finite eps_x");
@@ -291,7 +375,7 @@ pub fn collect(data: &Dataset, config: &LpgnnConfig, kprop_x: &KProp) -> Result<
     let features = tch::no_grad(|| kprop_x.forward(&x));
     let y = data.label_tensor();
     let labelled = Split::index_tensor(&[split.train.as_slice(), split.val.as_slice()].concat());
-    let rr = RandomizedResponse::new(config.epsilon_y, data.num_classes)?;
+    let rr = RandomizedResponse::new(config.own.epsilon_y, data.num_classes)?;
     let noisy_part = rr.perturb(&y.index_select(0, &labelled))?;
     let noisy_labels = y.index_copy(0, &labelled, &noisy_part);
     let noisy_onehot = Tensor::zeros([n, data.num_classes as i64], opts).index_copy(
@@ -381,7 +465,7 @@ impl TrainedModel for LpgnnModel {
                 format!("model expects {want} columns, got {}", data.num_features()),
             ));
         }
-        let kprop = KProp::new(&data.graph, self.config.kx)?;
+        let kprop = KProp::new(&data.graph, self.config.own.kx)?;
         let x = server_features(data, &self.config)?;
         let g = GraphTensors::for_kind(&data.graph, self.gnn.kind());
         Ok(tch::no_grad(|| self.gnn.forward_t(&kprop.forward(&x), &g, false).softmax(-1, Kind::Float)))
@@ -473,12 +557,12 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     }
     let start = std::time::Instant::now();
     tch::manual_seed(seed as i64);
-    let kprop_x = KProp::new(&data.graph, config.kx)?;
+    let kprop_x = KProp::new(&data.graph, config.own.kx)?;
     // Plain cross-entropy and forward correction use no label KProp (Table 3.4's baselines).
-    let ky = if config.training == Training::Drop { config.ky } else { 0 };
+    let ky = if config.own.training == Training::Drop { config.own.ky } else { 0 };
     let kprop_y = KProp::new(&data.graph, ky)?;
     let collected = collect(data, config, &kprop_x)?;
-    let rr = RandomizedResponse::new(config.epsilon_y, data.num_classes)?;
+    let rr = RandomizedResponse::new(config.own.epsilon_y, data.num_classes)?;
     let transition = rr.transition_matrix();
     let acc_star = rr.max_noisy_accuracy();
 
@@ -489,10 +573,10 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     let has_mass = smoothed.index_select(0, &tr).sum_dim_intlist(1, false, Kind::Float).gt(0.0);
     let drop_nodes = tr.masked_select(&has_mass);
     let drop_targets = smoothed.index_select(0, &drop_nodes).argmax(-1, false);
-    let label_recovery = LabelRecovery::of(data, &collected, config.ky)?;
+    let label_recovery = LabelRecovery::of(data, &collected, config.own.ky)?;
     tracing::info!(
         "LPGNN label recovery on train + val: KProp(K_y = {}) {:.3}, raw y' {:.3}",
-        config.ky,
+        config.own.ky,
         label_recovery.kprop_accuracy,
         label_recovery.noisy_accuracy
     );
@@ -500,13 +584,13 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
     let vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(
         &vs.root(),
-        config.backbone,
+        config.own.backbone,
         data.num_features() as i64,
         config.hidden,
         data.num_classes as i64,
         config.dropout,
     );
-    let tensors = GraphTensors::for_kind(&data.graph, config.backbone);
+    let tensors = GraphTensors::for_kind(&data.graph, config.own.backbone);
     let opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
     let labels = Labels::from_dataset(data)?;
     let mut t = LpgnnTrainee {
@@ -515,7 +599,7 @@ pub fn train(data: &Dataset, config: &LpgnnConfig, seed: u64) -> Result<TrainedR
         x: &collected.features,
         tensors: &tensors,
         opt,
-        training: config.training,
+        training: config.own.training,
         transition: &transition,
         kprop_y: (ky != 0).then_some(&kprop_y),
         drop: (&drop_nodes, &drop_targets),
@@ -561,12 +645,12 @@ pub fn load_checkpoint(
     cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
-    let config = config(&meta.recipe);
+    let config = config(&meta.recipe)?;
     config.validate()?;
     let mut vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(
         &vs.root(),
-        config.backbone,
+        config.own.backbone,
         meta.num_features,
         config.hidden,
         meta.num_classes,
@@ -574,32 +658,26 @@ pub fn load_checkpoint(
     );
     load(&mut vs)?;
     let (features, graph) = (cache.get("features")?, cache.graph()?);
-    let tensors = GraphTensors::for_kind(&graph, config.backbone);
-    let kprop = KProp::new(&graph, config.kx)?;
+    let tensors = GraphTensors::for_kind(&graph, config.own.backbone);
+    let kprop = KProp::new(&graph, config.own.kx)?;
     let posteriors = tch::no_grad(|| gnn.forward_t(&features, &tensors, false).softmax(-1, Kind::Float));
     Ok(Box::new(LpgnnModel { vs, gnn, tensors, features, config, posteriors, kprop, graph, label_recovery: None }))
 }
 
-/// The [`LpgnnConfig`] of a recipe (the `train` arm of `--method lpgnn`). Dropout and weight decay
-/// are the recipe's, zero included; a recipe that leaves them unset starts from LPGNN's defaults
-/// (0.5 and 1e-3), which the registry's `lpgnn_defaults` writes into it.
-pub fn config(recipe: &crate::methods::Recipe) -> LpgnnConfig {
-    LpgnnConfig {
-        epsilon_x: recipe.epsilon_x,
-        epsilon_y: recipe.epsilon_y,
-        kx: recipe.kx,
-        ky: recipe.ky,
-        training: recipe.training,
-        backbone: recipe.backbone,
-        features: recipe.features,
-        multibit_m: recipe.multibit_m,
+/// The [`LpgnnConfig`] of a recipe (the `train` arm of `--method lpgnn`): LPGNN's own knobs and
+/// the shared training settings. Dropout and weight decay are the recipe's, zero included; a
+/// recipe that leaves them unset starts from LPGNN's defaults (0.5 and 1e-3), which the registry's
+/// `lpgnn_defaults` writes into it.
+pub fn config(recipe: &crate::methods::Recipe) -> Result<LpgnnConfig> {
+    Ok(LpgnnConfig {
+        own: recipe.own()?,
         delta: recipe.delta,
         hidden: recipe.train.hidden as i64,
         dropout: recipe.train.dropout,
         learning_rate: recipe.train.lr,
         weight_decay: recipe.train.weight_decay,
         epochs: recipe.epochs(),
-    }
+    })
 }
 // ---------------------------------------------------------------- white box
 
@@ -630,6 +708,23 @@ impl gnnaudit_attacks::WhiteBox for LpgnnModel {
 
 use crate::methods::spec::MethodSpec;
 
+/// The local budgets of an LPGNN-style recipe, eps_x and eps_y.
+pub trait LocalBudgets {
+    fn local_budgets(&self) -> (f64, f64);
+}
+
+impl LocalBudgets for LpgnnKnobs {
+    fn local_budgets(&self) -> (f64, f64) {
+        (self.epsilon_x, self.epsilon_y)
+    }
+}
+
+/// A local method adds noise when either of its budgets is finite. (A recipe whose knobs do not
+/// parse is refused by validation before anything asks.)
+pub fn local_budgets_finite<K: crate::methods::knobs::Knobs + LocalBudgets>(r: &crate::methods::Recipe) -> bool {
+    r.own::<K>().map(|k| k.local_budgets()).is_ok_and(|(x, y)| x.is_finite() || y.is_finite())
+}
+
 fn lpgnn_defaults(r: &mut crate::methods::Recipe) {
     let d = LpgnnConfig::default();
     (r.train.dropout, r.train.weight_decay) = (d.dropout, d.weight_decay);
@@ -641,7 +736,7 @@ fn lpgnn_budget(
     _seed: u64,
     _acct: &crate::train::accounting::Accounting,
 ) -> Result<Budget> {
-    config(recipe).budget(data.num_features())
+    config(recipe)?.budget(data.num_features())
 }
 
 pub const LPGNN: MethodSpec = MethodSpec {
@@ -649,26 +744,16 @@ pub const LPGNN: MethodSpec = MethodSpec {
     split: crate::data::SplitRatios::LPGNN,
     sweeps_local_budgets: true,
     epochs: 500,
-    knobs: &[
-        "epsilon_x",
-        "epsilon_y",
-        "kx",
-        "ky",
-        "training",
-        "backbone",
-        "features",
-        "multibit_m",
-        "hidden",
-        "dropout",
-        "weight_decay",
-    ],
+    is_private: local_budgets_finite::<LpgnnKnobs>,
+    knobs: &["hidden", "dropout", "weight_decay"],
+    own_knobs: Some(crate::methods::knobs::own::<LpgnnKnobs>()),
     defaults: lpgnn_defaults,
     load: Some(load_checkpoint),
     ..MethodSpec::new(
         "lpgnn",
         "LPGNN (thesis ch.3): local DP on features (--epsilon-x) and labels (--epsilon-y)",
         PrivacyUnit::Local,
-        |r, data, seed, _| train(data, &config(r), seed),
+        |r, data, seed, _| train(data, &config(r)?, seed),
         lpgnn_budget,
     )
 };

@@ -49,7 +49,7 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
-    let privacy = privacy(r, data, acct)?;
+    let privacy = privacy(r, data, acct, 0)?;
     let mut ps = ParamStore::new();
     let x = Rows::of_features(&data.features);
     let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));

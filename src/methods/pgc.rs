@@ -25,6 +25,16 @@ use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
 const PATIENCE: usize = 20;
 const MIN_EPOCHS: usize = 10;
 
+/// PGC's and PGC-VGAE's own knob (the recipe's knob map).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct PgcKnobs {
+    /// The per-feature randomiser: onebit (= pgc), laplace, piecewise (raw: omit --epsilon).
+    pub mechanism: FeatureMechanismKind,
+}
+
+impl crate::methods::knobs::Knobs for PgcKnobs {}
+
 /// PGC and PGC-VGAE hyper-parameters (the node-side randomiser, the claim and the training knobs
 /// are the same); defaults are Table 2.2's Cora row for PGC (lr 0.01, wd 0.01, dropout 0.5), and
 /// [`PgcConfig::vgae`] the VGAE row.
@@ -178,7 +188,7 @@ pub fn load_checkpoint(
     cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
-    let config = config(&meta.recipe);
+    let config = config(&meta.recipe)?;
     let mut vs = nn::VarStore::new(crate::device::current());
     let gcn = network(&vs.root(), &config, meta.num_features, meta.num_classes);
     load(&mut vs)?;
@@ -326,16 +336,16 @@ pub fn train(data: &Dataset, config: &PgcConfig, seed: u64) -> Result<TrainedRun
 /// The [`PgcConfig`] of a recipe (the `train` arm of `--method pgc` and `pgc-vgae`): `--epsilon` is
 /// the budget per feature, `--mechanism` the randomiser; hidden, lr, weight decay, dropout and
 /// epochs (the maximum) from the recipe.
-pub fn config(recipe: &crate::methods::Recipe) -> PgcConfig {
-    PgcConfig {
-        mechanism: recipe.mechanism,
+pub fn config(recipe: &crate::methods::Recipe) -> Result<PgcConfig> {
+    Ok(PgcConfig {
+        mechanism: recipe.own::<PgcKnobs>()?.mechanism,
         epsilon: recipe.epsilon,
         hidden: recipe.train.hidden as i64,
         dropout: recipe.train.dropout,
         learning_rate: recipe.train.lr,
         weight_decay: recipe.train.weight_decay,
         max_epochs: recipe.epochs(),
-    }
+    })
 }
 // ---------------------------------------------------------------- registry entries
 
@@ -348,7 +358,7 @@ fn pgc_defaults(r: &mut crate::methods::Recipe) {
 
 /// PGC and PGC-VGAE: RAW randomises nothing, so an epsilon for it would be a false claim.
 pub fn check_mechanism(r: &crate::methods::Recipe) -> Result<()> {
-    if r.epsilon.is_some() && r.mechanism == crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind::Raw {
+    if r.epsilon.is_some() && r.own::<PgcKnobs>()?.mechanism == FeatureMechanismKind::Raw {
         return Err(Error::invalid("mechanism", "raw randomises nothing: omit --epsilon for the RAW row"));
     }
     Ok(())
@@ -360,15 +370,16 @@ fn pgc_budget(
     _seed: u64,
     _acct: &crate::train::accounting::Accounting,
 ) -> Result<Budget> {
-    config(recipe).budget(data.num_features())
+    config(recipe)?.budget(data.num_features())
 }
 
-/// The knobs of PGC and PGC-VGAE.
-pub const KNOBS: &[&str] = &["mechanism", "hidden", "dropout", "weight_decay"];
+/// The shared training settings PGC and PGC-VGAE read (their own knob is [`PgcKnobs`]).
+pub const KNOBS: &[&str] = &["hidden", "dropout", "weight_decay"];
 
 pub const PGC: MethodSpec = MethodSpec {
     epochs: 500,
     knobs: KNOBS,
+    own_knobs: Some(crate::methods::knobs::own::<PgcKnobs>()),
     defaults: pgc_defaults,
     check: check_mechanism,
     load: Some(load_checkpoint),
@@ -377,7 +388,7 @@ pub const PGC: MethodSpec = MethodSpec {
         "PGC (thesis ch.2): per-feature LDP (--mechanism onebit|laplace|piecewise, --epsilon per feature; \
             the record claim is d eps), 2-layer GCN; omit --epsilon for the RAW row",
         PrivacyUnit::Local,
-        |r, data, seed, _| train(data, &config(r), seed),
+        |r, data, seed, _| train(data, &config(r)?, seed),
         pgc_budget,
     )
 };

@@ -198,7 +198,7 @@ pub fn load_checkpoint(
     cache: &crate::methods::checkpoint::Cache,
     load: &dyn Fn(&mut nn::VarStore) -> Result<()>,
 ) -> Result<Box<dyn TrainedModel>> {
-    let config = super::pgc::config(&meta.recipe);
+    let config = super::pgc::config(&meta.recipe)?;
     let mut vs = nn::VarStore::new(crate::device::current());
     let encoder = Encoder::new(&vs.root(), &config, meta.num_features, meta.num_classes);
     load(&mut vs)?;
@@ -358,13 +358,14 @@ fn vgae_budget(
     _seed: u64,
     _acct: &crate::train::accounting::Accounting,
 ) -> Result<Budget> {
-    super::pgc::config(recipe).budget(data.num_features())
+    super::pgc::config(recipe)?.budget(data.num_features())
 }
 
 pub const PGC_VGAE: MethodSpec = MethodSpec {
     utility: crate::methods::UtilityMetric::RocAuc,
     epochs: 500,
     knobs: super::pgc::KNOBS,
+    own_knobs: Some(crate::methods::knobs::own::<super::pgc::PgcKnobs>()),
     defaults: vgae_defaults,
     check: super::pgc::check_mechanism,
     load: Some(load_checkpoint),
@@ -373,7 +374,7 @@ pub const PGC_VGAE: MethodSpec = MethodSpec {
         "PGC link prediction (thesis ch.2): a VGAE whose first layer reads PGC's estimate of the privatised \
             features (--mechanism, --epsilon per feature); 85/5/10 edge split; ROC-AUC",
         PrivacyUnit::Local,
-        |r, data, seed, _| train(data, &super::pgc::config(r), seed),
+        |r, data, seed, _| train(data, &super::pgc::config(r)?, seed),
         vgae_budget,
     )
 };

@@ -9,6 +9,57 @@ use super::gap::aggregation_sensitivity;
 use super::method::Method;
 use super::recipe::Recipe;
 use super::spec::{FloorPlan, MemoryShape, MethodSpec, Replay, ReplayFamily};
+
+/// ProGAP's own knobs (the recipe's knob map; defaults: thesis section 5.5.3).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProgapKnobs {
+    /// Depth K, i.e. stages 0..K, at most 10 (default 5; 4 at node level).
+    pub depth: Option<usize>,
+    /// Layers of each stage's base MLP (default 1; 2 for progap-ndp).
+    pub base_layers: Option<usize>,
+    /// Layers of each stage's head.
+    pub head_layers: usize,
+    /// Train each stage's new layer only (Remark 1) instead of progressively.
+    pub layerwise: bool,
+}
+
+impl Default for ProgapKnobs {
+    fn default() -> Self {
+        ProgapKnobs { depth: None, base_layers: None, head_layers: 1, layerwise: false }
+    }
+}
+
+impl crate::methods::knobs::Knobs for ProgapKnobs {
+    fn check(&self) -> Result<()> {
+        if self.depth.is_some_and(|d| d > 10) {
+            return Err(crate::Error::invalid("depth", "at most 10"));
+        }
+        if self.base_layers == Some(0) {
+            return Err(crate::Error::invalid("base_layers", "must be at least 1"));
+        }
+        if self.head_layers == 0 {
+            return Err(crate::Error::invalid("head_layers", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+impl ProgapKnobs {
+    /// The stages `method` trains after stage 0.
+    pub fn depth_of(&self, method: Method) -> usize {
+        self.depth.unwrap_or(if method.is_node_level() { 4 } else { 5 })
+    }
+    /// The base MLP's layers of `method`.
+    pub fn base_layers_of(&self, method: Method) -> usize {
+        self.base_layers.unwrap_or(if method == Method::ProgapNdp { 2 } else { 1 })
+    }
+}
+
+/// The depth of a ProGAP recipe.
+pub fn depth(r: &Recipe) -> Result<usize> {
+    Ok(r.own::<ProgapKnobs>()?.depth_of(r.method))
+}
 use super::{white_box_posteriors, Accuracy, TrainedModel, TrainedRun};
 use crate::data::{bound_degree, Dataset, DegreeBound, Graph};
 use crate::error::Result;
@@ -93,14 +144,14 @@ pub fn fit_progap(
     tch::manual_seed(seed as i64);
     let labels = Labels::from_dataset(data)?;
     let n_train = labels.train.size()[0] as usize;
-    let depth = r.depth();
+    let depth = depth(r)?;
     let node = r.method == Method::ProgapNdp;
-    let privacy = privacy(r, data, acct)?;
+    let privacy = privacy(r, data, acct, depth)?;
     let graph =
         if node { bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)? } else { data.graph.clone() };
     let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
-    let (ps, mut net) = build_progap(r, data.features.cols() as i64, data.num_classes);
+    let (ps, mut net) = build_progap(r, data.features.cols() as i64, data.num_classes)?;
     let adj = aggregation_operator(&graph);
     let noise_std = privacy.sigma * sensitivity;
     net.inputs.push(Rows::of_features(&data.features));
@@ -125,28 +176,30 @@ pub fn fit_progap(
 }
 
 /// ProGAP's stages for `features` input columns.
-pub fn build_progap(r: &Recipe, features: i64, classes: usize) -> (ParamStore, ProgapNet) {
+pub fn build_progap(r: &Recipe, features: i64, classes: usize) -> Result<(ParamStore, ProgapNet)> {
+    let k: ProgapKnobs = r.own()?;
     let mut ps = ParamStore::new();
     let net = ProgapNet::new(
         &mut ps,
-        r.depth(),
+        k.depth_of(r.method),
         features,
         r.train.hidden as i64,
         classes as i64,
-        r.base_layers(),
-        r.head_layers,
+        k.base_layers_of(r.method),
+        k.head_layers,
         style(r),
-        r.layerwise,
+        k.layerwise,
     );
-    (ps, net)
+    Ok((ps, net))
 }
 
 /// Rebuilds a saved ProGAP model from its cached stage inputs.
 fn load_progap(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn TrainedModel>> {
     let r = &meta.recipe;
-    let (mut ps, mut net) = build_progap(r, meta.num_features, meta.num_classes as usize);
+    let (mut ps, mut net) = build_progap(r, meta.num_features, meta.num_classes as usize)?;
     load(&mut ps.vs)?;
-    net.inputs = (0..=r.depth())
+    let depth = depth(r)?;
+    net.inputs = (0..=depth)
         .map(|k| {
             cache.get(&format!("x{k}")).map(|x| {
                 if k == 0 {
@@ -157,7 +210,7 @@ fn load_progap(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn 
             })
         })
         .collect::<Result<_>>()?;
-    net.stage = r.depth();
+    net.stage = depth;
     Ok(Box::new(ProgapModel { ps, net, noise_std: meta.noise_std, max_degree: meta.max_degree, graph: None }))
 }
 
@@ -217,14 +270,19 @@ impl AggregationRelease for ProgapModel {
 
 // ---------------------------------------------------------------- registry entries
 
-const PROGAP_KNOBS: &[&str] = family_knobs!(["depth", "base_layers", "head_layers", "layerwise"], []);
-const PROGAP_EDP_KNOBS: &[&str] = family_knobs!(["depth", "base_layers", "head_layers", "layerwise"], ["accountant"]);
-const PROGAP_NDP_KNOBS: &[&str] = family_knobs!(
-    ["depth", "base_layers", "head_layers", "layerwise"],
-    ["accountant", "max_degree", "max_grad_norm", "norm_groups"]
-);
+const PROGAP_KNOBS: &[&str] = family_knobs!([], []);
+const PROGAP_EDP_KNOBS: &[&str] = family_knobs!([], ["accountant"]);
+const PROGAP_NDP_KNOBS: &[&str] = family_knobs!([], ["accountant", "max_degree", "max_grad_norm", "norm_groups"]);
+const PROGAP_OWN: Option<crate::methods::knobs::OwnKnobs> = Some(crate::methods::knobs::own::<ProgapKnobs>());
+
+/// The budget of a ProGAP run (the registry's `budget`): the calibration training runs.
+fn progap_budget(r: &Recipe, data: &Dataset, _seed: u64, acct: &Accounting) -> Result<Budget> {
+    privacy(r, data, acct, depth(r)?).map(|p| p.budget)
+}
 
 pub const PROGAP_INF: MethodSpec = MethodSpec {
+    own_knobs: PROGAP_OWN,
+    budget: progap_budget,
     memory: MemoryShape::StageCache,
     floor: Some(FloorPlan::Progap),
     batch_norm: false,
@@ -232,6 +290,8 @@ pub const PROGAP_INF: MethodSpec = MethodSpec {
 };
 pub const PROGAP_EDP: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::Progap),
+    own_knobs: PROGAP_OWN,
+    budget: progap_budget,
     memory: MemoryShape::StageCache,
     floor: Some(FloorPlan::Progap),
     batch_norm: false,
@@ -248,6 +308,8 @@ pub const PROGAP_EDP: MethodSpec = MethodSpec {
 };
 pub const PROGAP_NDP: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::Progap),
+    own_knobs: PROGAP_OWN,
+    budget: progap_budget,
     memory: MemoryShape::StageCache,
     floor: Some(FloorPlan::Progap),
     epochs: 5,

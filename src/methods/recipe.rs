@@ -30,39 +30,13 @@ impl Method {
     pub fn takes_epsilon(self) -> bool {
         self.spec().takes_epsilon
     }
-    /// The DPAR family (methods::dpar).
-    pub fn is_dpar(self) -> bool {
-        matches!(
-            self,
-            Method::DparGm
-                | Method::DparEm0
-                | Method::DparEm1
-                | Method::DparDpsgd
-                | Method::DparFeatures
-                | Method::DparRandom
-                | Method::DparInf
-        )
-    }
     /// Deliberately broken variants (kept to prove that the audits catch them); never defaults.
     pub fn is_unsound(self) -> bool {
         self.spec().unsound.is_some()
     }
-    pub fn is_gap(self) -> bool {
-        matches!(
-            self,
-            Method::GapInf
-                | Method::GapEdp
-                | Method::GapNdp
-                | Method::DemoGapEdpPlantedBug
-                | Method::DemoGapEdpNoiseOff
-        )
-    }
     /// What the utility measures: accuracy (node classification) or ROC-AUC (link prediction).
     pub fn utility_metric(self) -> UtilityMetric {
         self.spec().utility
-    }
-    pub fn is_progap(self) -> bool {
-        matches!(self, Method::ProgapInf | Method::ProgapEdp | Method::ProgapNdp)
     }
 }
 
@@ -85,54 +59,6 @@ impl UtilityMetric {
         }
     }
 }
-
-// LPGNN's knob types, kept beside the recipe fields that hold them (LPGNN re-exports them).
-
-/// How the model learns from noisy labels (thesis Section 3.4.3 and Table 3.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Training {
-    /// Loss between KProp-smoothed noisy labels and KProp-smoothed forward-corrected
-    /// predictions (eqs. 3.41-3.42); validation by forward-correction loss under Acc*.
-    Drop,
-    /// Forward correction (Patrini et al. 2017): cross-entropy of p(y|x) T against y'.
-    ForwardCorrection,
-    /// Plain cross-entropy against the noisy labels.
-    CrossEntropy,
-}
-
-crate::from_serde_word!(Training, "training", "drop, forward-correction or cross-entropy");
-
-/// What the server uses as node features (Table 3.3: multi-bit vs. ad-hoc features).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FeatureMode {
-    /// Multi-bit perturbed features at eps_x (raw features when eps_x = inf).
-    Multibit,
-    /// The all-ones vector (no feature information, no privacy cost).
-    Ones,
-    /// Uniform random features in [0, 1) (no feature information, no privacy cost).
-    Rnd,
-    /// The clean features (min-max scaled): no feature privacy.
-    Raw,
-    /// Table 3.2's 1B: the multi-bit encoder with m = d (every feature at eps_x / d).
-    Onebit,
-    /// Table 3.2's LP: Laplace noise of scale d/eps_x per coordinate (eps_x-LDP).
-    Laplace,
-    /// Table 3.2's AG: analytic Gaussian, (eps_x, delta)-LDP with delta = 1e-10 by default.
-    Gaussian,
-    /// Table 3.3's OHD: one-hot of min(degree, d - 1) in d columns (public, no privacy cost).
-    Ohd,
-}
-
-impl FeatureMode {
-    /// Modes that spend eps_x on the private features.
-    pub fn is_private(self) -> bool {
-        matches!(self, FeatureMode::Multibit | FeatureMode::Onebit | FeatureMode::Laplace | FeatureMode::Gaussian)
-    }
-}
-
-crate::from_serde_word!(FeatureMode, "features", "multibit, onebit, laplace, gaussian, ones, ohd, rnd or raw");
 
 /// The training loop's settings, shared by every method (burn's `TrainingConfig` idea): the
 /// method-specific settings stay in [`Recipe`] and the methods' own knob structs.
@@ -173,7 +99,10 @@ impl Default for TrainConfig {
     }
 }
 
-/// Every knob of a training run. Fields left `None` take the method's default (see the getters).
+/// Every knob of a training run: the method, its privacy target, the shared training settings,
+/// the settings several families still share (degree bound, clip, group norm, MLP depth), and
+/// the method's own knobs (its struct in its module, stored in `knobs`). Fields left `None` take
+/// the method's default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 // No `deny_unknown_fields`: serde cannot combine it with the flattened knob map, which collects every
 // name that is not a common field; `validate` then refuses the names the method does not own.
@@ -188,43 +117,14 @@ pub struct Recipe {
     /// `train.epochs`). Declared before `knobs`, so serde hands these keys to it first.
     #[serde(flatten)]
     pub train: TrainConfig,
-    /// GAP hops K (default 2 at edge level / non-private, 3 at node level).
-    pub hops: Option<usize>,
-    /// ProGAP depth K, i.e. stages 0..K (default 5 at edge level / non-private, 4 at node level).
-    pub depth: Option<usize>,
     /// Degree bound D for node-level methods (neighbour sampling).
     pub max_degree: usize,
     /// Layers of the (DP-)MLP baseline.
     pub mlp_layers: usize,
-    /// GAP encoder layers.
-    pub encoder_layers: usize,
-    /// Base MLP layers (GAP: 1; ProGAP: 1 at edge level, 2 at node level).
-    pub base_layers: Option<usize>,
-    pub head_layers: usize,
     /// Groups of that group norm (None = the method's default, see [`Recipe::norm_groups`]).
     pub norm_groups: Option<usize>,
     /// DP-Adam clipping bound C.
     pub max_grad_norm: f64,
-    /// ProGAP: train each stage's new layer only (Remark 1) instead of progressively.
-    pub layerwise: bool,
-    /// GraphSAGE message-passing layers (sage, sage-edp; DP-GNN always uses 1), default 2.
-    pub mp_layers: Option<usize>,
-    /// GraphSAGE aggregation (sage, sage-edp).
-    pub aggregation: crate::models::sage::Aggregation,
-    /// LPGNN: feature budget eps_x (inf = raw features).
-    pub epsilon_x: f64,
-    /// LPGNN: label budget eps_y (inf = clean labels).
-    pub epsilon_y: f64,
-    /// LPGNN: KProp steps on features and labels (Cora defaults 16 and 8).
-    pub kx: i64,
-    pub ky: i64,
-    pub training: Training,
-    pub backbone: crate::models::backbone::GnnKind,
-    pub features: FeatureMode,
-    /// LPGNN: multi-bit's m (None = m* of Proposition 3; `features = onebit` is m = d).
-    pub multibit_m: Option<usize>,
-    /// PGC: the per-feature randomiser (onebit, laplace, piecewise; raw = no epsilon).
-    pub mechanism: crate::privacy::mechanisms::feature_ldp::FeatureMechanismKind,
     /// The accountant the noise is calibrated to (rdp or pld); written only when not rdp, so
     /// that existing recipes serialise as before.
     #[serde(skip_serializing_if = "crate::privacy::accountant::Accountant::is_rdp")]
@@ -242,27 +142,10 @@ impl Default for Recipe {
             epsilon: None,
             delta: None,
             train: TrainConfig::default(),
-            hops: None,
-            depth: None,
             max_degree: 100,
             mlp_layers: 2,
-            encoder_layers: 2,
-            base_layers: None,
-            head_layers: 1,
             norm_groups: None,
             max_grad_norm: 1.0,
-            layerwise: false,
-            mp_layers: None,
-            aggregation: crate::models::sage::Aggregation::Sum,
-            epsilon_x: 1.0,
-            epsilon_y: 1.0,
-            kx: 16,
-            ky: 8,
-            training: Training::Drop,
-            backbone: crate::models::backbone::GnnKind::Sage,
-            features: FeatureMode::Multibit,
-            multibit_m: None,
-            mechanism: Default::default(),
             accountant: Default::default(),
             knobs: Default::default(),
         }
@@ -278,12 +161,6 @@ impl Recipe {
         (method.spec().defaults)(&mut r);
         r
     }
-    pub fn hops(&self) -> usize {
-        self.hops.unwrap_or(if self.method.is_node_level() { 3 } else { 2 })
-    }
-    pub fn depth(&self) -> usize {
-        self.depth.unwrap_or(if self.method.is_node_level() { 4 } else { 5 })
-    }
     pub fn epochs(&self) -> usize {
         self.train.epochs.unwrap_or(self.method.spec().epochs)
     }
@@ -294,9 +171,6 @@ impl Recipe {
         } else {
             self.train.batch_size
         }
-    }
-    pub fn base_layers(&self) -> usize {
-        self.base_layers.unwrap_or(if self.method == Method::ProgapNdp { 2 } else { 1 })
     }
     /// Groups of the group norm used under node-level DP. ProGAP-NDP: one group, i.e. every
     /// sample normalised over all its channels (thesis §5.5.3, "group normalization with one
@@ -322,10 +196,7 @@ impl Recipe {
     }
     /// Is noise added (a finite epsilon for a private method)?
     pub fn is_private(&self) -> bool {
-        if self.method.spec().sweeps_local_budgets {
-            return self.epsilon_x.is_finite() || self.epsilon_y.is_finite();
-        }
-        self.method.takes_epsilon() && self.epsilon.is_some()
+        (self.method.spec().is_private)(self)
     }
 
     /// Checks every field once, before any work (linfa's ParamGuard idea).
@@ -356,13 +227,6 @@ impl Recipe {
                 Ok(())
             }
         };
-        if self.method.is_gap() {
-            pos("hops", self.hops())?;
-            pos("encoder_layers", self.encoder_layers)?;
-        }
-        if self.method.is_progap() && self.depth.is_some_and(|d| d > 10) {
-            return Err(Error::invalid("depth", "at most 10"));
-        }
         pos("max_degree", self.max_degree)?;
         pos("epochs", self.epochs())?;
         if self.epochs() > MAX_EPOCHS {
@@ -376,8 +240,6 @@ impl Recipe {
         }
         pos("hidden", self.train.hidden)?;
         pos("mlp_layers", self.mlp_layers)?;
-        pos("base_layers", self.base_layers())?;
-        pos("head_layers", self.head_layers)?;
         pos("norm_groups", self.norm_groups())?;
         if !(self.train.lr > 0.0 && self.train.lr.is_finite()) {
             return Err(Error::invalid("lr", format!("{} must be a positive number", self.train.lr)));
@@ -411,11 +273,6 @@ impl Recipe {
                         self.accountant.name()
                     ),
                 ));
-            }
-        }
-        for (name, e) in [("epsilon_x", self.epsilon_x), ("epsilon_y", self.epsilon_y)] {
-            if e.is_nan() || e <= 0.0 {
-                return Err(Error::invalid(name, format!("{e} must be > 0 (inf = no perturbation)")));
             }
         }
         self.refuse_unread_knobs()?;

@@ -145,9 +145,18 @@ pub fn control_recipe(r: &Recipe) -> Result<Option<Recipe>> {
             table.insert(k.clone(), v.clone());
         }
     }
-    for (k, v) in [("hops", r.hops()), ("depth", r.depth())] {
+    let resolved: [(&str, Resolve); 3] = [
+        ("hops", |r| Ok(toml::Value::Integer(super::gap::hops(r)? as i64))),
+        ("depth", |r| Ok(toml::Value::Integer(super::progap::depth(r)? as i64))),
+        ("aggregation", |r| {
+            let own: super::backbone::SageKnobs = r.own()?;
+            toml::Value::try_from(own.aggregation_of(r.method))
+                .map_err(|e| crate::Error::Other(format!("cannot tabulate an aggregation: {e}")))
+        }),
+    ];
+    for (k, of) in resolved {
         if read.iter().any(|x| x == k) {
-            table.insert(k.into(), toml::Value::Integer(v as i64));
+            table.insert(k.into(), of(r)?);
         }
     }
     let mut out: Recipe = serde::Deserialize::deserialize(toml::Value::Table(table))
@@ -156,6 +165,9 @@ pub fn control_recipe(r: &Recipe) -> Result<Option<Recipe>> {
     out.validate()?;
     Ok(Some(out))
 }
+
+/// A knob's value in a recipe, resolved where its default depends on the method.
+type Resolve = fn(&Recipe) -> Result<toml::Value>;
 
 /// How a method takes its privacy target.
 fn target_of(s: &MethodSpec) -> &'static str {
@@ -222,6 +234,25 @@ pub fn describe(m: Method) -> Result<String> {
     Ok(out)
 }
 
+/// A control keeps the target's architecture where the two methods' defaults differ (the
+/// values the recipes held as fields before the knob structs).
+#[cfg(test)]
+mod control_tests {
+    use super::*;
+
+    #[test]
+    fn controls_resolve_the_targets_method_dependent_defaults() {
+        let control = |m| control_recipe(&Recipe::new(m, Some(1.0))).unwrap().unwrap();
+        let sage = control(Method::SageEdp);
+        assert_eq!((sage.method, sage.knobs.get("aggregation")), (Method::Sage, Some(&"mean".into())));
+        let gap = control(Method::GapNdp);
+        assert_eq!((gap.method, gap.knobs.get("hops")), (Method::GapInf, Some(&3.into())));
+        let progap = control(Method::ProgapNdp);
+        assert_eq!((progap.method, progap.knobs.get("depth")), (Method::ProgapInf, Some(&4.into())));
+        assert_eq!(progap.knobs.get("base_layers"), None, "left at the control's own default, as before");
+    }
+}
+
 /// Every method's white box, against its own posteriors.
 #[cfg(test)]
 mod white_box_tests {
@@ -249,10 +280,10 @@ mod white_box_tests {
         let x = data.features.to_tensor().to_kind(Kind::Float);
         let dense = data.graph.aggregation_tensor().to_dense(None, false);
         let mut lp = Recipe::new(Method::Lpgnn, None);
-        lp.epsilon_x = f64::INFINITY;
-        lp.epsilon_y = f64::INFINITY;
-        lp.features = crate::methods::lpgnn::FeatureMode::Raw;
-        lp.kx = 2; // 64 features > 32 projections: exercises the pseudo-inverse shortcut of `propagate`
+        lp.knobs.set("epsilon_x", f64::INFINITY);
+        lp.knobs.set("epsilon_y", f64::INFINITY);
+        lp.knobs.set("features", "raw");
+        lp.knobs.set("kx", 2); // 64 features > 32 projections: exercises the pseudo-inverse shortcut of `propagate`
         let x_lp = crate::privacy::mechanisms::multibit::min_max_scale(&data.features.to_tensor());
         let mut dpgnn = Recipe::new(Method::Dpgnn, Some(1e6));
         dpgnn.train.batch_size = Some(64);
@@ -260,7 +291,7 @@ mod white_box_tests {
         // below is the graph DP-GNN trained on (its default K = 4 would sample neighbours).
         dpgnn.max_degree = 100;
         let mut layerwise = Recipe::new(Method::ProgapInf, None);
-        layerwise.layerwise = true;
+        layerwise.knobs.set("layerwise", true);
         // (recipe, tolerance, compare with posteriors_on instead of the cached posteriors). The
         // private variants without an epsilon are the same models built with sigma = 0.
         let exact = 1e-5;

@@ -56,6 +56,16 @@ pub enum KlDirection {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RgnnKnobs {
+    /// Feature budget eps_x of GRR-FS, per sampled feature (`inf` = raw features).
+    pub epsilon_x: f64,
+    /// Label budget eps_y of GRR (`inf` = clean labels).
+    pub epsilon_y: f64,
+    /// Mean-propagation steps before the feature reconstruction (0 = no f_X).
+    pub kx: i64,
+    /// Mean-propagation steps before the label reconstruction (0 = no f_Y).
+    pub ky: i64,
+    /// The GNN: gcn, gat or sage.
+    pub backbone: GnnKind,
     /// m, the features GRR-FS samples per record.
     pub sampled: usize,
     /// Bags (graph-partition parts) of the label-proportion loss.
@@ -71,6 +81,12 @@ pub struct RgnnKnobs {
 impl Default for RgnnKnobs {
     fn default() -> Self {
         RgnnKnobs {
+            epsilon_x: 1.0,
+            epsilon_y: 1.0,
+            kx: 16,
+            // The RGNN code's K_y (LPGNN's Cora default is 8).
+            ky: 16,
+            backbone: GnnKind::Sage,
             sampled: 10,
             clusters: 16,
             alpha: 1.0,
@@ -80,20 +96,25 @@ impl Default for RgnnKnobs {
     }
 }
 
-impl crate::methods::knobs::Knobs for RgnnKnobs {}
+impl crate::methods::knobs::Knobs for RgnnKnobs {
+    fn check(&self) -> Result<()> {
+        RgnnConfig { own: self.clone(), ..Default::default() }.validate()
+    }
+}
+
+impl crate::methods::lpgnn::LocalBudgets for RgnnKnobs {
+    fn local_budgets(&self) -> (f64, f64) {
+        (self.epsilon_x, self.epsilon_y)
+    }
+}
 
 /// RGNN hyper-parameters; defaults from the reference code ( m = 10, 100 epochs).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct RgnnConfig {
-    pub epsilon_x: f64,
-    pub epsilon_y: f64,
-    pub kx: i64,
-    pub ky: i64,
-    /// RGNN's own knobs (GRR-FS's m, the label-proportion loss, the feature grouping), flat in
-    /// the serialised form.
+    /// RGNN's own knobs (the budgets, the propagation steps, GRR-FS's m, the label-proportion
+    /// loss, the feature grouping, the backbone), flat in the serialised form.
     #[serde(flatten)]
     pub own: RgnnKnobs,
-    pub backbone: GnnKind,
     pub hidden: i64,
     pub dropout: f64,
     pub learning_rate: f64,
@@ -104,12 +125,7 @@ pub struct RgnnConfig {
 impl Default for RgnnConfig {
     fn default() -> Self {
         RgnnConfig {
-            epsilon_x: 1.0,
-            epsilon_y: 1.0,
-            kx: 16,
-            ky: 16,
             own: RgnnKnobs::default(),
-            backbone: GnnKind::Sage,
             hidden: 16,
             dropout: 0.0,
             learning_rate: 0.01,
@@ -125,17 +141,17 @@ const GRAD_CLIP: f64 = 5.0;
 impl RgnnConfig {
     /// Checks every parameter before any work (m against d' is checked once d' is known).
     pub fn validate(&self) -> Result<()> {
-        if self.epsilon_x.is_nan() || self.epsilon_x <= 0.0 {
-            return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.epsilon_x)));
+        if self.own.epsilon_x.is_nan() || self.own.epsilon_x <= 0.0 {
+            return Err(Error::invalid("epsilon_x", format!("must be > 0 (or inf), got {}", self.own.epsilon_x)));
         }
-        if self.epsilon_y.is_nan() || self.epsilon_y <= 0.0 {
-            return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.epsilon_y)));
+        if self.own.epsilon_y.is_nan() || self.own.epsilon_y <= 0.0 {
+            return Err(Error::invalid("epsilon_y", format!("must be > 0 (or inf), got {}", self.own.epsilon_y)));
         }
         if self.own.sampled == 0 {
             return Err(Error::invalid("sampled", "m must be at least 1"));
         }
-        if self.kx < 0 || self.ky < 0 {
-            return Err(Error::invalid(if self.kx < 0 { "kx" } else { "ky" }, "must be >= 0"));
+        if self.own.kx < 0 || self.own.ky < 0 {
+            return Err(Error::invalid(if self.own.kx < 0 { "kx" } else { "ky" }, "must be >= 0"));
         }
         if self.own.clusters == 0 {
             return Err(Error::invalid("clusters", "must be at least 1"));
@@ -178,24 +194,24 @@ impl RgnnConfig {
         let mut components = vec![];
         let mut noise = vec![("grr_fs_m".to_string(), self.own.sampled as f64)];
         let mut paper = 0.0;
-        if self.epsilon_x.is_finite() {
-            let grr = GrrFs::binary(self.epsilon_x, self.own.sampled, grouped_features)
+        if self.own.epsilon_x.is_finite() {
+            let grr = GrrFs::binary(self.own.epsilon_x, self.own.sampled, grouped_features)
                 .map_err(|e| Error::invalid("sampled", e.to_string()))?;
-            let sound = self.own.sampled as f64 * self.epsilon_x;
+            let sound = self.own.sampled as f64 * self.own.epsilon_x;
             paper += grr.paper_epsilon();
             components.push(BudgetComponent {
                 name: "features".into(),
                 mechanism: format!(
                     "GRR-FS (m = {} of d' = {grouped_features} binary features, eps_x = {}): exactly m eps_x-LDP; paper Thm 1 claims {:.4}",
                     self.own.sampled,
-                    self.epsilon_x,
+                    self.own.epsilon_x,
                     grr.paper_epsilon()
                 ),
                 epsilon: sound,
             });
             parts.push(grr.event());
             // One grouped coordinate changes only its own GRR report (when sampled): eps_x-LDP.
-            noise.push(("epsilon_per_feature".into(), self.epsilon_x));
+            noise.push(("epsilon_per_feature".into(), self.own.epsilon_x));
         } else {
             paper = f64::INFINITY;
             components.push(BudgetComponent {
@@ -204,11 +220,11 @@ impl RgnnConfig {
                 epsilon: f64::INFINITY,
             });
         }
-        components.push(BudgetComponent::grr_labels(self.epsilon_y, ""));
-        if self.epsilon_y.is_finite() {
-            parts.push(Event::PureDp { epsilon: self.epsilon_y }.labelled("GRR on labels (eps_y)"));
+        components.push(BudgetComponent::grr_labels(self.own.epsilon_y, ""));
+        if self.own.epsilon_y.is_finite() {
+            parts.push(Event::PureDp { epsilon: self.own.epsilon_y }.labelled("GRR on labels (eps_y)"));
         }
-        paper += self.epsilon_y;
+        paper += self.own.epsilon_y;
         let total: f64 = components.iter().map(|c| c.epsilon).sum();
         if total.is_finite() {
             noise.push(("paper_epsilon".into(), paper));
@@ -309,8 +325,8 @@ pub fn collect(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<Collect
         return Err(Error::invalid("sampled", format!("m = {} exceeds the {d} grouped features", config.own.sampled)));
     }
     let adj = mean_with_self_loops(&data.graph);
-    let noisy = if config.epsilon_x.is_finite() {
-        let grr = GrrFs::binary(config.epsilon_x, config.own.sampled, d)?;
+    let noisy = if config.own.epsilon_x.is_finite() {
+        let grr = GrrFs::binary(config.own.epsilon_x, config.own.sampled, d)?;
         let bits: Vec<f32> = Vec::try_from(clean.reshape([-1]))?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5247_4e4e_0001);
         let (mut record, mut order, mut out) = (vec![0usize; d], Vec::with_capacity(d), vec![0usize; d]);
@@ -326,9 +342,9 @@ pub fn collect(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<Collect
     } else {
         clean.shallow_clone()
     };
-    let features = if config.epsilon_x.is_finite() {
-        let lambda = propagate(&adj, &noisy, config.kx);
-        estimate_frequency(&lambda, config.epsilon_x, config.own.sampled, d, 2)
+    let features = if config.own.epsilon_x.is_finite() {
+        let lambda = propagate(&adj, &noisy, config.own.kx);
+        estimate_frequency(&lambda, config.own.epsilon_x, config.own.sampled, d, 2)
     } else {
         noisy.shallow_clone()
     };
@@ -336,7 +352,7 @@ pub fn collect(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<Collect
     tch::manual_seed(seed as i64 ^ 0x5247);
     let y = data.label_tensor();
     let labelled = Split::index_tensor(&[split.train.as_slice(), split.val.as_slice()].concat());
-    let rr = RandomizedResponse::new(config.epsilon_y, data.num_classes)?;
+    let rr = RandomizedResponse::new(config.own.epsilon_y, data.num_classes)?;
     let noisy_part = rr.perturb(&y.index_select(0, &labelled))?;
     let noisy_labels = y.index_copy(0, &labelled, &noisy_part);
     let c = data.num_classes as i64;
@@ -347,8 +363,8 @@ pub fn collect(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<Collect
     );
     // Masked propagation; P^{-1} shifts all classes of a row by the same amount and scales by
     // 1/(p - q) > 0, so the argmax of the estimate is the argmax of the propagated counts.
-    let lambda = propagate(&adj, &onehot, config.ky);
-    let estimate = invert_label_frequencies(&lambda.index_select(0, &labelled), config.epsilon_y, data.num_classes);
+    let lambda = propagate(&adj, &onehot, config.own.ky);
+    let estimate = invert_label_frequencies(&lambda.index_select(0, &labelled), config.own.epsilon_y, data.num_classes);
     let labels = y.index_copy(0, &labelled, &estimate.argmax(-1, false));
     Ok(Collected { clean, noisy, features, noisy_labels, labels })
 }
@@ -446,7 +462,7 @@ pub fn load_checkpoint(
     let mut vs = nn::VarStore::new(crate::device::current());
     let gnn = TwoLayerGnn::new(
         &vs.root(),
-        config.backbone,
+        config.own.backbone,
         meta.num_features,
         config.hidden,
         meta.num_classes,
@@ -473,7 +489,7 @@ impl RgnnModel {
         features: Tensor,
         graph: Graph,
     ) -> Self {
-        let tensors = GraphTensors::for_kind(&graph, config.backbone);
+        let tensors = GraphTensors::for_kind(&graph, config.own.backbone);
         let posteriors = tch::no_grad(|| gnn.forward_t(&features, &tensors, false).softmax(-1, Kind::Float));
         RgnnModel { vs, gnn, config, posteriors, reconstruction, features, graph }
     }
@@ -520,7 +536,7 @@ impl gnnaudit_attacks::WhiteBox for RgnnModel {
     }
     fn forward_features(&self, x: &Tensor) -> gnnaudit_attacks::Result<Tensor> {
         let h = self.white_box_input(x, &mean_with_self_loops(&self.graph))?;
-        let g = GraphTensors::for_kind(&self.graph, self.config.backbone);
+        let g = GraphTensors::for_kind(&self.graph, self.config.own.backbone);
         Ok(self.gnn.forward_t(&h, &g, false).softmax(-1, Kind::Float))
     }
     fn forward_dense(&self, x: &Tensor, adj: &Tensor) -> Option<gnnaudit_attacks::Result<Tensor>> {
@@ -551,9 +567,9 @@ impl RgnnModel {
         let device = x.device();
         let x = if pad > 0 { Tensor::cat(&[x, Tensor::zeros([n, pad], (Kind::Float, device))], 1) } else { x };
         let grouped = x.reshape([n, groups, g]).sum_dim_intlist([2i64].as_slice(), false, Kind::Float).clamp_max(1.0);
-        Ok(if self.config.epsilon_x.is_finite() {
-            let lambda = propagate(mean, &grouped, self.config.kx);
-            estimate_frequency(&lambda, self.config.epsilon_x, self.config.own.sampled, groups as usize, 2)
+        Ok(if self.config.own.epsilon_x.is_finite() {
+            let lambda = propagate(mean, &grouped, self.config.own.kx);
+            estimate_frequency(&lambda, self.config.own.epsilon_x, self.config.own.sampled, groups as usize, 2)
         } else {
             grouped
         })
@@ -623,15 +639,16 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
     let bags = (config.own.alpha > 0.0).then(|| {
         let part = partition::greedy_growing(&data.graph, config.own.clusters.min(data.num_nodes()), seed);
         part.map(|p| {
-            Bags::new(&p, tr_idx, &collected.noisy_labels.index_select(0, &tr), config.epsilon_y, data.num_classes)
+            Bags::new(&p, tr_idx, &collected.noisy_labels.index_select(0, &tr), config.own.epsilon_y, data.num_classes)
         })
     });
     let bags = bags.transpose()?;
 
     tch::manual_seed(seed as i64);
     let vs = nn::VarStore::new(crate::device::current());
-    let gnn = TwoLayerGnn::new(&vs.root(), config.backbone, d, config.hidden, data.num_classes as i64, config.dropout);
-    let tensors = GraphTensors::for_kind(&data.graph, config.backbone);
+    let gnn =
+        TwoLayerGnn::new(&vs.root(), config.own.backbone, d, config.hidden, data.num_classes as i64, config.dropout);
+    let tensors = GraphTensors::for_kind(&data.graph, config.own.backbone);
     let opt = nn::Adam::default().wd(config.weight_decay).build(&vs, config.learning_rate)?;
     let x = &collected.features;
     let labels = Labels::from_dataset(data)?;
@@ -660,12 +677,7 @@ pub fn train(data: &Dataset, config: &RgnnConfig, seed: u64) -> Result<TrainedRu
 /// The [`RgnnConfig`] of a recipe (the `train` arm of `--method rgnn`).
 pub fn config(recipe: &crate::methods::Recipe) -> Result<RgnnConfig> {
     Ok(RgnnConfig {
-        epsilon_x: recipe.epsilon_x,
-        epsilon_y: recipe.epsilon_y,
-        kx: recipe.kx,
-        ky: recipe.ky,
         own: recipe.own()?,
-        backbone: recipe.backbone,
         hidden: recipe.train.hidden as i64,
         dropout: recipe.train.dropout,
         learning_rate: recipe.train.lr,
@@ -676,10 +688,6 @@ pub fn config(recipe: &crate::methods::Recipe) -> Result<RgnnConfig> {
 // ---------------------------------------------------------------- registry entries
 
 use crate::methods::spec::MethodSpec;
-
-fn rgnn_defaults(r: &mut crate::methods::Recipe) {
-    r.ky = 16; // the RGNN code's K_y (LPGNN's Cora default is 8)
-}
 
 /// The budget over the grouped binary features GRR-FS randomises (grouping is deterministic).
 fn rgnn_budget(
@@ -699,8 +707,8 @@ pub const RGNN: MethodSpec = MethodSpec {
     split: crate::data::SplitRatios::LPGNN,
     sweeps_local_budgets: true,
     own_knobs: Some(crate::methods::knobs::own::<RgnnKnobs>()),
-    knobs: &["epsilon_x", "epsilon_y", "kx", "ky", "backbone", "hidden", "dropout", "weight_decay"],
-    defaults: rgnn_defaults,
+    is_private: crate::methods::lpgnn::local_budgets_finite::<RgnnKnobs>,
+    knobs: &["hidden", "dropout", "weight_decay"],
     load: Some(load_checkpoint),
     ..MethodSpec::new(
         "rgnn",

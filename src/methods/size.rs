@@ -55,8 +55,9 @@ pub fn ensure_fits(recipe: &Recipe, ds: &Dataset) -> Result<()> {
 /// The knob and count of the cached aggregations (GAP's hops, ProGAP's stages), if any.
 fn cached_aggregations(recipe: &Recipe) -> Option<(&'static str, usize)> {
     match recipe.method.spec().memory {
-        MemoryShape::HopCache => Some(("hops", recipe.hops())),
-        MemoryShape::StageCache => Some(("depth", recipe.depth())),
+        // A recipe whose knobs do not parse is refused by validation before it is sized.
+        MemoryShape::HopCache => Some(("hops", super::gap::hops(recipe).ok()?)),
+        MemoryShape::StageCache => Some(("depth", super::progap::depth(recipe).ok()?)),
         MemoryShape::TwoLayers | MemoryShape::Mlp => None,
     }
 }

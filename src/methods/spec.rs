@@ -27,6 +27,9 @@ pub struct MethodSpec {
     pub split: crate::data::SplitRatios,
     /// An audit's epsilon grid sets `epsilon_x` or `epsilon_y` (its `sweep`), not `epsilon`.
     pub sweeps_local_budgets: bool,
+    /// Whether a recipe adds noise (default: a method calibrated to `--epsilon` given one; the
+    /// local methods look at their own budgets).
+    pub is_private: fn(&Recipe) -> bool,
     /// Epochs when the recipe leaves them unset.
     pub epochs: usize,
     /// Whether normalisation is on when the recipe leaves `batch_norm` unset.
@@ -81,6 +84,7 @@ impl MethodSpec {
             utility: UtilityMetric::Accuracy,
             split: crate::data::SplitRatios::GAP,
             sweeps_local_budgets: false,
+            is_private: calibrated_and_given,
             epochs: 100,
             batch_norm: true,
             knobs: &[],
@@ -173,6 +177,11 @@ pub enum FloorPlan {
     /// Full-graph GraphSAGE epochs (a run at eps = inf only: at a finite epsilon it trains on a
     /// randomised graph of unknown size).
     Sage,
+}
+
+/// Private when the method calibrates noise to `--epsilon` and the recipe gives one.
+pub fn calibrated_and_given(r: &Recipe) -> bool {
+    r.method.takes_epsilon() && r.epsilon.is_some()
 }
 
 /// No extra checks.

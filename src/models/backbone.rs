@@ -9,7 +9,7 @@ use crate::models::sparse::{FeatureMatrix, SparseMatrix};
 use tch::{nn, Tensor};
 
 /// Which message-passing layer a backbone uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GnnKind {
     Gcn,

@@ -7,7 +7,7 @@ use crate::data::Graph;
 use crate::error::{Error, Result};
 use tch::{nn, nn::ModuleT, Kind, Tensor};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Aggregation {
     Sum,

@@ -65,6 +65,8 @@ pub const DEFAULT_COUNT_DECAY: f64 = 0.9;
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PateKnobs {
+    /// The teachers' and the student's GNN: gcn or sage.
+    pub backbone: GnnKind,
     /// Teachers, each on a disjoint hashed part of the private nodes.
     pub teachers: usize,
     /// Public nodes queried (default: 200, or every validation node if fewer).
@@ -86,6 +88,7 @@ pub struct PateKnobs {
 impl Default for PateKnobs {
     fn default() -> Self {
         PateKnobs {
+            backbone: GnnKind::Sage,
             teachers: DEFAULT_TEACHERS,
             queries: None,
             vote_threshold: DEFAULT_VOTE_THRESHOLD,
@@ -126,7 +129,7 @@ pub fn config(r: &Recipe) -> Result<PateConfig> {
         teacher_fit: backbone::baseline_fit(r.epochs(), r.train.lr, r.train.weight_decay),
         student: StudentConfig {
             kind: k.student,
-            backbone: r.backbone,
+            backbone: k.backbone,
             hidden: r.train.hidden as i64,
             dropout: r.train.dropout,
             learning_rate: r.train.lr,
@@ -182,7 +185,7 @@ pub fn check_recipe(r: &Recipe) -> Result<()> {
         return Err(Error::invalid(*name, format!("only {who} use(s) it")));
     }
     crate::ensure!(
-        r.backbone != GnnKind::Gat,
+        s.backbone != GnnKind::Gat,
         Error::invalid("backbone", "graph-pate's teachers and student are gcn or sage")
     );
     Ok(())
@@ -407,7 +410,7 @@ fn pate_budget(
 pub const GRAPH_PATE: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::PateVotes),
     own_knobs: Some(crate::methods::knobs::own::<PateKnobs>()),
-    knobs: &["backbone", "hidden", "dropout", "weight_decay"],
+    knobs: &["hidden", "dropout", "weight_decay"],
     check: check_recipe,
     load: Some(load_checkpoint),
     ..MethodSpec::new(

@@ -17,7 +17,19 @@ use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Tensor};
 
 /// Which per-feature randomiser the nodes run (`--mechanism`); `raw` sends the clean features.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 #[value(rename_all = "lowercase")]
 pub enum FeatureMechanismKind {
