@@ -116,7 +116,7 @@ impl CellRunner for RealRunner {
             privacy_unit: run.budget.privacy_unit,
             utility: run.accuracy,
             budget: BudgetRecord::from(&run.budget),
-            recipe: serde_json::to_value(&recipe)?,
+            recipe: serde_json::to_value(recipe.with_own_defaults())?,
             attacks,
             baseline: Some(baseline),
             seconds: CellSeconds { train: train_seconds, attacks: attack_seconds },

@@ -305,4 +305,17 @@ impl Recipe {
     pub fn own<T: super::knobs::Knobs>(&self) -> Result<T> {
         self.knobs.parse()
     }
+
+    /// The recipe with the method's own knobs written out at their defaults where it leaves them
+    /// unset (a knob whose default depends on the method or the data stays unset), so that a
+    /// record says every setting the run used, not only those its config named.
+    pub fn with_own_defaults(&self) -> Recipe {
+        let mut r = self.clone();
+        for d in self.method.spec().own_knobs.map(|o| o.docs()).unwrap_or_default() {
+            if let (false, Some(v)) = (r.knobs.contains(&d.name), d.default) {
+                r.knobs.set(&d.name, v);
+            }
+        }
+        r
+    }
 }

@@ -155,8 +155,9 @@ pub struct CellMeasurement {
     pub privacy_unit: PrivacyUnit,
     pub utility: Accuracy,
     pub budget: BudgetRecord,
-    /// Every training knob as the method resolved it (defaults filled in), so that an auditor
-    /// can rerun the cell and see that shadow models matched the target.
+    /// The run's recipe with the method's own knobs written out at their defaults (a default that
+    /// the method or the data resolves stays unset), so that an auditor can rerun the cell and
+    /// see that shadow models matched the target.
     pub recipe: serde_json::Value,
     pub attacks: Vec<AttackRecord>,
     /// The trivial predictors' utility on the cell's split (absent from cells stored before it
