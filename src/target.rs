@@ -237,6 +237,10 @@ pub struct RecipeOracle {
     last: std::cell::RefCell<Option<SharedGraph>>,
     /// Shared by every shadow model: they calibrate the same budget once.
     accounting: crate::train::accounting::Accounting,
+    /// The accuracy of the last training run with gradient canaries in it: the run the auditor
+    /// observed, whose utility a one-run audit reports (Steinke et al. 2023) instead of training
+    /// the target a second time.
+    observed: std::cell::RefCell<Option<crate::train::Accuracy>>,
 }
 
 /// The dataset built for one attack graph, with what identifies that graph. Holding a shallow
@@ -271,7 +275,23 @@ impl RecipeOracle {
             share: true,
             last: Default::default(),
             accounting: Default::default(),
+            observed: Default::default(),
         }
+    }
+
+    /// An oracle for `recipe` on `data` and the target's budget, calibrated through the oracle's
+    /// own accounting so that its trainings reuse that calibration.
+    pub fn with_budget(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<(Self, Budget)> {
+        let accounting = crate::train::accounting::Accounting::default();
+        let budget = methods::budget_with(recipe, data, seed, &accounting)?;
+        let oracle = RecipeOracle { accounting, ..RecipeOracle::new(recipe, &budget, &data.name) };
+        Ok((oracle, budget))
+    }
+
+    /// Train, validation and test accuracy of the last training the auditor observed with
+    /// gradient canaries in it.
+    pub fn observed_accuracy(&self) -> Option<crate::train::Accuracy> {
+        *self.observed.borrow()
     }
 
     /// The same oracle rebuilding every shadow's dataset (what it did before sharing; `bench audit
@@ -331,7 +351,10 @@ impl ShadowOracle for RecipeOracle {
         seed: u64,
     ) -> attacks::Result<attacks::GradientCanaryReadings> {
         let data = dataset_from(graph, split, &self.name).map_err(to_attack)?;
-        gradient_canary_run(&self.recipe, &data, plan, seed, &self.accounting).map_err(to_attack)
+        let (read, accuracy) =
+            gradient_canary_run(&self.recipe, &data, plan, seed, &self.accounting).map_err(to_attack)?;
+        *self.observed.borrow_mut() = Some(accuracy);
+        Ok(read)
     }
 }
 
@@ -346,13 +369,14 @@ fn to_attack(e: Error) -> attacks::Error {
 /// Trains `recipe` on `data` with the gradient canaries of `plan` in every DP-SGD step, and the
 /// claim they are judged against: the DP-SGD part of the method's accountant event at its delta.
 /// A recipe whose event has no DP-SGD part is refused before any training, naming the method.
+/// Also returns the accuracy of that training (with the canaries in it).
 pub fn gradient_canary_run(
     recipe: &Recipe,
     data: &Dataset,
     plan: &attacks::GradientCanaryPlan,
     seed: u64,
     acct: &crate::train::accounting::Accounting,
-) -> Result<attacks::GradientCanaryReadings> {
+) -> Result<(attacks::GradientCanaryReadings, crate::train::Accuracy)> {
     use crate::privacy::dpsgd::canary::{observe, CanaryPlan, CanarySites};
     let method = recipe.method.name();
     let total = (recipe.method.spec().budget)(recipe, data, seed, acct)?;
@@ -381,7 +405,7 @@ pub fn gradient_canary_run(
     let (run, read) = observe(canaries, || methods::train_with(recipe, data, seed, acct))?;
     let mut claim = claim_of(&component);
     claim.unit = claim_of(&total).unit;
-    Ok(attacks::GradientCanaryReadings {
+    let readings = attacks::GradientCanaryReadings {
         scores: read.scores,
         stages: read.stages,
         steps: read.steps,
@@ -391,7 +415,8 @@ pub fn gradient_canary_run(
         component: claim,
         component_event: part.normalized().to_string(),
         training_seconds: run.seconds,
-    })
+    };
+    Ok((readings, run.accuracy))
 }
 
 /// The split part of `Dataset::validate`: indices in range, none in two parts or twice.
