@@ -377,7 +377,7 @@ pub fn gradient_canary_run(
     seed: u64,
     acct: &crate::train::accounting::Accounting,
 ) -> Result<(attacks::GradientCanaryReadings, crate::train::Accuracy)> {
-    use crate::privacy::dpsgd::canary::{observe, CanaryPlan, CanarySites};
+    use crate::privacy::dpsgd::canary::{observe, CanaryLayout, CanaryPlan, CanarySites};
     let method = recipe.method.name();
     let total = (recipe.method.spec().budget)(recipe, data, seed, acct)?;
     let part = total.event.as_ref().and_then(|e| e.dp_sgd_part()).ok_or_else(|| {
@@ -401,6 +401,10 @@ pub fn gradient_canary_run(
         raw_norm: plan.raw_norm,
         seed: plan.seed,
         noise_off: plan.noise_off,
+        layout: match plan.layout {
+            attacks::GradientCanaryLayout::Coded => CanaryLayout::Coded,
+            attacks::GradientCanaryLayout::Phases => CanaryLayout::Phases,
+        },
     };
     let (run, read) = observe(canaries, || methods::train_with(recipe, data, seed, acct))?;
     let mut claim = claim_of(&component);
@@ -410,6 +414,8 @@ pub fn gradient_canary_run(
         stages: read.stages,
         steps: read.steps,
         period: read.period,
+        sharing: read.sharing,
+        unscored_steps: read.unscored_steps,
         fewest_coordinates: read.fewest_coordinates,
         sampled: read.sampled,
         component: claim,

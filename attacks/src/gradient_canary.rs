@@ -9,8 +9,10 @@
 //! noised with the real examples. The auditor reads every step's released noisy sum before the
 //! optimiser and scores a canary by the log-likelihood ratio of those reads under the claimed
 //! mechanism (each step a Poisson-subsampled Gaussian of its own rate and noise), the
-//! Neyman-Pearson statistic of the composed releases. The trainer's side lives in the main crate
-//! (`privacy::dpsgd::canary`).
+//! Neyman-Pearson statistic of the composed releases. Canaries that outnumber a stage's
+//! coordinates share them on orthogonal sign codes and still read every step (their per-stage
+//! sums stay independent; `layout = "phases"` makes sharers take turns instead). The trainer's
+//! side lives in the main crate (`privacy::dpsgd::canary`).
 //!
 //! Its positive control is the same audit of the same training with DP-SGD's noise left out
 //! ([`GradientCanaryParams::on_positive_control`]): the methods' registered controls run no
@@ -23,7 +25,7 @@
 //! class/subclass-level DP-SGD): the unit DP-SGD's own analysis protects.
 use crate::error::{check, Result};
 use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
-pub use crate::threat::{GradientCanaryPlan, GradientCanaryReadings, GradientCanarySites};
+pub use crate::threat::{GradientCanaryLayout, GradientCanaryPlan, GradientCanaryReadings, GradientCanarySites};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -38,6 +40,9 @@ pub struct GradientCanaryParams {
     /// A canary's raw gradient norm over the clipping bound C: a correct clip brings it to
     /// exactly C, a missing one lets it through.
     pub raw_norm: f64,
+    /// Canaries that outnumber a stage's coordinates: `coded` (sharers of a coordinate on
+    /// orthogonal sign codes, each reading every step) or `phases` (sharers take turns).
+    pub layout: GradientCanaryLayout,
     /// Runs the audit's positive control instead: the same training with DP-SGD's noise left
     /// out, scored by the same statistic. Set by the audit runner, never read from a config.
     #[serde(skip)]
@@ -50,6 +55,7 @@ impl Default for GradientCanaryParams {
             canaries: 10_000,
             sites: GradientCanarySites::All,
             raw_norm: 100.0,
+            layout: GradientCanaryLayout::Coded,
             positive_control: false,
         }
     }
@@ -108,6 +114,7 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
         raw_norm: params.raw_norm,
         seed: rng.gen(),
         noise_off: params.positive_control,
+        layout: params.layout,
     };
     let read = oracle.train_with_gradient_canaries(target.graph, target.split, &plan, rng.gen())?;
     check!(
@@ -157,15 +164,25 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
     out.details.insert("stages".into(), read.stages.into());
     out.details.insert("steps".into(), read.steps.into());
     out.details.insert("period".into(), read.period.into());
+    out.details.insert("sharing".into(), read.sharing.into());
+    out.details.insert("unscored_steps".into(), read.unscored_steps.into());
     out.details.insert("fewest_stage_coordinates".into(), read.fewest_coordinates.into());
     if read.period > 1 {
         // Each canary then faces a part of the claimed composition: its privacy loss, and the
         // test's power, shrink about as the square root of the share of steps it reads.
         out.note = Some(format!(
             "{} canaries outnumber the {} coordinates of the smallest DP-SGD stage, so each read 1/{} of some \
-             stage's steps and faced less than the claimed composition; canaries = {} lets each read every step \
-             (fewer trials, each at the claim's full strength)",
-            params.canaries, read.fewest_coordinates, read.period, read.fewest_coordinates
+             stage's steps and faced less than the claimed composition; layout = \"coded\" lets each read every \
+             step",
+            params.canaries, read.fewest_coordinates, read.period
+        ));
+    }
+    if read.sharing > 1 {
+        out.note = Some(format!(
+            "{} canaries outnumber the {} coordinates of the smallest DP-SGD stage: up to {} share a coordinate on \
+             orthogonal sign codes, each reading every step; {} step(s) after the last complete code cycle were left \
+             out of the scores",
+            params.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps
         ));
     }
     out.details.insert("canary_draws".into(), read.sampled.into());

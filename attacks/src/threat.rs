@@ -93,6 +93,16 @@ pub enum GradientCanarySites {
     Biases,
 }
 
+/// How gradient canaries that outnumber a stage's coordinates share them: `coded` (every
+/// sharer reads every step under its own orthogonal sign code), or `phases` (sharers take turns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GradientCanaryLayout {
+    #[default]
+    Coded,
+    Phases,
+}
+
 /// Gradient canaries to plant in a training run: one fair coin each, their sites and raw norm.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GradientCanaryPlan {
@@ -103,6 +113,7 @@ pub struct GradientCanaryPlan {
     pub seed: u64,
     /// The positive control: the same training with every DP-SGD step's noise left out.
     pub noise_off: bool,
+    pub layout: GradientCanaryLayout,
 }
 
 /// What the auditor read from the DP-SGD steps of one training run, and the claim of the DP-SGD
@@ -115,6 +126,10 @@ pub struct GradientCanaryReadings {
     pub stages: usize,
     pub steps: usize,
     pub period: usize,
+    /// Most canaries on one coordinate of a stage (coded layout; 1: none share).
+    pub sharing: usize,
+    /// Steps after a coded stage's last complete code cycle, left out of the scores.
+    pub unscored_steps: usize,
     /// Eligible coordinates of the smallest DP-SGD stage (the most canaries that all read
     /// every step).
     pub fewest_coordinates: usize,
