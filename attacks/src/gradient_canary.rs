@@ -181,8 +181,10 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
         out.note = Some(format!(
             "{} canaries outnumber the {} coordinates of the smallest DP-SGD stage: up to {} share a coordinate on \
              orthogonal sign codes, each reading every step; {} step(s) after the last complete code cycle were left \
-             out of the scores",
-            params.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps
+             out of the scores. At low sampling rates a canary's single draws are what its per-step ratio sees best: \
+             canaries = {} gives each a coordinate of its own (fewer trials), layout = \"phases\" makes sharers \
+             take turns",
+            params.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps, read.fewest_coordinates
         ));
     }
     out.details.insert("canary_draws".into(), read.sampled.into());

@@ -165,7 +165,7 @@ impl Stage {
 /// Entry (row, column) of the Sylvester-Hadamard matrix: its rows are orthogonal over any
 /// aligned block of its order's columns.
 fn walsh_sign(row: usize, column: usize) -> f64 {
-    if (row & column).count_ones() % 2 == 0 {
+    if (row & column).count_ones().is_multiple_of(2) {
         1.0
     } else {
         -1.0
