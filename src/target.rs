@@ -237,9 +237,9 @@ pub struct RecipeOracle {
     last: std::cell::RefCell<Option<SharedGraph>>,
     /// Shared by every shadow model: they calibrate the same budget once.
     accounting: crate::train::accounting::Accounting,
-    /// The accuracy of the last training run with gradient canaries in it: the run the auditor
-    /// observed, whose utility a one-run audit reports (Steinke et al. 2023) instead of training
-    /// the target a second time.
+    /// The accuracy of the last training run the gradient-canary auditor observed: the target's
+    /// own training (the canaries stay out of the optimiser's input), so a one-run audit reports
+    /// it instead of training the target a second time.
     observed: std::cell::RefCell<Option<crate::train::Accuracy>>,
 }
 
@@ -369,7 +369,7 @@ fn to_attack(e: Error) -> attacks::Error {
 /// Trains `recipe` on `data` with the gradient canaries of `plan` in every DP-SGD step, and the
 /// claim they are judged against: the DP-SGD part of the method's accountant event at its delta.
 /// A recipe whose event has no DP-SGD part is refused before any training, naming the method.
-/// Also returns the accuracy of that training (with the canaries in it).
+/// Also returns the accuracy of that training, which the canaries leave as it would be untouched.
 pub fn gradient_canary_run(
     recipe: &Recipe,
     data: &Dataset,

@@ -1,5 +1,5 @@
-//! In-pipeline gradient canaries (`--attack canary-gradient`): the hook changes nothing when no
-//! canary enters; on a correct DP-SGD the attack false-alarms within alpha and comes close to
+//! In-pipeline gradient canaries (`--attack canary-gradient`): the audited training is the
+//! untouched one, bit for bit; on a correct DP-SGD the attack false-alarms within alpha and comes close to
 //! the claim; the planted DP-SGD bugs are violated in one run at eps 4; the noise-off control
 //! shows the audit's power in an audit; methods without DP-SGD are refused by name.
 use gnnaudit::methods::{Method, Recipe};
@@ -45,8 +45,11 @@ fn plan(m: usize, coin: impl Fn(usize) -> bool, seed: u64) -> CanaryPlan {
     }
 }
 
+/// The optimiser steps on the release less the canaries, with the noise drawn as untouched
+/// training draws it: the audited model is bit-identical to the untouched one, with or without
+/// canaries drawn into its batches.
 #[test]
-fn the_hook_leaves_training_bit_identical_when_no_canary_enters() {
+fn the_audited_training_is_bit_identical_to_an_untouched_one() {
     let data = common_cora::load("cora", 0.5, 0.2, 1);
     let mut r = Recipe::new(Method::DpMlp, Some(4.0));
     r.train.epochs = Some(3);
@@ -58,9 +61,33 @@ fn the_hook_leaves_training_bit_identical_when_no_canary_enters() {
     assert!(silent.model.posteriors().equal(&plain), "an observer without included canaries changed the training");
     let (planted, read) = observe(plan(200, |_| true, 3), train).unwrap();
     assert!(read.sampled > 0);
-    assert!(!planted.model.posteriors().equal(&plain), "included canaries must enter the gradient");
+    assert!(planted.model.posteriors().equal(&plain), "included canaries changed the optimiser's input");
     // The hook is gone once the audit returns.
     assert!(train().unwrap().model.posteriors().equal(&plain));
+}
+
+/// `gnnaudit attack --attack canary-gradient --seed S` reports the utility of `gnnaudit train`
+/// of the same recipe with seed and split seed S, to the last bit: the audited run is the target.
+#[test]
+fn the_audited_run_is_gnnaudit_train_of_the_same_recipe_and_seed() {
+    for (method, seed) in [("dp-mlp", "1"), ("gap-ndp", "2")] {
+        let common = ["--threads", "2", "--json", "--dataset", "cora", "--method", method, "--epsilon", "4"];
+        let run = |args: &[&str]| {
+            let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
+                .args(args)
+                .args(common)
+                .env("GNNAUDIT_DATA", common_cora::data_dir())
+                .output()
+                .expect("gnnaudit runs");
+            assert!(out.status.success(), "{method} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("one JSON object")
+        };
+        let trained = run(&["train", "--seed", seed, "--split-seed", seed]);
+        let audited = run(&["attack", "--seed", seed, "--attack", "canary-gradient"]);
+        let want = trained["test_accuracy"]["runs"][0].as_f64().unwrap();
+        assert_eq!(audited["utility"]["test"].as_f64(), Some(want), "{method}: {}", audited["utility"]);
+        assert_eq!(audited["utility"]["val"].as_f64(), trained["val_accuracy"][0].as_f64(), "{method}");
+    }
 }
 
 /// How the engine runs are laid out: m canaries on a stage of `coordinates` coordinates.
@@ -173,7 +200,7 @@ fn dp_mlp_gradient_canaries_come_close_to_the_dp_sgd_claim_and_never_above() {
     assert_ne!(verdict, "violated");
     // The utility reported is the audited run's (no second training of the target), and the
     // canaries leave it learning: well above cora's majority class (about 30%).
-    assert_eq!(v["utility"]["of"], "the audited training, canaries in it", "{v}");
+    assert_eq!(v["utility"]["of"], "the audited training, which is the target's", "{v}");
     let test = v["utility"]["test"].as_f64().unwrap();
     assert!(test > 0.5, "the audited DP-MLP run's test accuracy {test}");
 }

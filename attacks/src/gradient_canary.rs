@@ -6,8 +6,9 @@
 //! draws m fair coins and asks the target's training oracle to train once with the included
 //! canaries planted in every DP-SGD step as one more per-example gradient: a Dirac gradient on a
 //! coordinate of its own, Poisson-sampled at the step's rate, clipped by the trainer's rule, then
-//! noised with the real examples. The auditor reads every step's released noisy sum before the
-//! optimiser and scores a canary by the log-likelihood ratio of those reads under the claimed
+//! noised with the real examples. The auditor reads every step's released noisy sum; the
+//! optimiser steps on it less the canaries, so the audited run is the target's training, bit for
+//! bit. The auditor scores a canary by the log-likelihood ratio of those reads under the claimed
 //! mechanism (each step a Poisson-subsampled Gaussian of its own rate and noise), the
 //! Neyman-Pearson statistic of the composed releases. Canaries that outnumber a stage's
 //! coordinates share them on orthogonal sign codes and still read every step (their per-stage
@@ -116,7 +117,9 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
         noise_off: params.positive_control,
         layout: params.layout,
     };
-    let read = oracle.train_with_gradient_canaries(target.graph, target.split, &plan, rng.gen())?;
+    // The training's seed is the run's, as the target's is: the canaries leave the optimiser's
+    // input alone, so the audited run is the target's training itself.
+    let read = oracle.train_with_gradient_canaries(target.graph, target.split, &plan, seed)?;
     check!(
         read.scores.len() == params.canaries,
         "canaries",

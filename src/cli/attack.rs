@@ -591,7 +591,7 @@ fn observed_run(
 /// Which training the reported utility is of.
 fn utility_of(a: &AttackArgs) -> &'static str {
     if a.attack == AttackKind::CanaryGradient && a.target.is_none() {
-        "the audited training, canaries in it"
+        "the audited training, which is the target's"
     } else {
         "the target"
     }

@@ -6,10 +6,21 @@
 //! (all of gnnaudit's trainers do) gets extra per-example gradients: canary i is a Dirac gradient
 //! on its own coordinate, of raw norm `raw_norm * C`, included in the run by the plan's fair coin,
 //! and in each step it is eligible for, sampled with the step's Poisson rate q. A sampled canary is
-//! clipped by the trainer's own rule ([`super::DpSgd::clip_dirac`]) and added to the clipped sum
-//! before the trainer adds its noise; the observer then reads the released noisy sum (before the
-//! division by the batch size and the optimiser) at every canary's coordinate, less the real
-//! examples' clipped sum there.
+//! clipped by the trainer's own rule ([`super::DpSgd::clip_dirac`]) and added to the clipped sum,
+//! and the step's noise is added to that: the step's release. The observer reads the release at
+//! every canary's coordinate, less the real examples' clipped sum there. The optimiser steps on
+//! the release less the canaries' clipped contributions, i.e. on the real examples' clipped sum
+//! plus the same noise draw, so the audited model is bit-identical to an untouched training's
+//! and its utility is the target's.
+//!
+//! Why that is sound. Each step's release is the DP-SGD mechanism applied to the dataset plus the
+//! canaries: the same Poisson sampling, clipping and noise as a real example's, so the
+//! accountant's guarantee for a canary holds for it step by step. The releases compose
+//! adaptively in DP-SGD, each step's input depending on the earlier releases through the model;
+//! here the later steps' inputs (the model, the real examples' draws) no longer depend on the
+//! releases' canary parts at all, a non-adaptive special case of the adaptive composition the
+//! accountant already covers. The auditor's score is post-processing of the releases. The
+//! planted bugs act on the release itself (its noise, its clipping), so they stay visible.
 //!
 //! A canary's score is the Neyman-Pearson statistic of its reads under the mechanism the
 //! accountant claims (Nasr et al. 2023 score canaries by the likelihood ratio of the claimed
@@ -59,13 +70,12 @@
 //! its own coordinates; a canary's score adds its reads over all stages, so the audit measures the
 //! composition of every DP-SGD stage the method runs, the claim it is compared with.
 //!
-//! The positive control of this audit ([`CanaryPlan::noise_off`]) runs the same training with the
-//! DP-SGD noise left out of every step and keeps the statistic of the claimed mechanism: the
-//! version of the trainer that leaks, judged by the same test.
+//! The positive control of this audit ([`CanaryPlan::noise_off`]) reads every step's release
+//! without the DP-SGD noise and keeps the statistic of the claimed mechanism: the version of the
+//! mechanism that leaks, judged by the same test.
 //!
-//! When no audit runs, the engine checks one thread-local flag per step and touches neither the
-//! gradients nor torch's generator (the canaries draw from their own ChaCha stream): training is
-//! bit-identical with the hook absent.
+//! The hook touches neither the gradients the optimiser sees nor torch's generator (the canaries
+//! draw from their own ChaCha stream): training is bit-identical whether an audit runs or not.
 use super::engine::DpSgd;
 use crate::error::{Error, Result};
 use rand::{Rng, SeedableRng};
@@ -105,7 +115,7 @@ pub struct CanaryPlan {
     pub raw_norm: f64,
     /// Seed of the canaries' own stream (coordinates and Poisson draws).
     pub seed: u64,
-    /// The positive control: every observed DP-SGD step releases its sum without noise.
+    /// The positive control: every observed DP-SGD step's release is read without noise.
     pub noise_off: bool,
     pub layout: CanaryLayout,
 }
@@ -276,12 +286,22 @@ pub(super) struct StepReads {
     /// The step as the accountant models it: Poisson rate, clipping bound, noise std.
     claimed: ClaimedStep,
     noise_off: bool,
+    /// The sampled canaries' clipped, signed values and their coordinates (None: none drawn).
+    added: Option<(Tensor, Tensor)>,
 }
 
 impl StepReads {
-    /// Whether this step is to be released without noise (the positive control).
-    pub(super) fn noise_off(&self) -> bool {
-        self.noise_off
+    /// The step's release: the clipped sum `flat` with this step's sampled canaries added, plus
+    /// the step's `noise` (left out by the positive control). `flat` itself is untouched.
+    pub(super) fn release(&self, flat: &Tensor, noise: Option<&Tensor>) -> Tensor {
+        let mut release = flat.copy();
+        if let Some((at, values)) = &self.added {
+            let _ = release.index_add_(0, at, &values.to_kind(flat.kind()));
+        }
+        match noise {
+            Some(noise) if !self.noise_off => release + noise,
+            _ => release,
+        }
     }
 }
 
@@ -369,9 +389,10 @@ pub(super) fn active() -> bool {
     RUN.with(|r| r.borrow().is_some())
 }
 
-/// Adds this step's sampled, clipped canaries to the clipped sum `flat` (the stage's parameters
-/// `params`, laid end to end) and says which coordinates to read once the noise is in.
-pub(super) fn plant(flat: &mut Tensor, params: &[(usize, Tensor)], dp: &DpSgd) -> Option<StepReads> {
+/// Draws this step's sampled, clipped canaries for the clipped sum `flat` (the stage's
+/// parameters `params`, laid end to end; left untouched) and says which coordinates of the
+/// release ([`StepReads::release`]) to read.
+pub(super) fn plant(flat: &Tensor, params: &[(usize, Tensor)], dp: &DpSgd) -> Option<StepReads> {
     RUN.with(|r| {
         let mut guard = r.borrow_mut();
         let run = guard.as_mut()?;
@@ -417,7 +438,7 @@ fn doubles(t: &Tensor) -> Vec<f64> {
 }
 
 impl Run {
-    fn plant(&mut self, flat: &mut Tensor, params: &[(usize, Tensor)], dp: &DpSgd) -> Result<StepReads> {
+    fn plant(&mut self, flat: &Tensor, params: &[(usize, Tensor)], dp: &DpSgd) -> Result<StepReads> {
         crate::ensure!(
             dp.max_grad_norm.is_finite() && dp.sample_rate > 0.0 && dp.sample_rate <= 1.0,
             Error::invalid(
@@ -483,11 +504,8 @@ impl Run {
         let coordinates = Tensor::from_slice(&read_at).to_device(device);
         let real = values_at(flat, &coordinates);
         let known = read.iter().zip(real).zip(own).map(|((&i, r), mine)| r + drawn[st.slot[i]] - mine).collect();
-        if !add_at.is_empty() {
-            let at = Tensor::from_slice(&add_at).to_device(device);
-            let values = Tensor::from_slice(&add_value).to_device(device).to_kind(flat.kind());
-            let _ = flat.index_add_(0, &at, &values);
-        }
+        let added = (!add_at.is_empty())
+            .then(|| (Tensor::from_slice(&add_at).to_device(device), Tensor::from_slice(&add_value).to_device(device)));
         Ok(StepReads {
             stage: s,
             canaries: read,
@@ -497,6 +515,7 @@ impl Run {
             closes_cycle,
             claimed,
             noise_off: self.plan.noise_off,
+            added,
         })
     }
 
