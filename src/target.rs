@@ -402,6 +402,7 @@ pub fn gradient_canary_run(
         seed: plan.seed,
         noise_off: plan.noise_off,
         layout: match plan.layout {
+            attacks::GradientCanaryLayout::Auto => CanaryLayout::Auto,
             attacks::GradientCanaryLayout::Coded => CanaryLayout::Coded,
             attacks::GradientCanaryLayout::Phases => CanaryLayout::Phases,
         },
@@ -417,6 +418,8 @@ pub fn gradient_canary_run(
         sharing: read.sharing,
         unscored_steps: read.unscored_steps,
         fewest_coordinates: read.fewest_coordinates,
+        canaries: read.canaries,
+        layout: read.layout.to_string(),
         sampled: read.sampled,
         component: claim,
         component_event: part.normalized().to_string(),

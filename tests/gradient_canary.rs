@@ -128,7 +128,8 @@ fn engine_run(seed: u64, flaw: PlantedFlaw, sigma: f64, q: f64, steps: usize, l:
         Ok(())
     })
     .unwrap();
-    (read.scores, coins)
+    // The audited canaries are the plan's first ones (`auto` may keep fewer).
+    (read.scores, coins[..read.canaries].to_vec())
 }
 
 /// The engine's bound for one run.
@@ -169,6 +170,51 @@ fn on_a_correct_dp_sgd_false_alarms_stay_within_alpha_and_a_planted_bug_is_caugh
         let lb = engine_bound(99, PlantedFlaw::NoiseOnMean, (sigma, q, steps), BoundKind::Gdp, layout);
         assert!(lb > claim, "the noise-on-mean bug was not caught: eps_lb {lb} vs claim {claim}");
     }
+}
+
+/// `auto` gives up codes only where a sharer expects few draws per code cycle and capping keeps
+/// at least half the canaries: 400 canaries on 250 coordinates at q = 0.02 (0.04 draws a cycle)
+/// keep the first 250, one a coordinate, scored exactly as `coded` scores 250 canaries on 250
+/// coordinates (the same streams); on 50 coordinates they stay coded at q = 0.25 (two draws a
+/// cycle) and at q = 0.02 too (capping would keep an eighth).
+#[test]
+fn auto_layout_codes_sharers_only_where_they_are_drawn_often_enough() {
+    let run = |q: f64, l: Layout| {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let coins: Vec<bool> = (0..l.canaries).map(|_| rng.gen_bool(0.5)).collect();
+        let dp = DpSgd {
+            noise_multiplier: 1.0,
+            max_grad_norm: 1.0,
+            expected_batch_size: 64.0,
+            sample_rate: q,
+            flaw: PlantedFlaw::None,
+        };
+        let params = vec![(0usize, Tensor::zeros([l.coordinates as i64], (Kind::Float, tch::Device::Cpu)))];
+        tch::manual_seed(5);
+        let p = CanaryPlan { included: coins, layout: l.layout, ..plan(0, |_| true, 11) };
+        let ((), read) = observe(p, || {
+            for _ in 0..40 {
+                let _ = dp.noisy_mean(Vec::new(), &params);
+            }
+            Ok(())
+        })
+        .unwrap();
+        read
+    };
+    let auto = |coordinates| Layout { canaries: 400, coordinates, layout: CanaryLayout::Auto };
+    let rare = run(0.02, auto(250));
+    assert_eq!((rare.canaries, rare.sharing, rare.layout), (250, 1, "own coordinates"), "{rare:?}");
+    assert_eq!(rare.scores.len(), 250);
+    let own = run(0.02, Layout { canaries: 250, coordinates: 250, layout: CanaryLayout::Coded });
+    assert_eq!(own.scores, rare.scores, "auto's 250 canaries must be read as 250 canaries of their own are");
+    for q in [0.25, 0.02] {
+        let read = run(q, auto(50));
+        assert_eq!((read.canaries, read.sharing, read.layout), (400, 8, "coded"), "q {q}: {read:?}");
+        assert_eq!(read.scores.len(), 400);
+    }
+    // The explicit layouts keep all canaries whatever the rate.
+    assert_eq!(run(0.02, Layout { layout: CanaryLayout::Coded, ..auto(250) }).canaries, 400);
+    assert_eq!(run(0.02, Layout { layout: CanaryLayout::Phases, ..auto(250) }).canaries, 400);
 }
 
 /// With eight canaries a coordinate, sign codes let each read 96 of the 100 steps (12 code cycles)
@@ -214,6 +260,9 @@ fn gap_ndp_canaries_sharing_coordinates_reach_half_the_claim_at_eps_4() {
     let (claim, lb, verdict, total) = figures(&v);
     let sharing = v["runs"][0]["details"]["sharing"].as_u64().unwrap();
     assert!(sharing > 1, "the classifier's coordinates were expected to be shared: {sharing}");
+    // `auto` codes them: 7 sharers at q = 0.13 expect 0.9 draws per code cycle.
+    assert_eq!(v["runs"][0]["details"]["layout"], "coded", "{v}");
+    assert_eq!(v["runs"][0]["details"]["canaries"], 10_000, "{v}");
     assert!(claim < total, "GAP-NDP's DP-SGD is part of its claim: component {claim} vs total {total}");
     assert!(lb >= 0.5 * claim && lb <= claim, "GAP-NDP eps 4: eps_lb {lb} vs the claim {claim}");
     assert_ne!(verdict, "violated");

@@ -41,8 +41,10 @@ pub struct GradientCanaryParams {
     /// A canary's raw gradient norm over the clipping bound C: a correct clip brings it to
     /// exactly C, a missing one lets it through.
     pub raw_norm: f64,
-    /// Canaries that outnumber a stage's coordinates: `coded` (sharers of a coordinate on
-    /// orthogonal sign codes, each reading every step) or `phases` (sharers take turns).
+    /// Canaries that outnumber a stage's coordinates: `auto` (per stage, from its size and
+    /// sampling rate: codes where a sharer expects enough draws per code cycle, else only as many
+    /// canaries as the stage has coordinates), `coded` (sharers of a coordinate on orthogonal
+    /// sign codes, each reading every step) or `phases` (sharers take turns).
     pub layout: GradientCanaryLayout,
     /// Runs the audit's positive control instead: the same training with DP-SGD's noise left
     /// out, scored by the same statistic. Set by the audit runner, never read from a config.
@@ -56,7 +58,7 @@ impl Default for GradientCanaryParams {
             canaries: 10_000,
             sites: GradientCanarySites::All,
             raw_norm: 100.0,
-            layout: GradientCanaryLayout::Coded,
+            layout: GradientCanaryLayout::Auto,
             positive_control: false,
         }
     }
@@ -121,15 +123,18 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
     // input alone, so the audited run is the target's training itself.
     let read = oracle.train_with_gradient_canaries(target.graph, target.split, &plan, seed)?;
     check!(
-        read.scores.len() == params.canaries,
+        read.scores.len() == read.canaries && read.canaries <= params.canaries && read.canaries > 0,
         "canaries",
-        "the trainer read {} canaries, not {}",
+        "the trainer read {} canaries, not {} of at most {}",
         read.scores.len(),
+        read.canaries,
         params.canaries
     );
+    // The audited canaries are the plan's first ones (chosen by the recipe, never by a score).
+    let included = &included[..read.canaries];
     check!(read.scores.iter().all(|s| s.is_finite()), "release", "the trainer released non-finite gradient sums");
-    let one_run = crate::canary_game::one_run_details(&read.scores, &included, target, GameUnit::GradientCanary);
-    let (pos, neg) = crate::stats::partition_by_coin(&read.scores, &included);
+    let one_run = crate::canary_game::one_run_details(&read.scores, included, target, GameUnit::GradientCanary);
+    let (pos, neg) = crate::stats::partition_by_coin(&read.scores, included);
     let game = Game {
         unit: GameUnit::GradientCanary,
         positive: format!(
@@ -148,7 +153,7 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
              claimed subsampled Gaussian steps{}.",
             read.steps,
             read.stages,
-            params.canaries,
+            read.canaries,
             if params.positive_control { " (positive control: the steps released without noise)" } else { "" }
         ),
     };
@@ -163,7 +168,9 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
         ..Default::default()
     };
     let mut out = Outcome::new(pos, neg, None, game, knowledge);
-    out.details.insert("canaries".into(), params.canaries.into());
+    out.details.insert("canaries".into(), read.canaries.into());
+    out.details.insert("canaries_requested".into(), params.canaries.into());
+    out.details.insert("layout".into(), read.layout.clone().into());
     out.details.insert("stages".into(), read.stages.into());
     out.details.insert("steps".into(), read.steps.into());
     out.details.insert("period".into(), read.period.into());
@@ -187,7 +194,15 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
              out of the scores. At low sampling rates a canary's single draws are what its per-step ratio sees best: \
              canaries = {} gives each a coordinate of its own (fewer trials), layout = \"phases\" makes sharers \
              take turns",
-            params.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps, read.fewest_coordinates
+            read.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps, read.fewest_coordinates
+        ));
+    }
+    if read.canaries < params.canaries {
+        out.note = Some(format!(
+            "layout = \"auto\" audited {} of the {} requested canaries, each on a coordinate of its own: a DP-SGD \
+             stage of {} coordinates samples too rarely for sharers on sign codes to be drawn about once per code \
+             cycle (chosen from the stage's size and sampling rate, before any score)",
+            read.canaries, params.canaries, read.fewest_coordinates
         ));
     }
     out.details.insert("canary_draws".into(), read.sampled.into());

@@ -94,11 +94,14 @@ pub enum GradientCanarySites {
 }
 
 /// How gradient canaries that outnumber a stage's coordinates share them: `coded` (every
-/// sharer reads every step under its own orthogonal sign code), or `phases` (sharers take turns).
+/// sharer reads every step under its own orthogonal sign code), `phases` (sharers take turns), or
+/// `auto`: per stage, codes where a sharer expects enough draws per code cycle, else only as
+/// many canaries as the stage has coordinates, each on its own (chosen from the recipe alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GradientCanaryLayout {
     #[default]
+    Auto,
     Coded,
     Phases,
 }
@@ -133,6 +136,10 @@ pub struct GradientCanaryReadings {
     /// Eligible coordinates of the smallest DP-SGD stage (the most canaries that all read
     /// every step).
     pub fewest_coordinates: usize,
+    /// Canaries audited: the plan's first ones (`auto` may keep fewer); `scores` has this length.
+    pub canaries: usize,
+    /// The layout the stages ran: `own coordinates`, `coded` or `phases`.
+    pub layout: String,
     pub sampled: usize,
     /// The DP-SGD component's claim (its epsilon at the method's delta).
     pub component: Claim,

@@ -63,6 +63,11 @@
 //! the sum dilutes, and coordinates of their own or turns certify more. Andrew et al. 2024 score
 //! random-direction canaries by such projections; unlike fixed random directions, the codes leave
 //! no correlation between canaries.
+//! [`CanaryLayout::Auto`], the default, picks per stage from what the recipe fixes before training
+//! (the stage's coordinates d, its rate q, the canaries m still audited): codes while a sharer
+//! expects at least [`CODED_DRAWS_PER_CYCLE`] draws per code cycle (`q ceil(m / d)`) or d < m / 2,
+//! else only the first d canaries stay in the audit, each on a coordinate of its own. Never from the scores,
+//! which would be a maximum over layouts without correction.
 //! [`CanaryLayout::Phases`] keeps the older layout: canaries on one coordinate take turns
 //! (`period` phases of the steps), each reading only its share.
 //!
@@ -97,12 +102,30 @@ pub enum CanarySites {
 /// How canaries are laid out when they outnumber a stage's coordinates (module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CanaryLayout {
-    /// Sharers of a coordinate enter under orthogonal sign codes and all read every step.
+    /// Per stage, from its coordinates d, sampling rate q and the canaries still audited m, all
+    /// fixed by the recipe: [`Self::Coded`] while a sharer is expected to be drawn at least
+    /// [`CODED_DRAWS_PER_CYCLE`] times per code cycle (`q ceil(m / d)`) or capping would keep
+    /// fewer than half the canaries, else the audit keeps only the first d canaries, each on a
+    /// coordinate of its own.
     #[default]
+    Auto,
+    /// Sharers of a coordinate enter under orthogonal sign codes and all read every step.
     Coded,
     /// Sharers of a coordinate take turns: each reads one phase of the steps.
     Phases,
 }
+
+/// The expected draws of one sharing canary per code cycle below which [`CanaryLayout::Auto`]
+/// gives up sharing, when that keeps at least half the canaries. A cycle's sum is only as good as
+/// the draws in it: with 7 sharers at q = 0.13 (0.9 draws a cycle, GAP-NDP's classifier on cora)
+/// the codes lifted the bound from 0.47 to 0.70 of the claim at eps 4 against turns; with 2
+/// sharers at q = 0.02 (0.04, DP-MLP on Cornell5) a canary's rare draws are single spikes the sum
+/// dilutes, and 5,702 canaries on coordinates of their own certified 0.57 of the claim at eps 4
+/// where 10,000 coded ones certified 0.34. Keeping fewer than half costs more trials than the
+/// codes cost signal: GAP-NDP on Cornell5 (7 sharers at q = 0.02 on its classifier, every canary
+/// on its own coordinate in the encoder) certified 0 at eps 4 with 1,478 canaries and 0.54 of the
+/// claim with 10,000 coded ones (medians of seeds 0-2).
+pub const CODED_DRAWS_PER_CYCLE: f64 = 0.5;
 
 /// What to plant: one fair coin per canary and the canaries' shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,6 +162,12 @@ pub struct CanaryReadings {
     /// Eligible coordinates of the smallest stage: with at most this many canaries, every
     /// canary reads every step of every stage.
     pub fewest_coordinates: usize,
+    /// Canaries audited: all of the plan's, or under [`CanaryLayout::Auto`] the first ones as
+    /// many as a stage without enough draws for codes has coordinates. `scores` has this length.
+    pub canaries: usize,
+    /// The layout the stages ran: `own coordinates`, `coded` or `phases` (the last two when some
+    /// stage had sharers).
+    pub layout: &'static str,
     /// Included canaries' draws into a batch, over all steps.
     pub sampled: usize,
 }
@@ -188,6 +217,9 @@ fn walsh_sign(row: usize, column: usize) -> f64 {
 
 struct Run {
     plan: CanaryPlan,
+    /// Canaries still audited (`plan.included[..active]`): only ever lowered, at a stage's
+    /// first step, by [`CanaryLayout::Auto`].
+    active: usize,
     rng: ChaCha8Rng,
     stages: Vec<Stage>,
     /// Per canary, the ratios of its own-coordinate reads so far (doubles, on the CPU).
@@ -217,6 +249,7 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
     RUN.with(|r| {
         *r.borrow_mut() = Some(Run {
             plan,
+            active: m,
             rng,
             stages: Vec::new(),
             scores: Tensor::zeros([m as i64], (Kind::Double, tch::Device::Cpu)),
@@ -245,6 +278,7 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
         Error::invalid("attack", "the training took no DP-SGD step: there is nothing for gradient canaries to enter")
     );
     let mut scores = doubles(&run.scores);
+    scores.truncate(run.active);
     let mut unscored_steps = 0;
     for st in run.stages.iter().filter(|s| s.shared()) {
         unscored_steps += st.step - st.summed_steps;
@@ -255,6 +289,12 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
         }
     }
     let period = run.stages.iter().map(|s| s.period).max().unwrap_or(1);
+    let sharing = run.stages.iter().map(|s| s.sharing).max().unwrap_or(1);
+    let layout = match (sharing > 1, period > 1) {
+        (false, _) => "own coordinates",
+        (true, false) => "coded",
+        (true, true) => "phases",
+    };
     let fewest_coordinates = run.stages.iter().map(|s| s.eligible).min().unwrap_or(0);
     Ok((
         out,
@@ -263,9 +303,11 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
             stages: run.stages.len(),
             steps: run.steps,
             period,
-            sharing: run.stages.iter().map(|s| s.sharing).max().unwrap_or(1),
+            sharing,
             unscored_steps,
             fewest_coordinates,
+            canaries: run.active,
+            layout,
             sampled: run.sampled,
         },
     ))
@@ -454,14 +496,14 @@ impl Run {
         let s = match self.stages.iter().position(|s| s.key == key) {
             Some(s) => s,
             None => {
-                let stage = self.new_stage(key, params)?;
+                let stage = self.new_stage(key, params, dp.sample_rate)?;
                 self.stages.push(stage);
                 self.stages.len() - 1
             }
         };
         let claimed =
             ClaimedStep { q: dp.sample_rate, clip: dp.max_grad_norm, std: dp.noise_multiplier * dp.max_grad_norm };
-        let m = self.plan.included.len();
+        let m = self.active;
         let st = &mut self.stages[s];
         let first = *st.claimed.get_or_insert(claimed);
         crate::ensure!(
@@ -522,7 +564,13 @@ impl Run {
     /// Deals the stage's eligible coordinates to the canaries: distinct coordinates while they
     /// last; then, coded, up to `ceil(m / coordinates)` sharers a coordinate on orthogonal sign
     /// codes, or, in phases, turns (`period`) so that no two canaries read one (coordinate, step).
-    fn new_stage(&mut self, key: Vec<(usize, i64)>, params: &[(usize, Tensor)]) -> Result<Stage> {
+    ///
+    /// Under [`CanaryLayout::Auto`] a stage whose sharers would expect fewer than
+    /// [`CODED_DRAWS_PER_CYCLE`] draws per cycle at its rate `q`, and which has coordinates for at
+    /// least half the canaries, drops every canary beyond its coordinate count from the audit. That choice depends on the recipe alone (the stage's size
+    /// and rate, the requested count), never on a coin or a score, and the training does not
+    /// depend on the canaries, so it is the choice one would make before training: no selection.
+    fn new_stage(&mut self, key: Vec<(usize, i64)>, params: &[(usize, Tensor)], q: f64) -> Result<Stage> {
         let mut eligible = Vec::new();
         let mut bias = Vec::new();
         let mut offset = 0i64;
@@ -539,13 +587,20 @@ impl Run {
             !eligible.is_empty(),
             Error::invalid("sites", "a DP-SGD stage of this method has no coordinate of the chosen kind")
         );
-        let m = self.plan.included.len();
+        if self.plan.layout == CanaryLayout::Auto {
+            let sharing = self.active.div_ceil(eligible.len());
+            let keeps_most = 2 * eligible.len() >= self.active;
+            if sharing > 1 && q * (sharing as f64) < CODED_DRAWS_PER_CYCLE && keeps_most {
+                self.active = eligible.len();
+            }
+        }
+        let m = self.active;
         let sharing = m.div_ceil(eligible.len());
         let slots = m.div_ceil(sharing);
         let picked = rand::seq::index::sample(&mut self.rng, eligible.len(), slots).into_vec();
         let (slot, code, period, code_length): (Vec<usize>, Vec<usize>, _, _) = match self.plan.layout {
             // Canary i sits on slot i mod slots with code row i / slots.
-            CanaryLayout::Coded => (
+            CanaryLayout::Coded | CanaryLayout::Auto => (
                 (0..m).map(|i| i % slots).collect(),
                 (0..m).map(|i| i / slots).collect(),
                 1,
