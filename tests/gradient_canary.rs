@@ -87,6 +87,10 @@ fn the_audited_run_is_gnnaudit_train_of_the_same_recipe_and_seed() {
         let want = trained["test_accuracy"]["runs"][0].as_f64().unwrap();
         assert_eq!(audited["utility"]["test"].as_f64(), Some(want), "{method}: {}", audited["utility"]);
         assert_eq!(audited["utility"]["val"].as_f64(), trained["val_accuracy"][0].as_f64(), "{method}");
+        // One run is certified once: the printed bounds are the run's own certificates.
+        let run = &audited["runs"][0];
+        assert_eq!(audited["eps_lb"], run["eps_lb"], "{method}");
+        assert_eq!(audited["eps_lb_one_run"], run["details"]["eps_lb_one_run"], "{method}");
     }
 }
 

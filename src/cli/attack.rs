@@ -656,15 +656,24 @@ impl Pooled {
         let pooled = |bound: BoundKind, strategy: ThresholdStrategy, assumption: &str| {
             certify_pooled(&results, bound, strategy, claim.delta, a.seed, assumption).map_err(from_attack)
         };
+        // One run pooled is that run: its own certificates (made with the same bound, strategy,
+        // confidence, delta and seed) are reused instead of certifying the same scores again.
+        let single = results.len() == 1;
         let certificate = match &results[0].certificate {
+            Some(c) if single => Some(c.clone()),
             Some(c) => Some(pooled(params.bound, params.strategy, &c.assumption)?),
             None => None,
         };
         // The one-run bound of canary games, over all runs' canaries (each canary is in one run only).
         let one_run = match results[0].details.get("eps_lb_one_run") {
-            Some(v) if !v.is_null() => {
-                Some(pooled(BoundKind::OneRun, ThresholdStrategy::default(), gnnaudit_attacks::stats::COIN_ASSUMPTION)?)
-            }
+            Some(v) if !v.is_null() => match results[0].details.get("one_run").filter(|_| single) {
+                Some(c) => Some(serde_json::from_value(c.clone()).map_err(|e| Error::Other(e.to_string()))?),
+                None => Some(pooled(
+                    BoundKind::OneRun,
+                    ThresholdStrategy::default(),
+                    gnnaudit_attacks::stats::COIN_ASSUMPTION,
+                )?),
+            },
             _ => None,
         };
         let claimed =
