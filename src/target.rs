@@ -242,6 +242,10 @@ pub struct RecipeOracle {
     last: std::cell::RefCell<Option<SharedGraph>>,
     /// Shared by every shadow model: they calibrate the same budget once.
     accounting: crate::train::accounting::Accounting,
+    /// The accuracy of the last training run the gradient-canary auditor observed: the target's
+    /// own training (the canaries stay out of the optimiser's input), so a one-run audit reports
+    /// it instead of training the target a second time.
+    observed: std::cell::RefCell<Option<crate::train::Accuracy>>,
 }
 
 /// The dataset built for one attack graph, with what identifies that graph. Holding a shallow
@@ -276,7 +280,23 @@ impl RecipeOracle {
             share: true,
             last: Default::default(),
             accounting: Default::default(),
+            observed: Default::default(),
         }
+    }
+
+    /// An oracle for `recipe` on `data` and the target's budget, calibrated through the oracle's
+    /// own accounting so that its trainings reuse that calibration.
+    pub fn with_budget(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<(Self, Budget)> {
+        let accounting = crate::train::accounting::Accounting::default();
+        let budget = methods::budget_with(recipe, data, seed, &accounting)?;
+        let oracle = RecipeOracle { accounting, ..RecipeOracle::new(recipe, &budget, &data.name) };
+        Ok((oracle, budget))
+    }
+
+    /// Train, validation and test accuracy of the last training the auditor observed with
+    /// gradient canaries in it.
+    pub fn observed_accuracy(&self) -> Option<crate::train::Accuracy> {
+        *self.observed.borrow()
     }
 
     /// The same oracle rebuilding every shadow's dataset (what it did before sharing; `bench audit
@@ -336,7 +356,10 @@ impl ShadowOracle for RecipeOracle {
         seed: u64,
     ) -> attacks::Result<attacks::GradientCanaryReadings> {
         let data = dataset_from(graph, split, &self.name).map_err(to_attack)?;
-        gradient_canary_run(&self.recipe, &data, plan, seed, &self.accounting).map_err(to_attack)
+        let (read, accuracy) =
+            gradient_canary_run(&self.recipe, &data, plan, seed, &self.accounting).map_err(to_attack)?;
+        *self.observed.borrow_mut() = Some(accuracy);
+        Ok(read)
     }
 }
 
@@ -351,14 +374,15 @@ fn to_attack(e: Error) -> attacks::Error {
 /// Trains `recipe` on `data` with the gradient canaries of `plan` in every DP-SGD step, and the
 /// claim they are judged against: the DP-SGD part of the method's accountant event at its delta.
 /// A recipe whose event has no DP-SGD part is refused before any training, naming the method.
+/// Also returns the accuracy of that training, which the canaries leave as it would be untouched.
 pub fn gradient_canary_run(
     recipe: &Recipe,
     data: &Dataset,
     plan: &attacks::GradientCanaryPlan,
     seed: u64,
     acct: &crate::train::accounting::Accounting,
-) -> Result<attacks::GradientCanaryReadings> {
-    use crate::privacy::dpsgd::canary::{observe, CanaryPlan, CanarySites};
+) -> Result<(attacks::GradientCanaryReadings, crate::train::Accuracy)> {
+    use crate::privacy::dpsgd::canary::{observe, CanaryLayout, CanaryPlan, CanarySites};
     let method = recipe.method.name();
     let total = (recipe.method.spec().budget)(recipe, data, seed, acct)?;
     let part = total.event.as_ref().and_then(|e| e.dp_sgd_part()).ok_or_else(|| {
@@ -382,21 +406,31 @@ pub fn gradient_canary_run(
         raw_norm: plan.raw_norm,
         seed: plan.seed,
         noise_off: plan.noise_off,
+        layout: match plan.layout {
+            attacks::GradientCanaryLayout::Auto => CanaryLayout::Auto,
+            attacks::GradientCanaryLayout::Coded => CanaryLayout::Coded,
+            attacks::GradientCanaryLayout::Phases => CanaryLayout::Phases,
+        },
     };
     let (run, read) = observe(canaries, || methods::train_with(recipe, data, seed, acct))?;
     let mut claim = claim_of(&component);
     claim.unit = claim_of(&total).unit;
-    Ok(attacks::GradientCanaryReadings {
+    let readings = attacks::GradientCanaryReadings {
         scores: read.scores,
         stages: read.stages,
         steps: read.steps,
         period: read.period,
+        sharing: read.sharing,
+        unscored_steps: read.unscored_steps,
         fewest_coordinates: read.fewest_coordinates,
+        canaries: read.canaries,
+        layout: read.layout.to_string(),
         sampled: read.sampled,
         component: claim,
         component_event: part.normalized().to_string(),
         training_seconds: run.seconds,
-    })
+    };
+    Ok((readings, run.accuracy))
 }
 
 /// The split part of `Dataset::validate`: indices in range, none in two parts or twice.

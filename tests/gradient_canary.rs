@@ -1,10 +1,10 @@
-//! In-pipeline gradient canaries (`--attack canary-gradient`): the hook changes nothing when no
-//! canary enters; on a correct DP-SGD the attack false-alarms within alpha and comes close to
+//! In-pipeline gradient canaries (`--attack canary-gradient`): the audited training is the
+//! untouched one, bit for bit; on a correct DP-SGD the attack false-alarms within alpha and comes close to
 //! the claim; the planted DP-SGD bugs are violated in one run at eps 4; the noise-off control
 //! shows the audit's power in an audit; methods without DP-SGD are refused by name.
 use gnnaudit::methods::{Method, Recipe};
 use gnnaudit::privacy::accountant::{calibrate, methods, rdp_epsilon};
-use gnnaudit::privacy::dpsgd::canary::{observe, CanaryPlan, CanarySites};
+use gnnaudit::privacy::dpsgd::canary::{observe, CanaryLayout, CanaryPlan, CanarySites};
 use gnnaudit::privacy::dpsgd::{DpSgd, PlantedFlaw};
 use gnnaudit_attacks::stats::{certify, partition_by_coin, AuditSpec, BoundKind, COIN_ASSUMPTION};
 use rand::{Rng, SeedableRng};
@@ -38,11 +38,15 @@ fn plan(m: usize, coin: impl Fn(usize) -> bool, seed: u64) -> CanaryPlan {
         raw_norm: 100.0,
         seed,
         noise_off: false,
+        layout: CanaryLayout::Coded,
     }
 }
 
+/// The optimiser steps on the release less the canaries, with the noise drawn as untouched
+/// training draws it: the audited model is bit-identical to the untouched one, with or without
+/// canaries drawn into its batches.
 #[test]
-fn the_hook_leaves_training_bit_identical_when_no_canary_enters() {
+fn the_audited_training_is_bit_identical_to_an_untouched_one() {
     let data = common_cora::load("cora", 0.5, 0.2, 1);
     let mut r = Recipe::new(Method::DpMlp, Some(4.0));
     r.train.epochs = Some(3);
@@ -54,19 +58,61 @@ fn the_hook_leaves_training_bit_identical_when_no_canary_enters() {
     assert!(silent.model.posteriors().equal(&plain), "an observer without included canaries changed the training");
     let (planted, read) = observe(plan(200, |_| true, 3), train).unwrap();
     assert!(read.sampled > 0);
-    assert!(!planted.model.posteriors().equal(&plain), "included canaries must enter the gradient");
+    assert!(planted.model.posteriors().equal(&plain), "included canaries changed the optimiser's input");
     // The hook is gone once the audit returns.
     assert!(train().unwrap().model.posteriors().equal(&plain));
 }
 
-/// The engine alone: `steps` Poisson-sampled DP-SGD steps with no real gradient, m canaries on
-/// a vector of m coordinates; returns (scores, coins).
-fn engine_run(seed: u64, flaw: PlantedFlaw, sigma: f64, q: f64, steps: usize) -> (Vec<f64>, Vec<bool>) {
-    let m = 400;
+/// `gnnaudit attack --attack canary-gradient --seed S` reports the utility of `gnnaudit train`
+/// of the same recipe with seed and split seed S, to the last bit: the audited run is the target.
+#[test]
+fn the_audited_run_is_gnnaudit_train_of_the_same_recipe_and_seed() {
+    for (method, seed) in [("dp-mlp", "1"), ("gap-ndp", "2")] {
+        let common = ["--threads", "2", "--json", "--dataset", "cora", "--method", method, "--epsilon", "4"];
+        let run = |args: &[&str]| {
+            let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
+                .args(args)
+                .args(common)
+                .env("GNNAUDIT_DATA", common_cora::data_dir())
+                .output()
+                .expect("gnnaudit runs");
+            assert!(out.status.success(), "{method} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("one JSON object")
+        };
+        let trained = run(&["train", "--seed", seed, "--split-seed", seed]);
+        let audited = run(&["attack", "--seed", seed, "--attack", "canary-gradient"]);
+        let want = trained["test_accuracy"]["runs"][0].as_f64().unwrap();
+        assert_eq!(audited["utility"]["test"].as_f64(), Some(want), "{method}: {}", audited["utility"]);
+        assert_eq!(audited["utility"]["val"].as_f64(), trained["val_accuracy"][0].as_f64(), "{method}");
+        // One run is certified once: the printed bounds are the run's own certificates.
+        let run = &audited["runs"][0];
+        assert_eq!(audited["eps_lb"], run["eps_lb"], "{method}");
+        assert_eq!(audited["eps_lb_one_run"], run["details"]["eps_lb_one_run"], "{method}");
+    }
+}
+
+/// How the engine runs are laid out: m canaries on a stage of `coordinates` coordinates.
+#[derive(Clone, Copy)]
+struct Layout {
+    canaries: usize,
+    coordinates: usize,
+    layout: CanaryLayout,
+}
+
+/// Each canary on a coordinate of its own.
+const OWN: Layout = Layout { canaries: 400, coordinates: 400, layout: CanaryLayout::Coded };
+/// Eight canaries a coordinate on orthogonal sign codes.
+const CODED: Layout = Layout { canaries: 400, coordinates: 50, layout: CanaryLayout::Coded };
+/// Eight canaries a coordinate taking turns.
+const PHASES: Layout = Layout { canaries: 400, coordinates: 50, layout: CanaryLayout::Phases };
+
+/// The engine alone: `steps` Poisson-sampled DP-SGD steps with no real gradient; returns
+/// (scores, coins).
+fn engine_run(seed: u64, flaw: PlantedFlaw, sigma: f64, q: f64, steps: usize, l: Layout) -> (Vec<f64>, Vec<bool>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let coins: Vec<bool> = (0..m).map(|_| rng.gen_bool(0.5)).collect();
+    let coins: Vec<bool> = (0..l.canaries).map(|_| rng.gen_bool(0.5)).collect();
     let dp = DpSgd { noise_multiplier: sigma, max_grad_norm: 1.0, expected_batch_size: 64.0, sample_rate: q, flaw };
-    let params = vec![(0usize, Tensor::zeros([m as i64], (Kind::Float, tch::Device::Cpu)))];
+    let params = vec![(0usize, Tensor::zeros([l.coordinates as i64], (Kind::Float, tch::Device::Cpu)))];
     tch::manual_seed(seed as i64);
     let p = CanaryPlan {
         included: coins.clone(),
@@ -74,6 +120,7 @@ fn engine_run(seed: u64, flaw: PlantedFlaw, sigma: f64, q: f64, steps: usize) ->
         raw_norm: 100.0,
         seed: rng.gen(),
         noise_off: false,
+        layout: l.layout,
     };
     let ((), read) = observe(p, || {
         for _ in 0..steps {
@@ -82,7 +129,17 @@ fn engine_run(seed: u64, flaw: PlantedFlaw, sigma: f64, q: f64, steps: usize) ->
         Ok(())
     })
     .unwrap();
-    (read.scores, coins)
+    // The audited canaries are the plan's first ones (`auto` may keep fewer).
+    (read.scores, coins[..read.canaries].to_vec())
+}
+
+/// The engine's bound for one run.
+fn engine_bound(seed: u64, flaw: PlantedFlaw, setting: (f64, f64, usize), bound: BoundKind, l: Layout) -> f64 {
+    let (sigma, q, steps) = setting;
+    let (scores, coins) = engine_run(seed, flaw, sigma, q, steps, l);
+    let (pos, neg) = partition_by_coin(&scores, &coins);
+    let spec = AuditSpec { seed, ..AuditSpec::new(bound, 1e-5) };
+    certify(&pos, &neg, &spec, COIN_ASSUMPTION).unwrap().eps_lb
 }
 
 #[test]
@@ -92,26 +149,91 @@ fn on_a_correct_dp_sgd_false_alarms_stay_within_alpha_and_a_planted_bug_is_caugh
     let sigma = calibrate(eps, delta, event).unwrap();
     let claim = rdp_epsilon(&event(sigma), delta).unwrap().epsilon;
     let seeds = 40;
-    for bound in [BoundKind::Gdp, BoundKind::ClopperPearson] {
-        let mut alarms = 0;
-        let mut best: f64 = 0.0;
-        for seed in 0..seeds {
-            let (scores, coins) = engine_run(seed, PlantedFlaw::None, sigma, q, steps);
-            let (pos, neg) = partition_by_coin(&scores, &coins);
-            let spec = AuditSpec { seed, ..AuditSpec::new(bound, delta) };
-            let lb = certify(&pos, &neg, &spec, COIN_ASSUMPTION).unwrap().eps_lb;
-            best = best.max(lb);
-            alarms += usize::from(lb > claim);
+    // Canaries on coordinates of their own, and eight to a coordinate on sign codes: the codes
+    // keep the sharers' scores independent, so the false-alarm rate stays within alpha too.
+    for layout in [OWN, CODED] {
+        for bound in [BoundKind::Gdp, BoundKind::ClopperPearson] {
+            let mut alarms = 0;
+            let mut best: f64 = 0.0;
+            for seed in 0..seeds {
+                let lb = engine_bound(seed, PlantedFlaw::None, (sigma, q, steps), bound, layout);
+                best = best.max(lb);
+                alarms += usize::from(lb > claim);
+            }
+            // P(Binomial(40, 0.05) >= 7) < 0.4%: more alarms would show an unsound bound or hook.
+            let shared = layout.coordinates < layout.canaries;
+            assert!(alarms <= 6, "{bound:?}, shared {shared}: {alarms} of {seeds} runs above the claim {claim}");
+            assert!(best > 0.0, "{bound:?}, shared {shared}: never certified anything on the correct mechanism");
         }
-        // P(Binomial(40, 0.05) >= 7) < 0.4%: more alarms would show an unsound bound or hook.
-        assert!(alarms <= 6, "{bound:?}: {alarms} of {seeds} runs above the claim {claim}");
-        assert!(best > 0.0, "{bound:?}: the attack never certified anything on the correct mechanism");
     }
     // The same audit on the noise-on-mean bug (std divided by the batch size once more).
-    let (scores, coins) = engine_run(99, PlantedFlaw::NoiseOnMean, sigma, q, steps);
-    let (pos, neg) = partition_by_coin(&scores, &coins);
-    let lb = certify(&pos, &neg, &AuditSpec::new(BoundKind::Gdp, delta), COIN_ASSUMPTION).unwrap().eps_lb;
-    assert!(lb > claim, "the noise-on-mean bug was not caught: eps_lb {lb} vs claim {claim}");
+    for layout in [OWN, CODED] {
+        let lb = engine_bound(99, PlantedFlaw::NoiseOnMean, (sigma, q, steps), BoundKind::Gdp, layout);
+        assert!(lb > claim, "the noise-on-mean bug was not caught: eps_lb {lb} vs claim {claim}");
+    }
+}
+
+/// `auto` gives up codes only where a sharer expects few draws per code cycle and capping keeps
+/// at least half the canaries: 400 canaries on 250 coordinates at q = 0.02 (0.04 draws a cycle)
+/// keep the first 250, one a coordinate, scored exactly as `coded` scores 250 canaries on 250
+/// coordinates (the same streams); on 50 coordinates they stay coded at q = 0.25 (two draws a
+/// cycle) and at q = 0.02 too (capping would keep an eighth).
+#[test]
+fn auto_layout_codes_sharers_only_where_they_are_drawn_often_enough() {
+    let run = |q: f64, l: Layout| {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let coins: Vec<bool> = (0..l.canaries).map(|_| rng.gen_bool(0.5)).collect();
+        let dp = DpSgd {
+            noise_multiplier: 1.0,
+            max_grad_norm: 1.0,
+            expected_batch_size: 64.0,
+            sample_rate: q,
+            flaw: PlantedFlaw::None,
+        };
+        let params = vec![(0usize, Tensor::zeros([l.coordinates as i64], (Kind::Float, tch::Device::Cpu)))];
+        tch::manual_seed(5);
+        let p = CanaryPlan { included: coins, layout: l.layout, ..plan(0, |_| true, 11) };
+        let ((), read) = observe(p, || {
+            for _ in 0..40 {
+                let _ = dp.noisy_mean(Vec::new(), &params);
+            }
+            Ok(())
+        })
+        .unwrap();
+        read
+    };
+    let auto = |coordinates| Layout { canaries: 400, coordinates, layout: CanaryLayout::Auto };
+    let rare = run(0.02, auto(250));
+    assert_eq!((rare.canaries, rare.sharing, rare.layout), (250, 1, "own coordinates"), "{rare:?}");
+    assert_eq!(rare.scores.len(), 250);
+    let own = run(0.02, Layout { canaries: 250, coordinates: 250, layout: CanaryLayout::Coded });
+    assert_eq!(own.scores, rare.scores, "auto's 250 canaries must be read as 250 canaries of their own are");
+    for q in [0.25, 0.02] {
+        let read = run(q, auto(50));
+        assert_eq!((read.canaries, read.sharing, read.layout), (400, 8, "coded"), "q {q}: {read:?}");
+        assert_eq!(read.scores.len(), 400);
+    }
+    // The explicit layouts keep all canaries whatever the rate.
+    assert_eq!(run(0.02, Layout { layout: CanaryLayout::Coded, ..auto(250) }).canaries, 400);
+    assert_eq!(run(0.02, Layout { layout: CanaryLayout::Phases, ..auto(250) }).canaries, 400);
+}
+
+/// With eight canaries a coordinate, sign codes let each read 96 of the 100 steps (12 code cycles)
+/// where turns give each 12 or 13: over seven seeds the coded median bound is far above the turns'
+/// (measured: 0.68 against 0 at a claim of 4).
+#[test]
+fn coded_sharers_certify_more_than_sharers_taking_turns() {
+    let (q, steps, delta, eps) = (0.25, 100, 1e-5, 4.0);
+    let event = |s: f64| methods::dp_sgd(q, steps as u64, s);
+    let sigma = calibrate(eps, delta, event).unwrap();
+    let median = |l: Layout| {
+        let mut v: Vec<f64> =
+            (0..7).map(|seed| engine_bound(seed, PlantedFlaw::None, (sigma, q, steps), BoundKind::Gdp, l)).collect();
+        v.sort_by(f64::total_cmp);
+        v[3]
+    };
+    let (coded, phases) = (median(CODED), median(PHASES));
+    assert!(coded > 1.5 * phases && coded > 0.5, "coded median {coded} vs phases {phases} (claim about {eps})");
 }
 
 #[test]
@@ -122,6 +244,28 @@ fn dp_mlp_gradient_canaries_come_close_to_the_dp_sgd_claim_and_never_above() {
     assert!((claim - total).abs() < 1e-9, "DP-MLP is all DP-SGD: component {claim} vs total {total}");
     assert!(lb >= 0.5 * claim, "DP-MLP eps 4: eps_lb {lb} < half the claim {claim}");
     assert!(lb <= claim, "DP-MLP eps 4: eps_lb {lb} above a correct claim {claim}");
+    assert_ne!(verdict, "violated");
+    // The utility reported is the audited run's (no second training of the target), and the
+    // canaries leave it learning: well above cora's majority class (about 30%).
+    assert_eq!(v["utility"]["of"], "the audited training, which is the target's", "{v}");
+    let test = v["utility"]["test"].as_f64().unwrap();
+    assert!(test > 0.5, "the audited DP-MLP run's test accuracy {test}");
+}
+
+/// GAP-NDP's classifier on cora has about 1,500 coordinates, so 10,000 canaries share them on
+/// sign codes, each reading every step of both stages: at least half the DP-SGD claim at eps 4
+/// (with turns, each read a seventh of the classifier's steps and the median was 0.47 of it).
+#[test]
+fn gap_ndp_canaries_sharing_coordinates_reach_half_the_claim_at_eps_4() {
+    let v = attack("gap-ndp", "4", &["--bound", "gdp"]);
+    let (claim, lb, verdict, total) = figures(&v);
+    let sharing = v["runs"][0]["details"]["sharing"].as_u64().unwrap();
+    assert!(sharing > 1, "the classifier's coordinates were expected to be shared: {sharing}");
+    // `auto` codes them: 7 sharers at q = 0.13 expect 0.9 draws per code cycle.
+    assert_eq!(v["runs"][0]["details"]["layout"], "coded", "{v}");
+    assert_eq!(v["runs"][0]["details"]["canaries"], 10_000, "{v}");
+    assert!(claim < total, "GAP-NDP's DP-SGD is part of its claim: component {claim} vs total {total}");
+    assert!(lb >= 0.5 * claim && lb <= claim, "GAP-NDP eps 4: eps_lb {lb} vs the claim {claim}");
     assert_ne!(verdict, "violated");
 }
 

@@ -6,11 +6,14 @@
 //! draws m fair coins and asks the target's training oracle to train once with the included
 //! canaries planted in every DP-SGD step as one more per-example gradient: a Dirac gradient on a
 //! coordinate of its own, Poisson-sampled at the step's rate, clipped by the trainer's rule, then
-//! noised with the real examples. The auditor reads every step's released noisy sum before the
-//! optimiser and scores a canary by the log-likelihood ratio of those reads under the claimed
+//! noised with the real examples. The auditor reads every step's released noisy sum; the
+//! optimiser steps on it less the canaries, so the audited run is the target's training, bit for
+//! bit. The auditor scores a canary by the log-likelihood ratio of those reads under the claimed
 //! mechanism (each step a Poisson-subsampled Gaussian of its own rate and noise), the
-//! Neyman-Pearson statistic of the composed releases. The trainer's side lives in the main crate
-//! (`privacy::dpsgd::canary`).
+//! Neyman-Pearson statistic of the composed releases. Canaries that outnumber a stage's
+//! coordinates share them on orthogonal sign codes and still read every step (their per-stage
+//! sums stay independent; `layout = "phases"` makes sharers take turns instead). The trainer's
+//! side lives in the main crate (`privacy::dpsgd::canary`).
 //!
 //! Its positive control is the same audit of the same training with DP-SGD's noise left out
 //! ([`GradientCanaryParams::on_positive_control`]): the methods' registered controls run no
@@ -23,7 +26,7 @@
 //! class/subclass-level DP-SGD): the unit DP-SGD's own analysis protects.
 use crate::error::{check, Result};
 use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
-pub use crate::threat::{GradientCanaryPlan, GradientCanaryReadings, GradientCanarySites};
+pub use crate::threat::{GradientCanaryLayout, GradientCanaryPlan, GradientCanaryReadings, GradientCanarySites};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -38,6 +41,11 @@ pub struct GradientCanaryParams {
     /// A canary's raw gradient norm over the clipping bound C: a correct clip brings it to
     /// exactly C, a missing one lets it through.
     pub raw_norm: f64,
+    /// Canaries that outnumber a stage's coordinates: `auto` (per stage, from its size and
+    /// sampling rate: codes where a sharer expects enough draws per code cycle, else only as many
+    /// canaries as the stage has coordinates), `coded` (sharers of a coordinate on orthogonal
+    /// sign codes, each reading every step) or `phases` (sharers take turns).
+    pub layout: GradientCanaryLayout,
     /// Runs the audit's positive control instead: the same training with DP-SGD's noise left
     /// out, scored by the same statistic. Set by the audit runner, never read from a config.
     #[serde(skip)]
@@ -50,6 +58,7 @@ impl Default for GradientCanaryParams {
             canaries: 10_000,
             sites: GradientCanarySites::All,
             raw_norm: 100.0,
+            layout: GradientCanaryLayout::Auto,
             positive_control: false,
         }
     }
@@ -108,18 +117,24 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
         raw_norm: params.raw_norm,
         seed: rng.gen(),
         noise_off: params.positive_control,
+        layout: params.layout,
     };
-    let read = oracle.train_with_gradient_canaries(target.graph, target.split, &plan, rng.gen())?;
+    // The training's seed is the run's, as the target's is: the canaries leave the optimiser's
+    // input alone, so the audited run is the target's training itself.
+    let read = oracle.train_with_gradient_canaries(target.graph, target.split, &plan, seed)?;
     check!(
-        read.scores.len() == params.canaries,
+        read.scores.len() == read.canaries && read.canaries <= params.canaries && read.canaries > 0,
         "canaries",
-        "the trainer read {} canaries, not {}",
+        "the trainer read {} canaries, not {} of at most {}",
         read.scores.len(),
+        read.canaries,
         params.canaries
     );
+    // The audited canaries are the plan's first ones (chosen by the recipe, never by a score).
+    let included = &included[..read.canaries];
     check!(read.scores.iter().all(|s| s.is_finite()), "release", "the trainer released non-finite gradient sums");
-    let one_run = crate::canary_game::one_run_details(&read.scores, &included, target, GameUnit::GradientCanary);
-    let (pos, neg) = crate::stats::partition_by_coin(&read.scores, &included);
+    let one_run = crate::canary_game::one_run_details(&read.scores, included, target, GameUnit::GradientCanary);
+    let (pos, neg) = crate::stats::partition_by_coin(&read.scores, included);
     let game = Game {
         unit: GameUnit::GradientCanary,
         positive: format!(
@@ -138,7 +153,7 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
              claimed subsampled Gaussian steps{}.",
             read.steps,
             read.stages,
-            params.canaries,
+            read.canaries,
             if params.positive_control { " (positive control: the steps released without noise)" } else { "" }
         ),
     };
@@ -153,19 +168,41 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
         ..Default::default()
     };
     let mut out = Outcome::new(pos, neg, None, game, knowledge);
-    out.details.insert("canaries".into(), params.canaries.into());
+    out.details.insert("canaries".into(), read.canaries.into());
+    out.details.insert("canaries_requested".into(), params.canaries.into());
+    out.details.insert("layout".into(), read.layout.clone().into());
     out.details.insert("stages".into(), read.stages.into());
     out.details.insert("steps".into(), read.steps.into());
     out.details.insert("period".into(), read.period.into());
+    out.details.insert("sharing".into(), read.sharing.into());
+    out.details.insert("unscored_steps".into(), read.unscored_steps.into());
     out.details.insert("fewest_stage_coordinates".into(), read.fewest_coordinates.into());
     if read.period > 1 {
         // Each canary then faces a part of the claimed composition: its privacy loss, and the
         // test's power, shrink about as the square root of the share of steps it reads.
         out.note = Some(format!(
             "{} canaries outnumber the {} coordinates of the smallest DP-SGD stage, so each read 1/{} of some \
-             stage's steps and faced less than the claimed composition; canaries = {} lets each read every step \
-             (fewer trials, each at the claim's full strength)",
-            params.canaries, read.fewest_coordinates, read.period, read.fewest_coordinates
+             stage's steps and faced less than the claimed composition; layout = \"coded\" lets each read every \
+             step",
+            params.canaries, read.fewest_coordinates, read.period
+        ));
+    }
+    if read.sharing > 1 {
+        out.note = Some(format!(
+            "{} canaries outnumber the {} coordinates of the smallest DP-SGD stage: up to {} share a coordinate on \
+             orthogonal sign codes, each reading every step; {} step(s) after the last complete code cycle were left \
+             out of the scores. At low sampling rates a canary's single draws are what its per-step ratio sees best: \
+             canaries = {} gives each a coordinate of its own (fewer trials), layout = \"phases\" makes sharers \
+             take turns",
+            read.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps, read.fewest_coordinates
+        ));
+    }
+    if read.canaries < params.canaries {
+        out.note = Some(format!(
+            "layout = \"auto\" audited {} of the {} requested canaries, each on a coordinate of its own: a DP-SGD \
+             stage of {} coordinates samples too rarely for sharers on sign codes to be drawn about once per code \
+             cycle (chosen from the stage's size and sampling rate, before any score)",
+            read.canaries, params.canaries, read.fewest_coordinates
         ));
     }
     out.details.insert("canary_draws".into(), read.sampled.into());

@@ -93,6 +93,19 @@ pub enum GradientCanarySites {
     Biases,
 }
 
+/// How gradient canaries that outnumber a stage's coordinates share them: `coded` (every
+/// sharer reads every step under its own orthogonal sign code), `phases` (sharers take turns), or
+/// `auto`: per stage, codes where a sharer expects enough draws per code cycle, else only as
+/// many canaries as the stage has coordinates, each on its own (chosen from the recipe alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GradientCanaryLayout {
+    #[default]
+    Auto,
+    Coded,
+    Phases,
+}
+
 /// Gradient canaries to plant in a training run: one fair coin each, their sites and raw norm.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GradientCanaryPlan {
@@ -103,6 +116,7 @@ pub struct GradientCanaryPlan {
     pub seed: u64,
     /// The positive control: the same training with every DP-SGD step's noise left out.
     pub noise_off: bool,
+    pub layout: GradientCanaryLayout,
 }
 
 /// What the auditor read from the DP-SGD steps of one training run, and the claim of the DP-SGD
@@ -115,9 +129,17 @@ pub struct GradientCanaryReadings {
     pub stages: usize,
     pub steps: usize,
     pub period: usize,
+    /// Most canaries on one coordinate of a stage (coded layout; 1: none share).
+    pub sharing: usize,
+    /// Steps after a coded stage's last complete code cycle, left out of the scores.
+    pub unscored_steps: usize,
     /// Eligible coordinates of the smallest DP-SGD stage (the most canaries that all read
     /// every step).
     pub fewest_coordinates: usize,
+    /// Canaries audited: the plan's first ones (`auto` may keep fewer); `scores` has this length.
+    pub canaries: usize,
+    /// The layout the stages ran: `own coordinates`, `coded` or `phases`.
+    pub layout: String,
     pub sampled: usize,
     /// The DP-SGD component's claim (its epsilon at the method's delta).
     pub component: Claim,

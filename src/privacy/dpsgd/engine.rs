@@ -80,14 +80,16 @@ impl DpSgd {
         // N(0, std^2) per coordinate as a draw per parameter, in four ops a step instead of four
         // per parameter (GAP's classifier has dozens and a step lasts a millisecond).
         let mut flat = super::optim::concat_flat(&sums);
-        let canaries = if canary::active() { canary::plant(&mut flat, params, self) } else { None };
-        // The gradient-canary audit's positive control releases the sum without noise.
-        let noise_off = canaries.as_ref().is_some_and(|c| c.noise_off());
-        if std > 0.0 && std.is_finite() && !noise_off {
-            flat += flat.randn_like() * std;
-        }
+        let canaries = if canary::active() { canary::plant(&flat, params, self) } else { None };
+        let noise = (std > 0.0 && std.is_finite()).then(|| flat.randn_like() * std);
         if let Some(reads) = canaries {
-            canary::read(reads, &flat);
+            // The auditor reads the mechanism's release (the sum with the canaries in it, noised);
+            // the optimiser below steps on the same noise without them.
+            let release = reads.release(&flat, noise.as_ref());
+            canary::read(reads, &release);
+        }
+        if let Some(noise) = noise {
+            flat += noise;
         }
         let flat = flat / self.expected_batch_size;
         let sizes: Vec<i64> = sums.iter().map(|t| t.numel() as i64).collect();
