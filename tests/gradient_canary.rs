@@ -70,8 +70,7 @@ fn the_audited_run_is_gnnaudit_train_of_the_same_recipe_and_seed() {
     for (method, seed) in [("dp-mlp", "1"), ("gap-ndp", "2")] {
         let common = ["--threads", "2", "--json", "--dataset", "cora", "--method", method, "--epsilon", "4"];
         let run = |args: &[&str]| {
-            let out = Command::new(env!("CARGO_BIN_EXE_gnnaudit"))
-                .args(args)
+            let out = cli::command(args)
                 .args(common)
                 .env("GNNAUDIT_DATA", common_cora::data_dir())
                 .output()
