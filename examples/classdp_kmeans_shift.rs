@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     r.knobs.set("unit_rate", 0.5);
     let (model, parts, _) = fit(&r, &ds, &[], seed, &Accounting::rdp_only())?;
     let y = Labels::from_dataset(&ds)?.y;
-    let s = r.max_grad_norm;
+    let s = r.dp.max_grad_norm;
     let sum = |p: &[Vec<i64>]| -> Result<Tensor, Box<dyn std::error::Error>> {
         let refs: Vec<&[i64]> = p.iter().filter(|u| !u.is_empty()).map(|u| u.as_slice()).collect();
         Ok(flat(&unit_clipped_sum(&model.net, &y, &refs, s)?.0))

@@ -92,7 +92,7 @@ fn dpar_baseline_sgd_steps_stay_within_their_declared_sensitivity() {
         [(Method::DparFeatures, c), (Method::DparRandom, 2.0 * (4.0 + 1.0) * c), (Method::DparDpsgd, 2.0 * 60.0 * c)]
     {
         let mut r = Recipe::new(m, Some(4.0));
-        r.max_grad_norm = c;
+        r.dp.max_grad_norm = c;
         // The thesis's batch of 60 and referenced-row cap of 4 (the defaults are tuned otherwise),
         // so the declared sensitivities above are the thesis's.
         r.train.batch_size = Some(60);
@@ -112,7 +112,7 @@ fn dpar_baseline_sgd_steps_stay_within_their_declared_sensitivity() {
     // Features: only the removed node's row changes, so the step moves by its clipped gradient; a
     // tiny clip makes every gradient hit it, and a clip 100x the declared one is caught.
     let mut r = Recipe::new(Method::DparFeatures, Some(4.0));
-    r.max_grad_norm = 1e-4;
+    r.dp.max_grad_norm = 1e-4;
     let one = ReplayOptions { seed: 0, random_units: 0 };
     let (_, tight) = dpar_sgd::replay_with(&r, &ds, &one, 1e-4, 1e-4).unwrap();
     assert!((tight[0].ratio - 1.0).abs() < 1e-4, "{tight:?}");

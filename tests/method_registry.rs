@@ -160,7 +160,7 @@ fn the_training_settings_keep_their_flat_keys() {
     let text = "method = \"dp-mlp\"\nepochs = 7\nhidden = 32\nlr = 0.5\nbatch_norm = true\nmax_grad_norm = 2.0";
     let r: Recipe = toml::from_str(text).unwrap();
     assert_eq!((r.train.epochs, r.train.hidden, r.train.lr, r.train.batch_norm), (Some(7), 32, 0.5, Some(true)));
-    assert_eq!(r.max_grad_norm, 2.0);
+    assert_eq!(r.dp.max_grad_norm, 2.0);
     assert_eq!(r.knobs.names().collect::<Vec<_>>(), Vec::<&str>::new(), "taken by the training settings");
     r.validate().unwrap();
     let json = serde_json::to_value(&r).unwrap();

@@ -61,7 +61,7 @@ fn gap_releases_hold_with_the_changes_the_lemmas_predict() {
     }
 
     let mut r = recipe(Method::GapNdp, 8.0);
-    r.max_degree = 20;
+    r.dp.max_degree = 20;
     let rep = run(&r, &ds, 2);
     assert_holds(&rep);
     for rel in releases(&rep, "PMA hop") {

@@ -669,7 +669,7 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
     let mut loops = vec![0];
     let plan = recipe.method.spec().floor?;
     if matches!(plan, FloorPlan::Gap | FloorPlan::Progap) && recipe.method.is_node_level() {
-        let work = Work::DegreeBound { max_degree: recipe.max_degree };
+        let work = Work::DegreeBound { max_degree: recipe.dp.max_degree };
         items.push(Item { what: "degree bound", count: 1, work });
     }
     let step = StepStyle::of(recipe);

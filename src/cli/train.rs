@@ -102,12 +102,12 @@ impl RecipeArgs {
         r.train.epochs = self.epochs;
         r.train.batch_size = self.batch_size;
         r.train.batch_norm = self.batch_norm;
-        r.norm_groups = self.norm_groups;
+        r.dp.norm_groups = self.norm_groups;
         macro_rules! set {
             ($($f:ident => $($g:ident).+),*) => { $( if let Some(v) = self.$f { r.$($g).+ = v; } )* };
         }
-        set!(max_degree => max_degree, hidden => train.hidden, lr => train.lr, dropout => train.dropout, activation => train.activation,
-             max_grad_norm => max_grad_norm,
+        set!(max_degree => dp.max_degree, hidden => train.hidden, lr => train.lr, dropout => train.dropout, activation => train.activation,
+             max_grad_norm => dp.max_grad_norm,
              mlp_layers => mlp_layers,
              accountant => accountant);
         for (k, v) in self.own.given() {

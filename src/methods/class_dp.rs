@@ -223,7 +223,7 @@ impl Trainee for UnitTrainee<'_> {
             self.dp.noisy_mean(Vec::new(), &self.params)
         } else {
             let chosen: Vec<&[i64]> = chosen.iter().map(|v| v.as_slice()).collect();
-            let (summed, _) = unit_clipped_sum(self.net, &self.labels.y, &chosen, self.recipe.max_grad_norm)?;
+            let (summed, _) = unit_clipped_sum(self.net, &self.labels.y, &chosen, self.recipe.dp.max_grad_norm)?;
             self.dp.noisy_mean(summed, &self.params)
         };
         self.opt.step(&self.ps.params, &grads);
@@ -313,7 +313,7 @@ pub fn fit(
     let params: Vec<(usize, Tensor)> = ids.iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
     let dp = DpSgd {
         noise_multiplier: sigma,
-        max_grad_norm: r.max_grad_norm,
+        max_grad_norm: r.dp.max_grad_norm,
         expected_batch_size: q * u as f64,
         sample_rate: q,
         flaw: Default::default(),

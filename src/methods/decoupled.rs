@@ -95,10 +95,10 @@ pub fn privacy(r: &Recipe, data: &Dataset, acct: &Accounting, releases: usize) -
         Method::Mlp => return Ok(Privacy { sigma: 0.0, budget: edge_free_budget()? }),
         // The planted DP-SGD bugs claim DP-MLP's epsilon.
         Method::DpMlp | Method::DemoDpMlpNoiseOnMean | Method::DemoDpMlpBiasUnclipped => accounting::dp_sgd(sgd()),
-        Method::GapNdp => accounting::gap_node(releases, r.max_degree, sgd(), sgd()),
+        Method::GapNdp => accounting::gap_node(releases, r.dp.max_degree, sgd(), sgd()),
         // The planted bugs claim GAP-EDP's epsilon; their noise is for a wrong sensitivity.
         Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => accounting::gap_edge(releases),
-        Method::ProgapNdp => accounting::progap_node(releases, r.max_degree, sgd()),
+        Method::ProgapNdp => accounting::progap_node(releases, r.dp.max_degree, sgd()),
         Method::ProgapEdp => accounting::progap_edge(releases),
         _ => return Ok(Privacy { sigma: 0.0, budget: Budget::non_private() }),
     };
@@ -140,7 +140,7 @@ pub fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
         let b = r.batch_size().unwrap().min(n_train);
         DpSgd {
             noise_multiplier: sigma,
-            max_grad_norm: r.max_grad_norm,
+            max_grad_norm: r.dp.max_grad_norm,
             expected_batch_size: b as f64,
             sample_rate: b as f64 / n_train as f64,
             flaw: planted_flaw(r.method),

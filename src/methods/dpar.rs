@@ -203,7 +203,7 @@ impl DparConfig {
             weight_decay: r.train.weight_decay,
             hidden: r.train.hidden as i64,
             activation: r.train.activation,
-            max_grad_norm: r.max_grad_norm,
+            max_grad_norm: r.dp.max_grad_norm,
             optimizer: r.train.optimizer,
             prop_steps: 2,
         })

@@ -321,7 +321,7 @@ impl TrainedModel for DpgnnModel {
         let in_dim = self.ps.params.first().map_or(0, |w| w.size()[1]);
         let mut meta = Meta::new(recipe, budget, in_dim, self.posteriors.size()[1]);
         meta.noise_std = self.noise_std;
-        meta.max_degree = Some(recipe.max_degree);
+        meta.max_degree = Some(recipe.dp.max_degree);
         let cache = vec![("posteriors".to_string(), self.posteriors.shallow_clone())];
         save_with_graph(dir, &self.ps.vs, &meta, cache, &self.graph)
     }
@@ -530,10 +530,10 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
     let cfg = DpgnnConfig {
         epsilon,
         delta: recipe.delta,
-        max_degree: recipe.max_degree,
+        max_degree: recipe.dp.max_degree,
         batch_size: recipe.train.batch_size.unwrap_or(d.batch_size.min(n_train)),
         epochs: recipe.train.epochs.unwrap_or(d.epochs),
-        max_grad_norm: recipe.max_grad_norm,
+        max_grad_norm: recipe.dp.max_grad_norm,
         hidden: recipe.train.hidden as i64,
         pre_layers: own.base_layers,
         post_layers: own.head_layers,
@@ -541,7 +541,10 @@ fn config_for(recipe: &crate::methods::Recipe, n_train: usize) -> Result<DpgnnCo
         weight_decay: recipe.train.weight_decay,
         dropout: recipe.train.dropout,
         // --batch-norm false switches the group norm off.
-        norm_groups: if recipe.norm() == crate::models::NormKind::None { 0 } else { recipe.norm_groups() },
+        norm_groups: match recipe.norm() {
+            crate::models::NormKind::Group(g) => g,
+            _ => 0,
+        },
         inference_budget: own.inference_budget,
         row_clipping: recipe.method == crate::methods::Method::DpgnnRowclip,
         ..d
@@ -608,7 +611,7 @@ fn dpgnn_budget(recipe: &crate::methods::Recipe, data: &Dataset, _seed: u64, acc
 fn dpgnn_defaults(r: &mut crate::methods::Recipe) {
     // DP-GNN's tuned degree bound, width and learning rate.
     let d = DpgnnConfig::default();
-    (r.max_degree, r.train.hidden, r.train.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
+    (r.dp.max_degree, r.train.hidden, r.train.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
 }
 
 const KNOBS: &[&str] =

@@ -125,7 +125,7 @@ impl TrainedModel for GapModel {
 /// observed changes against this same value.
 pub fn aggregation_sensitivity(r: &Recipe) -> f64 {
     if r.method.is_node_level() {
-        (r.max_degree as f64).sqrt()
+        (r.dp.max_degree as f64).sqrt()
     } else if r.method == Method::DemoGapEdpPlantedBug {
         // The planted bug: the claim is GAP-EDP's, the noise is for a sensitivity of 0.1.
         0.1
@@ -151,7 +151,7 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     let node = r.method == Method::GapNdp;
     let privacy = privacy(r, data, acct, hops)?;
     let graph =
-        if node { bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)? } else { data.graph.clone() };
+        if node { bound_degree(&data.graph, DegreeBound::Out, r.dp.max_degree, seed)? } else { data.graph.clone() };
     let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
     let (ps, encoder, mut classifier) = build_gap(r, Rows::of_features(&data.features), data.num_classes)?;
@@ -170,7 +170,7 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
         classifier,
         hops,
         noise_std,
-        max_degree: node.then_some(r.max_degree),
+        max_degree: node.then_some(r.dp.max_degree),
         graph: Some(graph),
     };
     Ok((model, accuracy, privacy))

@@ -148,7 +148,7 @@ pub fn fit_progap(
     let node = r.method == Method::ProgapNdp;
     let privacy = privacy(r, data, acct, depth)?;
     let graph =
-        if node { bound_degree(&data.graph, DegreeBound::Out, r.max_degree, seed)? } else { data.graph.clone() };
+        if node { bound_degree(&data.graph, DegreeBound::Out, r.dp.max_degree, seed)? } else { data.graph.clone() };
     let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
     let (ps, mut net) = build_progap(r, data.features.cols() as i64, data.num_classes)?;
@@ -171,7 +171,7 @@ pub fn fit_progap(
         );
     }
     let accuracy = labels.model_accuracy(&net);
-    let model = ProgapModel { ps, net, noise_std, max_degree: node.then_some(r.max_degree), graph: Some(graph) };
+    let model = ProgapModel { ps, net, noise_std, max_degree: node.then_some(r.dp.max_degree), graph: Some(graph) };
     Ok((model, accuracy, privacy))
 }
 

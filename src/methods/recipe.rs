@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::models::Activation;
 use crate::privacy::accountant::PrivacyUnit;
-use crate::privacy::dpsgd::OptimizerKind;
+use crate::privacy::dpsgd::{DpSgdConfig, OptimizerKind};
 use serde::{Deserialize, Serialize};
 
 /// Most epochs accepted: far beyond any published recipe; 10^12 is a typo that would train for
@@ -100,7 +100,7 @@ impl Default for TrainConfig {
 }
 
 /// Every knob of a training run: the method, its privacy target, the shared training settings,
-/// the settings several families still share (degree bound, clip, group norm, MLP depth), and
+/// the DP-SGD settings several families share ([`DpSgdConfig`]), the MLP depth, and
 /// the method's own knobs (its struct in its module, stored in `knobs`). Fields left `None` take
 /// the method's default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,14 +117,12 @@ pub struct Recipe {
     /// `train.epochs`). Declared before `knobs`, so serde hands these keys to it first.
     #[serde(flatten)]
     pub train: TrainConfig,
-    /// Degree bound D for node-level methods (neighbour sampling).
-    pub max_degree: usize,
+    /// The DP-SGD settings several families share (clip, degree bound, group norm), flat keys.
+    /// Declared before `knobs`, like `train`.
+    #[serde(flatten)]
+    pub dp: DpSgdConfig,
     /// Layers of the (DP-)MLP baseline.
     pub mlp_layers: usize,
-    /// Groups of that group norm (None = the method's default, see [`Recipe::norm_groups`]).
-    pub norm_groups: Option<usize>,
-    /// DP-Adam clipping bound C.
-    pub max_grad_norm: f64,
     /// The accountant the noise is calibrated to (rdp or pld); written only when not rdp, so
     /// that existing recipes serialise as before.
     #[serde(skip_serializing_if = "crate::privacy::accountant::Accountant::is_rdp")]
@@ -142,10 +140,8 @@ impl Default for Recipe {
             epsilon: None,
             delta: None,
             train: TrainConfig::default(),
-            max_degree: 100,
+            dp: DpSgdConfig::default(),
             mlp_layers: 2,
-            norm_groups: None,
-            max_grad_norm: 1.0,
             accountant: Default::default(),
             knobs: Default::default(),
         }
@@ -172,12 +168,16 @@ impl Recipe {
             self.train.batch_size
         }
     }
-    /// Groups of the group norm used under node-level DP. ProGAP-NDP: one group, i.e. every
-    /// sample normalised over all its channels (thesis §5.5.3, "group normalization with one
-    /// group"); the reference code's Opacus fix gives GroupNorm(16, 16), which on [N, 16] rows
-    /// has one value per group and outputs only its bias (plus rounding noise).
-    pub fn norm_groups(&self) -> usize {
-        self.norm_groups.unwrap_or(if self.method == Method::ProgapNdp { NDP_GROUPS_PROGAP } else { 4 })
+    /// Groups of the group norm under node-level DP when the recipe leaves them unset. ProGAP-NDP:
+    /// one group, i.e. every sample normalised over all its channels (thesis §5.5.3, "group
+    /// normalization with one group"); the reference code's Opacus fix gives GroupNorm(16, 16),
+    /// which on [N, 16] rows has one value per group and outputs only its bias (plus rounding noise).
+    fn default_norm_groups(&self) -> usize {
+        if self.method == Method::ProgapNdp {
+            NDP_GROUPS_PROGAP
+        } else {
+            4
+        }
     }
     /// The normalisation layer the models use.
     pub fn norm(&self) -> crate::models::NormKind {
@@ -191,7 +191,7 @@ impl Recipe {
         match (on, self.method.is_node_level()) {
             (false, _) => NormKind::None,
             (true, false) => NormKind::Batch,
-            (true, true) => NormKind::Group(self.norm_groups()),
+            (true, true) => NormKind::Group(self.dp.norm_groups.unwrap_or(self.default_norm_groups())),
         }
     }
     /// Is noise added (a finite epsilon for a private method)?
@@ -227,7 +227,7 @@ impl Recipe {
                 Ok(())
             }
         };
-        pos("max_degree", self.max_degree)?;
+        self.dp.validate()?;
         pos("epochs", self.epochs())?;
         if self.epochs() > MAX_EPOCHS {
             return Err(Error::invalid(
@@ -240,7 +240,6 @@ impl Recipe {
         }
         pos("hidden", self.train.hidden)?;
         pos("mlp_layers", self.mlp_layers)?;
-        pos("norm_groups", self.norm_groups())?;
         if !(self.train.lr > 0.0 && self.train.lr.is_finite()) {
             return Err(Error::invalid("lr", format!("{} must be a positive number", self.train.lr)));
         }
@@ -249,14 +248,6 @@ impl Recipe {
         }
         if !(self.train.weight_decay >= 0.0 && self.train.weight_decay.is_finite()) {
             return Err(Error::invalid("weight_decay", "must be >= 0"));
-        }
-        if !(self.max_grad_norm > 0.0 && self.max_grad_norm.is_finite()) {
-            // An infinite clip leaves each example's gradient unbounded: the noise (sigma times
-            // the clip) no longer bounds any one example's influence, so no epsilon holds.
-            return Err(Error::invalid(
-                "max_grad_norm",
-                format!("{} must be > 0 and finite: an unbounded clip voids the DP-SGD guarantee", self.max_grad_norm),
-            ));
         }
         if !self.accountant.is_rdp() {
             // Only the methods whose noise `train::methods` calibrates from one event can follow

@@ -289,7 +289,7 @@ mod white_box_tests {
         dpgnn.train.batch_size = Some(64);
         // A degree bound above every degree of the test graph, so that the dense adjacency fed
         // below is the graph DP-GNN trained on (its default K = 4 would sample neighbours).
-        dpgnn.max_degree = 100;
+        dpgnn.dp.max_degree = 100;
         let mut layerwise = Recipe::new(Method::ProgapInf, None);
         layerwise.knobs.set("layerwise", true);
         // (recipe, tolerance, compare with posteriors_on instead of the cached posteriors). The
@@ -322,7 +322,7 @@ mod white_box_tests {
             let name = recipe.method.name();
             let tol = if tol.is_nan() {
                 let scale = run.budget.noise.iter().find(|(k, _)| k == "inference_noise_scale").expect("noise scale").1;
-                0.5 * scale * (recipe.max_degree as f64).sqrt()
+                0.5 * scale * (recipe.dp.max_degree as f64).sqrt()
             } else {
                 tol
             };

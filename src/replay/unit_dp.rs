@@ -66,7 +66,7 @@ pub fn replay_with(r: &Recipe, data: &Dataset, opts: &ReplayOptions, sum: UnitSu
     let params: Vec<(usize, Tensor)> =
         model.net.trainable().iter().map(|&i| (i, model.ps.params[i].shallow_clone())).collect();
     let y = Labels::from_dataset(data)?.y;
-    let (q, clip) = (class_dp::sample_rate(r)?, r.max_grad_norm);
+    let (q, clip) = (class_dp::sample_rate(r)?, r.dp.max_grad_norm);
     let relation = r.own::<class_dp::ClassDpKnobs>()?.relation;
     let declared = relation.sensitivity() * clip;
     let live: Vec<usize> = (0..units.len()).filter(|&i| !units[i].is_empty()).collect();
