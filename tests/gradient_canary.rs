@@ -9,7 +9,6 @@ use gnnaudit::privacy::dpsgd::{DpSgd, PlantedFlaw};
 use gnnaudit_attacks::stats::{certify, partition_by_coin, AuditSpec, BoundKind, COIN_ASSUMPTION};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::process::Command;
 use tch::{Kind, Tensor};
 
 // Both helpers include tests/common/data.rs for the tests that load only one of them.
