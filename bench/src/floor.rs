@@ -681,7 +681,17 @@ pub fn floor(recipe: &Recipe, s: &Shapes, timing: Timing) -> Option<Floor> {
     };
     match plan {
         FloorPlan::Mlp => {
-            phase(&mut items, s, "MLP", epochs, dp, mlp_widths(f, recipe.mlp_layers, c), dp.is_none(), PLAIN, &step);
+            phase(
+                &mut items,
+                s,
+                "MLP",
+                epochs,
+                dp,
+                mlp_widths(f, gnnaudit::methods::mlp::depth(recipe).ok()?, c),
+                dp.is_none(),
+                PLAIN,
+                &step,
+            );
         }
         FloorPlan::Gap => {
             let k: gnnaudit::methods::gap::GapKnobs = recipe.own().ok()?;

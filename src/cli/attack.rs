@@ -144,11 +144,6 @@ pub struct ExternalArgs {
     /// re-initialised Glorot-uniform).
     #[arg(long)]
     pub init: Option<PathBuf>,
-    /// Shadow copies' optimiser (with --epochs and --lr; defaults 100 and 0.01).
-    #[arg(long, value_enum, default_value = "adam")]
-    pub optimizer: crate::external::spec::Optimizer,
-    #[arg(long, default_value_t = 0.0)]
-    pub weight_decay: f64,
     /// Seconds one run of --command, or one forward of --torchscript, may take.
     #[arg(long, default_value_t = 600.0)]
     pub timeout: f64,
@@ -161,35 +156,38 @@ pub struct ExternalArgs {
 }
 
 impl ExternalArgs {
-    fn target(&self, recipe: &RecipeArgs) -> Option<crate::external::TargetSpec> {
+    /// The deployment named by the flags; a TorchScript module's shadow copies train with
+    /// `--epochs`, `--lr`, `--optimizer` (adam, adamw or sgd) and `--weight-decay`.
+    fn target(&self, recipe: &RecipeArgs) -> Result<Option<crate::external::TargetSpec>> {
         use crate::external::TargetSpec;
         let members = self.members.clone();
         if let Some(model) = &self.torchscript {
             let d = crate::external::ShadowRecipe::default();
+            let s = &recipe.shared;
             let training = crate::external::ShadowRecipe {
-                epochs: recipe.epochs.unwrap_or(d.epochs),
-                lr: recipe.lr.unwrap_or(d.lr),
-                optimizer: self.optimizer,
-                weight_decay: self.weight_decay,
+                epochs: s.value("epochs")?.unwrap_or(d.epochs),
+                lr: s.value("lr")?.unwrap_or(d.lr),
+                optimizer: s.value("optimizer")?.unwrap_or(d.optimizer),
+                weight_decay: s.value("weight_decay")?.unwrap_or(d.weight_decay),
             };
-            return Some(TargetSpec::Torchscript {
+            return Ok(Some(TargetSpec::Torchscript {
                 model: model.clone(),
                 output: self.output,
                 init: self.init.clone(),
                 members,
                 training,
                 timeout: self.timeout,
-            });
+            }));
         }
         if let Some(command) = &self.command {
-            return Some(TargetSpec::Command {
+            return Ok(Some(TargetSpec::Command {
                 command: command.clone(),
                 members,
                 timeout: self.timeout,
                 work_dir: self.work_dir.clone(),
-            });
+            }));
         }
-        self.posteriors.as_ref().map(|p| TargetSpec::Posteriors { posteriors: p.clone(), members })
+        Ok(self.posteriors.as_ref().map(|p| TargetSpec::Posteriors { posteriors: p.clone(), members }))
     }
 }
 
@@ -411,7 +409,7 @@ pub fn run(a: AttackArgs) -> Result<()> {
     }
     // Before any tensor exists (a saved target loads onto it); a missing CUDA device: exit 2.
     crate::device::select(a.device)?;
-    if let Some(target) = a.external.target(&a.recipe) {
+    if let Some(target) = a.external.target(&a.recipe)? {
         return run_external(&a, target);
     }
     for (flag, set) in [

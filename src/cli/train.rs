@@ -3,7 +3,6 @@
 use crate::data;
 use crate::error::{Error, Result};
 use crate::methods::{self, Method, Recipe};
-use crate::models::Activation;
 use crate::train::baseline::{at_chance, Baseline, ChanceVerdict, DEFAULT_CHANCE_CONFIDENCE};
 use clap::Args;
 use rand::{Rng, SeedableRng};
@@ -23,38 +22,10 @@ pub struct RecipeArgs {
     /// Target delta (default: 10^-digits of the number of edges at edge level, nodes at node level).
     #[arg(long, allow_negative_numbers = true)]
     pub delta: Option<f64>,
-    /// Degree bound D for node-level methods.
-    #[arg(long)]
-    pub max_degree: Option<usize>,
-    /// Epochs (per stage for ProGAP; default 100, node level 10, ProGAP-NDP 5).
-    #[arg(long)]
-    pub epochs: Option<usize>,
-    /// (Expected) batch size (default full batch; 256 under node-level DP).
-    #[arg(long)]
-    pub batch_size: Option<usize>,
-    #[arg(long)]
-    pub hidden: Option<usize>,
-    #[arg(long, allow_negative_numbers = true)]
-    pub lr: Option<f64>,
-    #[arg(long, allow_negative_numbers = true)]
-    pub dropout: Option<f64>,
-    #[arg(long, value_enum)]
-    pub activation: Option<Activation>,
-    /// DP-Adam clipping bound C.
-    #[arg(long, allow_negative_numbers = true)]
-    pub max_grad_norm: Option<f64>,
-    #[arg(long)]
-    pub mlp_layers: Option<usize>,
-    /// Batch norm on/off (group norm under node-level DP).
-    #[arg(long)]
-    pub batch_norm: Option<bool>,
-    /// Groups of the group norm that replaces batch norm under node-level DP (default 4;
-    /// ProGAP-NDP 1).
-    #[arg(long)]
-    pub norm_groups: Option<usize>,
-    /// Accountant the noise is calibrated to: rdp (default) or pld (tight; the claim is the PLD epsilon).
-    #[arg(long)]
-    pub accountant: Option<crate::privacy::accountant::Accountant>,
+    /// The shared training and DP-SGD settings (`--epochs`, `--hidden`, `--max-grad-norm`, ...):
+    /// one flag per field of `TrainConfig` and `DpSgdConfig`, generated from them.
+    #[command(flatten)]
+    pub shared: super::knob_args::SharedArgs,
     /// The methods' own knobs (`--teachers`, `--c1`, ...): one flag per field of their knob
     /// structs, generated from the registry.
     #[command(flatten)]
@@ -62,67 +33,49 @@ pub struct RecipeArgs {
 }
 
 impl RecipeArgs {
-    /// The recipe fields given on the command line (each flag is named after its field).
-    fn given(&self) -> Vec<&'static str> {
-        let mut out = vec![];
-        macro_rules! given {
-            ($($f:ident),*) => { $( if self.$f.is_some() { out.push(stringify!($f)); } )* };
-        }
-        given!(
-            max_degree,
-            epochs,
-            batch_size,
-            hidden,
-            lr,
-            dropout,
-            activation,
-            max_grad_norm,
-            mlp_layers,
-            batch_norm,
-            norm_groups,
-            accountant
-        );
-        out
-    }
-
     pub fn to_recipe(&self) -> Result<Recipe> {
+        use super::knob_args::flag;
         let method = self.method.ok_or_else(|| Error::invalid("method", "--method is required"))?;
         // A flag the method does not read is refused even at its default value.
         let spec = method.spec();
-        let read = |k: &&str| crate::methods::registry::ALWAYS_READ.contains(k) || spec.knobs.contains(k);
-        if let Some(k) = self.given().into_iter().find(|k| !read(k)) {
+        if let Some((k, _)) = self.shared.given().iter().find(|(k, _)| !spec.reads.reads_key(k)) {
             return Err(Error::invalid(k, crate::methods::registry::unread_knob(method, k)));
         }
         let own = crate::methods::knobs::names_of(method);
         if let Some((k, _)) = self.own.given().iter().find(|(k, _)| !own.contains(k)) {
             return Err(Error::invalid(k, crate::methods::registry::unread_knob(method, k)));
         }
+        // The method's recipe with the flags on top, as a config's table is applied.
         let mut r = Recipe::new(method, self.epsilon);
         r.delta = self.delta;
-        r.train.epochs = self.epochs;
-        r.train.batch_size = self.batch_size;
-        r.train.batch_norm = self.batch_norm;
-        r.dp.norm_groups = self.norm_groups;
-        macro_rules! set {
-            ($($f:ident => $($g:ident).+),*) => { $( if let Some(v) = self.$f { r.$($g).+ = v; } )* };
+        let mut table =
+            toml::Table::try_from(&r).map_err(|e| Error::Other(format!("cannot tabulate a recipe: {e}")))?;
+        for (k, text) in self.shared.given() {
+            let v = crate::methods::knobs::parse_cli_value(text);
+            crate::methods::shared::check_type(k, &v).map_err(|e| renamed(e, flag))?;
+            table.insert(k.clone(), v);
         }
-        set!(max_degree => dp.max_degree, hidden => train.hidden, lr => train.lr, dropout => train.dropout, activation => train.activation,
-             max_grad_norm => dp.max_grad_norm,
-             mlp_layers => mlp_layers,
-             accountant => accountant);
-        for (k, v) in self.own.given() {
-            r.knobs.set(k, crate::methods::knobs::parse_cli_value(v));
+        for (k, text) in self.own.given() {
+            table.insert(k.clone(), crate::methods::knobs::parse_cli_value(text));
         }
         // A value of the wrong type names its flag, as clap does for the flags it parses.
         if let Some(own) = spec.own_knobs {
-            (own.types)(&r.knobs).map_err(|e| match e {
-                Error::InvalidParam { field, message } => {
-                    Error::invalid(format!("--{}", field.replace('_', "-")), message)
-                }
-                e => e,
-            })?;
+            let mut given = crate::methods::knobs::KnobMap::default();
+            for (k, text) in self.own.given() {
+                given.set(k, crate::methods::knobs::parse_cli_value(text));
+            }
+            (own.types)(&given).map_err(|e| renamed(e, flag))?;
         }
-        Ok(r)
+        serde::Deserialize::deserialize(toml::Value::Table(table))
+            .map_err(|e: toml::de::Error| Error::invalid("recipe", e.to_string().trim().replace('\n', " ")))
+    }
+}
+
+/// An invalid-parameter error with its field renamed (a recipe key as its flag).
+fn renamed(e: Error, rename: fn(&str) -> String) -> Error {
+    match e {
+        Error::InvalidParam { field, message } => Error::invalid(rename(&field), message),
+        e => e,
     }
 }
 

@@ -357,15 +357,14 @@ impl WhiteBox for FullBatchModel {
 
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::spec::MethodSpec;
+use crate::methods::spec::{MethodSpec, Reads, Shared};
 use crate::privacy::accountant::PrivacyUnit as Unit;
 
-const SAGE_KNOBS: &[&str] = &["hidden", "dropout", "weight_decay", "batch_norm"];
-const TWO_LAYER_KNOBS: &[&str] = &["hidden", "dropout", "weight_decay"];
+const SAGE_READS: Reads = Reads::NETWORK.with(&[Shared::BatchNorm]);
 
-const fn entry(name: &'static str, about: &'static str, unit: Unit, knobs: &'static [&'static str]) -> MethodSpec {
+const fn entry(name: &'static str, about: &'static str, unit: Unit, reads: Reads) -> MethodSpec {
     MethodSpec {
-        knobs,
+        reads,
         load: Some(load_checkpoint),
         ..MethodSpec::new(name, about, unit, train_recipe, baseline_budget)
     }
@@ -378,7 +377,7 @@ pub const SAGE: MethodSpec = MethodSpec {
         "sage",
         "GraphSAGE, non-private (pre-MLP, 1-5 SAGE layers, jumping knowledge, post-MLP)",
         Unit::None,
-        SAGE_KNOBS,
+        SAGE_READS,
     )
 };
 pub const SAGE_EDP: MethodSpec = MethodSpec {
@@ -391,11 +390,11 @@ pub const SAGE_EDP: MethodSpec = MethodSpec {
         "sage-edp",
         "GraphSAGE on a graph perturbed by asymmetric randomized response (EdgeRand): edge-level DP",
         Unit::Edge,
-        SAGE_KNOBS,
+        SAGE_READS,
     )
 };
-pub const GCN: MethodSpec = entry("gcn", "GCN (2 layers), non-private", Unit::None, TWO_LAYER_KNOBS);
-pub const GAT: MethodSpec = entry("gat", "GAT (2 layers, 4 heads), non-private", Unit::None, TWO_LAYER_KNOBS);
+pub const GCN: MethodSpec = entry("gcn", "GCN (2 layers), non-private", Unit::None, Reads::NETWORK);
+pub const GAT: MethodSpec = entry("gat", "GAT (2 layers, 4 heads), non-private", Unit::None, Reads::NETWORK);
 
 #[cfg(test)]
 mod tests {

@@ -61,6 +61,8 @@ pub struct ClassDpKnobs {
     pub relation: Relation,
     /// Run although delta >= 1/(number of units), with a loud warning.
     pub allow_large_delta: bool,
+    /// Layers of the MLP (default 2; class-dp-mlp 1, the thesis's softmax regression).
+    pub mlp_layers: usize,
 }
 
 impl Default for ClassDpKnobs {
@@ -70,6 +72,7 @@ impl Default for ClassDpKnobs {
             subclasses: DEFAULT_SUBCLASSES,
             relation: Relation::default(),
             allow_large_delta: false,
+            mlp_layers: 2,
         }
     }
 }
@@ -86,7 +89,7 @@ impl crate::methods::knobs::Knobs for ClassDpKnobs {
             self.subclasses >= 1,
             Error::invalid("subclasses", "at least 1 subclass per class (1 = class-level DP)")
         );
-        Ok(())
+        super::mlp::check_depth(self.mlp_layers)
     }
 }
 
@@ -308,7 +311,8 @@ pub fn fit(
     let mut ps = crate::models::ParamStore::new();
     let x = crate::models::Rows::of_features(&data.features);
     let style = MlpStyle { activation: r.train.activation, dropout: r.train.dropout, norm: r.norm() };
-    let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, data.num_classes as i64, r.mlp_layers, style);
+    let layers = r.own::<ClassDpKnobs>()?.mlp_layers;
+    let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, data.num_classes as i64, layers, style);
     let ids = net.trainable();
     let params: Vec<(usize, Tensor)> = ids.iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
     let dp = DpSgd {
@@ -340,7 +344,10 @@ pub fn fit(
 
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::spec::MethodSpec;
+use crate::methods::checkpoint::{Cache, Meta};
+use crate::methods::decoupled::StoreLoader;
+use crate::methods::spec::{MethodSpec, Reads, Shared};
+use crate::methods::TrainedModel;
 
 /// The budget over the units k-means forms (their number only enters the delta check).
 fn class_dp_budget(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<Budget> {
@@ -348,17 +355,13 @@ fn class_dp_budget(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> 
     spend(r, data, u, acct).map(|s| s.1)
 }
 
-const CLASS_KNOBS: &[&str] = &[
-    "hidden",
-    "weight_decay",
-    "dropout",
-    "activation",
-    "optimizer",
-    "mlp_layers",
-    "batch_norm",
-    "select_best_val",
-    "max_grad_norm",
-];
+/// Full-batch epochs of Poisson-sampled units: no batch size, and no degree bound or group norm.
+const READS: Reads = Reads::TRAINING_LOOP.without(&[Shared::BatchSize]).with(&[Shared::MaxGradNorm]);
+
+/// A saved class/subclass-DP MLP, as deep as its knobs say.
+fn load(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn TrainedModel>> {
+    super::mlp::load_mlp_of_depth(meta, cache, load, meta.recipe.own::<ClassDpKnobs>()?.mlp_layers)
+}
 
 /// The thesis's class-DP model (Faces94, l.894): softmax regression, one linear layer. Algorithm 5
 /// over K units has a whole-run signal-to-noise ratio of about mu K / sqrt(parameters), where
@@ -368,7 +371,7 @@ const CLASS_KNOBS: &[&str] = &[
 /// weights) gives 17-25% / 25-29% / 31-37% at eps 100 / 300 / 1000, the linear model (10k)
 /// 23-32% / 33-39% / 46-50% (non-private 73-76%).
 fn class_defaults(r: &mut Recipe) {
-    r.mlp_layers = 1;
+    r.knobs.set("mlp_layers", 1);
 }
 
 pub const CLASS_DP_MLP: MethodSpec = MethodSpec {
@@ -377,10 +380,15 @@ pub const CLASS_DP_MLP: MethodSpec = MethodSpec {
     // The same MLP trained without clipping or noise.
     control: Some(Method::Mlp),
     defaults: class_defaults,
-    knobs: CLASS_KNOBS,
-    own_knobs: Some(crate::methods::knobs::own_some::<ClassDpKnobs>(&["unit_rate", "relation", "allow_large_delta"])),
+    reads: READS,
+    own_knobs: Some(crate::methods::knobs::own_some::<ClassDpKnobs>(&[
+        "unit_rate",
+        "relation",
+        "allow_large_delta",
+        "mlp_layers",
+    ])),
     check: validate,
-    load: Some(super::mlp::load_mlp),
+    load: Some(load),
     ..MethodSpec::new(
         "class-dp-mlp",
         "Class-level DP-SGD (Zhang thesis ch.4 Algorithm 5) on an MLP: classes Poisson-sampled at \

@@ -5,7 +5,7 @@
 use super::checkpoint::Loader;
 use super::method::Method;
 use super::recipe::Recipe;
-use super::spec::MethodSpec;
+use super::spec::{MethodSpec, Reads, Shared};
 use super::TrainedRun;
 use crate::data::{bound_degree, Dataset, DegreeBound, Graph};
 use crate::error::Result;
@@ -198,15 +198,12 @@ pub fn crafted_operator(n: usize, edges: &[(usize, usize)]) -> AttackResult<Tens
     Ok(aggregation_operator(&g))
 }
 
-/// A family member's recipe fields: the shared ones, its architecture's `[$own]`, the training
-/// switches, then its privacy's `[$extra]`, in the order the docs list them.
-macro_rules! family_knobs {
-    ([$($own:literal),*], [$($extra:literal),*]) => {
-        &["hidden", "weight_decay", "dropout", "activation", "optimizer", $($own,)* "batch_norm", "batch_size",
-          "select_best_val", $($extra),*]
-    };
-}
-pub(crate) use family_knobs;
+/// What the family's members read: the training loop, then what their privacy adds.
+pub const NON_PRIVATE: Reads = Reads::TRAINING_LOOP;
+/// Edge level: noise calibrated by the chosen accountant.
+pub const EDGE_DP: Reads = Reads::TRAINING_LOOP.with(&[Shared::Accountant]);
+/// Node level: DP-SGD's degree bound, clip and group norm besides.
+pub const NODE_DP: Reads = EDGE_DP.and(Reads::NODE_DP_SGD);
 
 /// A method of the decoupled family; the fields that differ are given.
 pub const fn entry(
@@ -214,7 +211,7 @@ pub const fn entry(
     about: &'static str,
     unit: PrivacyUnit,
     takes_epsilon: bool,
-    knobs: &'static [&'static str],
+    reads: Reads,
     train: fn(&Recipe, &Dataset, u64, &Accounting) -> Result<TrainedRun>,
     load: Loader,
 ) -> MethodSpec {
@@ -222,7 +219,7 @@ pub const fn entry(
     MethodSpec {
         takes_epsilon,
         epochs: if node { 10 } else { 100 },
-        knobs,
+        reads,
         load: Some(load),
         ..MethodSpec::new(name, about, unit, train, budget)
     }

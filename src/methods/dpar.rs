@@ -118,7 +118,7 @@ pub fn check_knobs(r: &Recipe) -> Result<()> {
 }
 
 /// DPAR's own knobs (defaults: thesis l.1241, l.1300). The variants share the struct
-/// and each reads its part (see the `*_KNOBS` lists).
+/// and each reads its part (the `*_KNOBS` lists name the fields each variant reads).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct DparKnobs {
@@ -722,7 +722,7 @@ pub fn train(data: &Dataset, cfg: &DparConfig, seed: u64, acct: &Accounting) -> 
 }
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::spec::MethodSpec;
+use crate::methods::spec::{MethodSpec, Reads, Shared};
 
 /// The budget of a run with `seed`: the same node subsampling as [`train`] fixes the row count M.
 fn dpar_budget(recipe: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Result<Budget> {
@@ -756,7 +756,8 @@ fn dpar_defaults(r: &mut Recipe) {
 
 /// The knobs of each variant: the network and DP-SGD ones, plus what its rows need (APPR's alpha,
 /// the top-K, GM's row clip C1 or EM's entry clip C2, the referenced-row cap, the DP-APPR share).
-const NET: &[&str] = &["hidden", "activation", "optimizer", "weight_decay", "batch_size", "max_grad_norm"];
+const NET: Reads =
+    Reads::of(&[Shared::Hidden, Shared::Activation, Shared::Optimizer, Shared::WeightDecay, Shared::BatchSize]);
 const GM_KNOBS: &[&str] =
     &["m_rows", "tau", "q_prime", "alpha_ppr", "top_k", "c1", "ref_cap", "epsilon_pr_fraction", "calibration"];
 const EM_KNOBS: &[&str] =
@@ -771,7 +772,7 @@ const fn entry(name: &'static str, about: &'static str, private: bool, knobs: &'
     MethodSpec {
         epochs: if private { PRIVATE_EPOCHS } else { 200 },
         // dpar-inf adds no noise, so it has no clip.
-        knobs: if private { NET } else { NET.split_at(NET.len() - 1).0 },
+        reads: if private { NET.with(&[Shared::MaxGradNorm]) } else { NET },
         own_knobs: Some(crate::methods::knobs::own_some::<DparKnobs>(knobs)),
         defaults: dpar_defaults,
         check: check_knobs,

@@ -573,7 +573,7 @@ impl gnnaudit_attacks::WhiteBox for DpgnnModel {
 
 // ---------------------------------------------------------------- registry entries
 
-use crate::methods::spec::MethodSpec;
+use crate::methods::spec::{MethodSpec, Reads, Shared};
 
 /// DP-GNN's own knob (the recipe's knob map).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -614,14 +614,14 @@ fn dpgnn_defaults(r: &mut crate::methods::Recipe) {
     (r.dp.max_degree, r.train.hidden, r.train.lr) = (d.max_degree, d.hidden as usize, d.learning_rate);
 }
 
-const KNOBS: &[&str] =
-    &["max_degree", "batch_size", "max_grad_norm", "hidden", "weight_decay", "dropout", "batch_norm", "norm_groups"];
+/// Its fixed SAGE network's width, dropout and decay, the batch and normalisation, node-level DP-SGD.
+const READS: Reads = Reads::NETWORK.with(&[Shared::BatchSize, Shared::BatchNorm]).and(Reads::NODE_DP_SGD);
 
 pub const DPGNN: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::Dpgnn),
     epochs: 10,
     batch_norm: false,
-    knobs: KNOBS,
+    reads: READS,
     own_knobs: Some(crate::methods::knobs::own::<DpgnnKnobs>()),
     defaults: dpgnn_defaults,
     load: Some(load_checkpoint),

@@ -2,8 +2,8 @@
 //! release re-run on an auditor's crafted graph, and its registry entries.
 use super::checkpoint::{save_dir, Cache, Meta};
 use super::decoupled::{
-    crafted_operator, entry, family_knobs, features, fit_config, privacy, style, training_graph,
-    training_graph_operator, Privacy, StoreLoader,
+    crafted_operator, entry, features, fit_config, privacy, style, training_graph, training_graph_operator, Privacy,
+    StoreLoader, EDGE_DP, NODE_DP, NON_PRIVATE,
 };
 use super::method::Method;
 use super::recipe::Recipe;
@@ -255,9 +255,6 @@ impl AggregationRelease for GapModel {
 
 // ---------------------------------------------------------------- registry entries
 
-const GAP_KNOBS: &[&str] = family_knobs!([], []);
-const GAP_EDP_KNOBS: &[&str] = family_knobs!([], ["accountant"]);
-const GAP_NDP_KNOBS: &[&str] = family_knobs!([], ["accountant", "max_degree", "max_grad_norm", "norm_groups"]);
 const GAP_OWN: Option<crate::methods::knobs::OwnKnobs> = Some(crate::methods::knobs::own::<GapKnobs>());
 
 /// The budget of a GAP run (the registry's `budget`): the calibration training runs.
@@ -269,7 +266,7 @@ pub const GAP_INF: MethodSpec = MethodSpec {
     budget: gap_budget,
     memory: MemoryShape::HopCache,
     floor: Some(FloorPlan::Gap),
-    ..entry("gap-inf", "GAP without noise (eps = inf)", PrivacyUnit::None, false, GAP_KNOBS, train_gap, load_gap)
+    ..entry("gap-inf", "GAP without noise (eps = inf)", PrivacyUnit::None, false, NON_PRIVATE, train_gap, load_gap)
 };
 pub const GAP_EDP: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::Gap),
@@ -284,7 +281,7 @@ pub const GAP_EDP: MethodSpec = MethodSpec {
         "GAP with edge-level DP (PMA noise; thesis Prop. 6)",
         PrivacyUnit::Edge,
         true,
-        GAP_EDP_KNOBS,
+        EDGE_DP,
         train_gap,
         load_gap,
     )
@@ -302,7 +299,7 @@ pub const GAP_NDP: MethodSpec = MethodSpec {
         "GAP with node-level DP (degree bound, PMA at sensitivity sqrt(D), DP-Adam; Prop. 7)",
         PrivacyUnit::Node,
         true,
-        GAP_NDP_KNOBS,
+        NODE_DP,
         train_gap,
         load_gap,
     )
@@ -323,7 +320,7 @@ pub const DEMO_GAP_EDP_PLANTED_BUG: MethodSpec = MethodSpec {
          of 1, so it claims its epsilon with 10x too little noise; an audit must flag it",
         PrivacyUnit::Edge,
         true,
-        GAP_KNOBS,
+        NON_PRIVATE,
         train_gap,
         load_gap,
     )
@@ -343,7 +340,7 @@ pub const DEMO_GAP_EDP_NOISE_OFF: MethodSpec = MethodSpec {
          GAP-EDP's epsilon; the edge canary audit must report a violation",
         PrivacyUnit::Edge,
         true,
-        GAP_KNOBS,
+        NON_PRIVATE,
         train_gap,
         load_gap,
     )

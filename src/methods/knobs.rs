@@ -173,12 +173,12 @@ impl OwnKnobs {
 
 /// The registry entry of knob struct `T`.
 pub const fn own<T: Knobs>() -> OwnKnobs {
-    OwnKnobs { docs: docs::<T>, check: check::<T>, types: KnobMap::check_types::<T>, only: None }
+    OwnKnobs { docs: docs_of::<T>, check: check::<T>, types: KnobMap::check_types::<T>, only: None }
 }
 
 /// The registry entry of the fields `only` of knob struct `T`.
 pub const fn own_some<T: Knobs>(only: &'static [&'static str]) -> OwnKnobs {
-    OwnKnobs { docs: docs::<T>, check: check::<T>, types: KnobMap::check_types::<T>, only: Some(only) }
+    OwnKnobs { docs: docs_of::<T>, check: check::<T>, types: KnobMap::check_types::<T>, only: Some(only) }
 }
 
 fn check<T: Knobs>(map: &KnobMap) -> Result<()> {
@@ -186,7 +186,7 @@ fn check<T: Knobs>(map: &KnobMap) -> Result<()> {
 }
 
 /// The fields of `T` from its JSON schema (names, doc comments, types) and its `Default` (values).
-fn docs<T: Knobs>() -> Vec<KnobDoc> {
+pub fn docs_of<T: Serialize + Default + schemars::JsonSchema>() -> Vec<KnobDoc> {
     let schema = schemars::schema_for!(T);
     let defaults = toml::Table::try_from(T::default()).unwrap_or_default();
     let Some(props) = schema.get("properties").and_then(|p| p.as_object()) else { return vec![] };
@@ -194,16 +194,33 @@ fn docs<T: Knobs>() -> Vec<KnobDoc> {
         .iter()
         .map(|(name, p)| {
             let help = p.get("description").and_then(|d| d.as_str()).unwrap_or("").split_whitespace();
+            let mut help = help.collect::<Vec<_>>().join(" ");
+            let words = words_of(&schema, p);
+            if !words.is_empty() && !words.iter().all(|w| help.contains(w.as_str())) {
+                help += &format!(" One of: {}.", words.join(", "));
+            }
             let ty = p.get("type");
             let switch = ty.is_some_and(|t| t == "boolean");
-            KnobDoc {
-                name: name.clone(),
-                help: help.collect::<Vec<_>>().join(" "),
-                default: defaults.get(name).cloned(),
-                switch,
-            }
+            KnobDoc { name: name.clone(), help, default: defaults.get(name).cloned(), switch }
         })
         .collect()
+}
+
+/// The words a field of enum type takes (its `$ref`, directly or as an option), else none.
+fn words_of(schema: &schemars::Schema, field: &serde_json::Value) -> Vec<String> {
+    let refs = std::iter::once(field).chain(field.get("anyOf").and_then(|a| a.as_array()).into_iter().flatten());
+    let Some(name) = refs.filter_map(|r| r.get("$ref")?.as_str()?.strip_prefix("#/$defs/")).next() else {
+        return vec![];
+    };
+    let Some(def) = schema.get("$defs").and_then(|d| d.get(name)) else { return vec![] };
+    let plain = def.get("enum").and_then(|e| e.as_array()).into_iter().flatten();
+    let documented = def
+        .get("oneOf")
+        .and_then(|o| o.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.get("const").or_else(|| v.get("enum").and_then(|e| e.get(0))));
+    plain.chain(documented).filter_map(|w| w.as_str().map(str::to_string)).collect()
 }
 
 /// The names of `method`'s own knobs.
@@ -211,13 +228,11 @@ pub fn names_of(method: Method) -> Vec<String> {
     method.spec().own_knobs.map(|o| o.docs().into_iter().map(|d| d.name).collect()).unwrap_or_default()
 }
 
-/// Recipe fields every method reads.
-pub const ALWAYS_READ: &[&str] = &["method", "epsilon", "delta", "epochs", "lr"];
+pub use super::shared::ALWAYS_READ;
 
-/// Every knob `method` reads besides [`ALWAYS_READ`]: the recipe fields it lists, then its own.
+/// Every knob `method` reads besides [`ALWAYS_READ`]: the shared settings it reads, then its own.
 pub fn knob_names(method: Method) -> Vec<String> {
-    let spec = method.spec();
-    spec.knobs.iter().map(|k| k.to_string()).chain(names_of(method)).collect()
+    method.spec().reads.keys().map(str::to_string).chain(names_of(method)).collect()
 }
 
 /// Why `method` refuses `knob`: the methods that read it, and what `method` reads instead.
@@ -288,7 +303,7 @@ mod tests {
 
     #[test]
     fn docs_list_every_field_with_help_and_switches() {
-        let d = docs::<Toy>();
+        let d = docs_of::<Toy>();
         let names: Vec<&str> = d.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(names, ["force", "rate", "teachers"]);
         assert!(d[0].switch && !d[1].switch);

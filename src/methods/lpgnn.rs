@@ -745,7 +745,7 @@ pub const LPGNN: MethodSpec = MethodSpec {
     sweeps_local_budgets: true,
     epochs: 500,
     is_private: local_budgets_finite::<LpgnnKnobs>,
-    knobs: &["hidden", "dropout", "weight_decay"],
+    reads: crate::methods::spec::Reads::NETWORK,
     own_knobs: Some(crate::methods::knobs::own::<LpgnnKnobs>()),
     defaults: lpgnn_defaults,
     load: Some(load_checkpoint),

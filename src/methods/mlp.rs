@@ -1,10 +1,10 @@
 //! MLP and DP-MLP (the decoupled family's feature-only baseline): the model, its training and
 //! checkpoint, its white box and its registry entries.
 use super::checkpoint::{save_dir, Cache, Meta};
-use super::decoupled::{entry, family_knobs, features, fit_config, privacy, style, Privacy, StoreLoader};
+use super::decoupled::{entry, features, fit_config, privacy, style, Privacy, StoreLoader, EDGE_DP, NON_PRIVATE};
 use super::method::Method;
 use super::recipe::Recipe;
-use super::spec::{FloorPlan, MemoryShape, MethodSpec, Replay, ReplayFamily};
+use super::spec::{FloorPlan, MemoryShape, MethodSpec, Reads, Replay, ReplayFamily, Shared};
 use super::{white_box_posteriors, Accuracy, TrainedModel, TrainedRun};
 use crate::data::Dataset;
 use crate::error::Result;
@@ -16,6 +16,38 @@ use crate::train::accounting::Accounting;
 use crate::train::fit::{fit, Labels};
 use gnnaudit_attacks::{Result as AttackResult, WhiteBox};
 use tch::{Kind, Tensor};
+
+/// The MLP's own knob.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct MlpKnobs {
+    /// Layers of the MLP (input -> hidden, mlp_layers - 2 hidden -> hidden, hidden -> classes;
+    /// 1 is softmax regression).
+    pub mlp_layers: usize,
+}
+
+impl Default for MlpKnobs {
+    fn default() -> Self {
+        MlpKnobs { mlp_layers: 2 }
+    }
+}
+
+impl crate::methods::knobs::Knobs for MlpKnobs {
+    fn check(&self) -> Result<()> {
+        check_depth(self.mlp_layers)
+    }
+}
+
+/// An MLP has at least its input -> classes layer.
+pub fn check_depth(layers: usize) -> Result<()> {
+    crate::ensure!(layers >= 1, crate::error::Error::invalid("mlp_layers", "must be at least 1"));
+    Ok(())
+}
+
+/// The recipe's MLP depth.
+pub fn depth(r: &Recipe) -> Result<usize> {
+    Ok(r.own::<MlpKnobs>()?.mlp_layers)
+}
 
 pub struct MlpModel {
     pub ps: ParamStore,
@@ -52,24 +84,40 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     let privacy = privacy(r, data, acct, 0)?;
     let mut ps = ParamStore::new();
     let x = Rows::of_features(&data.features);
-    let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, data.num_classes as i64, r.mlp_layers, style(r));
+    let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, data.num_classes as i64, depth(r)?, style(r));
     fit(&net, &ps, &labels, &fit_config(r, n_train, privacy.sigma))?;
     let accuracy = labels.model_accuracy(&net);
     Ok((MlpModel { ps, net }, accuracy, privacy))
 }
 
-/// The MLP of a recipe; `x` holds the features it will be asked about.
-pub fn build_mlp(r: &Recipe, x: Rows, classes: usize) -> (ParamStore, MlpClassifier) {
+/// The MLP of a recipe, `layers` deep; `x` holds the features it will be asked about.
+pub fn build_mlp(r: &Recipe, x: Rows, classes: usize, layers: usize) -> (ParamStore, MlpClassifier) {
     let mut ps = ParamStore::new();
-    let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, classes as i64, r.mlp_layers, style(r));
+    let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, classes as i64, layers, style(r));
     (ps, net)
 }
 
-/// Rebuilds a saved MLP (also the class/subclass-DP MLPs) from its cached features.
+/// Rebuilds a saved MLP from its cached features.
 pub fn load_mlp(meta: &Meta, cache: &Cache, load: StoreLoader) -> Result<Box<dyn TrainedModel>> {
-    let (mut ps, net) = build_mlp(&meta.recipe, Rows::features(cache.get("x")?), meta.num_classes as usize);
+    load_mlp_of_depth(meta, cache, load, depth(&meta.recipe)?)
+}
+
+/// Rebuilds a saved MLP of `layers` layers (the class/subclass-DP MLPs read their depth from
+/// their own knobs).
+pub fn load_mlp_of_depth(
+    meta: &Meta,
+    cache: &Cache,
+    load: StoreLoader,
+    layers: usize,
+) -> Result<Box<dyn TrainedModel>> {
+    let (mut ps, net) = build_mlp(&meta.recipe, Rows::features(cache.get("x")?), meta.num_classes as usize, layers);
     load(&mut ps.vs)?;
     Ok(Box::new(MlpModel { ps, net }))
+}
+
+/// The hidden -> hidden layers of a recipe's MLP, for the memory bound.
+fn hidden_layers(r: &Recipe) -> Result<usize> {
+    Ok(depth(r)?.saturating_sub(2))
 }
 
 // ---------------------------------------------------------------- white box
@@ -93,28 +141,30 @@ impl WhiteBox for MlpModel {
 
 // ---------------------------------------------------------------- registry entries
 
-const MLP_KNOBS: &[&str] = family_knobs!(["mlp_layers"], []);
-const DP_MLP_KNOBS: &[&str] = family_knobs!(["mlp_layers"], ["max_grad_norm", "norm_groups", "accountant"]);
+const DP_MLP_READS: Reads = EDGE_DP.with(&[Shared::MaxGradNorm, Shared::NormGroups]);
+const OWN: Option<crate::methods::knobs::OwnKnobs> = Some(crate::methods::knobs::own::<MlpKnobs>());
 pub const MLP: MethodSpec = MethodSpec {
     // It reads no edge: its edge-level epsilon is 0 by construction.
     replay: Replay::Refused(
         "it reads no edge (edge-level epsilon 0 by construction): no noise, no sensitivity to replay",
     ),
-    memory: MemoryShape::Mlp,
+    memory: MemoryShape::Mlp(hidden_layers),
+    own_knobs: OWN,
     floor: Some(FloorPlan::Mlp),
     ..entry(
         "mlp",
         "MLP on features only: perfect edge-level privacy (edge eps = 0)",
         PrivacyUnit::Edge,
         false,
-        MLP_KNOBS,
+        NON_PRIVATE,
         train_mlp,
         load_mlp,
     )
 };
 pub const DP_MLP: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::DpMlp),
-    memory: MemoryShape::Mlp,
+    memory: MemoryShape::Mlp(hidden_layers),
+    own_knobs: OWN,
     floor: Some(FloorPlan::Mlp),
     batch_norm: false,
     control: Some(Method::Mlp),
@@ -123,14 +173,15 @@ pub const DP_MLP: MethodSpec = MethodSpec {
         "MLP trained with DP-Adam: node-level DP",
         PrivacyUnit::Node,
         true,
-        DP_MLP_KNOBS,
+        DP_MLP_READS,
         train_mlp,
         load_mlp,
     )
 };
 pub const DEMO_DP_MLP_NOISE_ON_MEAN: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::DpMlp),
-    memory: MemoryShape::Mlp,
+    memory: MemoryShape::Mlp(hidden_layers),
+    own_knobs: OWN,
     batch_norm: false,
     unsound: Some(
         "UNSOUND (demo-dp-mlp-noise-on-mean): a planted bug for demonstrations; its DP-SGD noise is added after \
@@ -143,14 +194,15 @@ pub const DEMO_DP_MLP_NOISE_ON_MEAN: MethodSpec = MethodSpec {
          batch size twice) while it claims DP-MLP's epsilon; the gradient canary audit must flag it",
         PrivacyUnit::Node,
         true,
-        DP_MLP_KNOBS,
+        DP_MLP_READS,
         train_mlp,
         load_mlp,
     )
 };
 pub const DEMO_DP_MLP_BIAS_UNCLIPPED: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::DpMlp),
-    memory: MemoryShape::Mlp,
+    memory: MemoryShape::Mlp(hidden_layers),
+    own_knobs: OWN,
     batch_norm: false,
     unsound: Some(
         "UNSOUND (demo-dp-mlp-bias-unclipped): a planted bug for demonstrations; its biases' per-example \
@@ -163,7 +215,7 @@ pub const DEMO_DP_MLP_BIAS_UNCLIPPED: MethodSpec = MethodSpec {
          biases' unclipped while it claims DP-MLP's epsilon; the gradient canary audit must flag it",
         PrivacyUnit::Node,
         true,
-        DP_MLP_KNOBS,
+        DP_MLP_READS,
         train_mlp,
         load_mlp,
     )

@@ -27,6 +27,7 @@ pub mod pgc_vgae;
 pub mod progap;
 pub mod recipe;
 pub mod rgnn;
+pub mod shared;
 pub mod size;
 pub mod spec;
 

@@ -374,11 +374,9 @@ fn pgc_budget(
 }
 
 /// The shared training settings PGC and PGC-VGAE read (their own knob is [`PgcKnobs`]).
-pub const KNOBS: &[&str] = &["hidden", "dropout", "weight_decay"];
-
 pub const PGC: MethodSpec = MethodSpec {
     epochs: 500,
-    knobs: KNOBS,
+    reads: crate::methods::spec::Reads::NETWORK,
     own_knobs: Some(crate::methods::knobs::own::<PgcKnobs>()),
     defaults: pgc_defaults,
     check: check_mechanism,

@@ -364,7 +364,7 @@ fn vgae_budget(
 pub const PGC_VGAE: MethodSpec = MethodSpec {
     utility: crate::methods::UtilityMetric::RocAuc,
     epochs: 500,
-    knobs: super::pgc::KNOBS,
+    reads: crate::methods::spec::Reads::NETWORK,
     own_knobs: Some(crate::methods::knobs::own::<super::pgc::PgcKnobs>()),
     defaults: vgae_defaults,
     check: super::pgc::check_mechanism,

@@ -2,8 +2,8 @@
 //! releases re-run on an auditor's crafted graph, and its registry entries.
 use super::checkpoint::{save_dir, Cache, Meta};
 use super::decoupled::{
-    crafted_operator, entry, family_knobs, features, fit_config, privacy, style, training_graph,
-    training_graph_operator, Privacy, StoreLoader,
+    crafted_operator, entry, features, fit_config, privacy, style, training_graph, training_graph_operator, Privacy,
+    StoreLoader, EDGE_DP, NODE_DP, NON_PRIVATE,
 };
 use super::gap::aggregation_sensitivity;
 use super::method::Method;
@@ -270,9 +270,6 @@ impl AggregationRelease for ProgapModel {
 
 // ---------------------------------------------------------------- registry entries
 
-const PROGAP_KNOBS: &[&str] = family_knobs!([], []);
-const PROGAP_EDP_KNOBS: &[&str] = family_knobs!([], ["accountant"]);
-const PROGAP_NDP_KNOBS: &[&str] = family_knobs!([], ["accountant", "max_degree", "max_grad_norm", "norm_groups"]);
 const PROGAP_OWN: Option<crate::methods::knobs::OwnKnobs> = Some(crate::methods::knobs::own::<ProgapKnobs>());
 
 /// The budget of a ProGAP run (the registry's `budget`): the calibration training runs.
@@ -286,7 +283,7 @@ pub const PROGAP_INF: MethodSpec = MethodSpec {
     memory: MemoryShape::StageCache,
     floor: Some(FloorPlan::Progap),
     batch_norm: false,
-    ..entry("progap-inf", "ProGAP without noise", PrivacyUnit::None, false, PROGAP_KNOBS, train_progap, load_progap)
+    ..entry("progap-inf", "ProGAP without noise", PrivacyUnit::None, false, NON_PRIVATE, train_progap, load_progap)
 };
 pub const PROGAP_EDP: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::Progap),
@@ -301,7 +298,7 @@ pub const PROGAP_EDP: MethodSpec = MethodSpec {
         "ProGAP with edge-level DP (Theorem 4)",
         PrivacyUnit::Edge,
         true,
-        PROGAP_EDP_KNOBS,
+        EDGE_DP,
         train_progap,
         load_progap,
     )
@@ -319,7 +316,7 @@ pub const PROGAP_NDP: MethodSpec = MethodSpec {
         "ProGAP with node-level DP (Theorem 5)",
         PrivacyUnit::Node,
         true,
-        PROGAP_NDP_KNOBS,
+        NODE_DP,
         train_progap,
         load_progap,
     )

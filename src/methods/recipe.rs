@@ -60,25 +60,31 @@ impl UtilityMetric {
     }
 }
 
-/// The training loop's settings, shared by every method (burn's `TrainingConfig` idea): the
-/// method-specific settings stay in [`Recipe`] and the methods' own knob structs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The training loop's settings (burn's `TrainingConfig` idea). Every recipe carries them; each
+/// method's entry says which it reads ([`super::shared::Reads`]), and its own settings live in
+/// its knob struct.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct TrainConfig {
-    /// Epochs (per stage for ProGAP): default 100 full batch; node level 10 (ProGAP 5 per stage).
+    /// Epochs (per stage for ProGAP; default 100, node level 10, ProGAP-NDP 5).
     pub epochs: Option<usize>,
-    /// Expected (Poisson) batch size under DP, default 256; None for non-DP = full batch.
+    /// (Expected) batch size (default full batch; 256 under node-level DP).
     pub batch_size: Option<usize>,
+    /// Hidden units per layer.
     pub hidden: usize,
+    /// Learning rate.
     pub lr: f64,
+    /// L2 weight decay.
     pub weight_decay: f64,
+    /// Dropout rate, in [0, 1).
     pub dropout: f64,
+    /// Activation between layers.
     pub activation: Activation,
+    /// Optimiser (DP-Adam or DP-SGD under DP).
     pub optimizer: OptimizerKind,
-    /// Batch norm where the method allows it (None = the method's default, see [`Recipe::norm`]).
-    /// Under node-level DP it becomes group norm with `norm_groups` groups.
+    /// Batch norm on/off (default: the method's; group norm under node-level DP).
     pub batch_norm: Option<bool>,
-    /// Keep the parameters of the epoch with the best validation accuracy (reference behaviour).
+    /// Keep the parameters of the epoch with the best validation accuracy (the references do).
     pub select_best_val: bool,
 }
 
@@ -100,10 +106,10 @@ impl Default for TrainConfig {
 }
 
 /// Every knob of a training run: the method, its privacy target, the shared training settings,
-/// the DP-SGD settings several families share ([`DpSgdConfig`]), the MLP depth, and
+/// the DP-SGD settings several families share ([`DpSgdConfig`]), and
 /// the method's own knobs (its struct in its module, stored in `knobs`). Fields left `None` take
 /// the method's default.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 // No `deny_unknown_fields`: serde cannot combine it with the flattened knob map, which collects every
 // name that is not a common field; `validate` then refuses the names the method does not own.
 #[serde(default)]
@@ -121,8 +127,6 @@ pub struct Recipe {
     /// Declared before `knobs`, like `train`.
     #[serde(flatten)]
     pub dp: DpSgdConfig,
-    /// Layers of the (DP-)MLP baseline.
-    pub mlp_layers: usize,
     /// The accountant the noise is calibrated to (rdp or pld); written only when not rdp, so
     /// that existing recipes serialise as before.
     #[serde(skip_serializing_if = "crate::privacy::accountant::Accountant::is_rdp")]
@@ -131,21 +135,6 @@ pub struct Recipe {
     /// ([`super::knobs`]); any name the method does not own is refused by [`Recipe::validate`].
     #[serde(flatten)]
     pub knobs: super::knobs::KnobMap,
-}
-
-impl Default for Recipe {
-    fn default() -> Self {
-        Recipe {
-            method: Method::default(),
-            epsilon: None,
-            delta: None,
-            train: TrainConfig::default(),
-            dp: DpSgdConfig::default(),
-            mlp_layers: 2,
-            accountant: Default::default(),
-            knobs: Default::default(),
-        }
-    }
 }
 
 const NDP_GROUPS_PROGAP: usize = 1;
@@ -239,7 +228,6 @@ impl Recipe {
             pos("batch_size", b)?;
         }
         pos("hidden", self.train.hidden)?;
-        pos("mlp_layers", self.mlp_layers)?;
         if !(self.train.lr > 0.0 && self.train.lr.is_finite()) {
             return Err(Error::invalid("lr", format!("{} must be a positive number", self.train.lr)));
         }
@@ -253,7 +241,7 @@ impl Recipe {
             // Only the methods whose noise `train::methods` calibrates from one event can follow
             // another accountant; elsewhere the knob would be ignored. (At eps = inf these methods
             // add no noise: an audit grid that includes inf keeps the knob for its finite cells.)
-            let calibrated = self.method.spec().knobs.contains(&"accountant");
+            let calibrated = self.method.spec().reads.contains(super::shared::Shared::Accountant);
             if !calibrated {
                 return Err(Error::invalid(
                     "accountant",
@@ -284,8 +272,7 @@ impl Recipe {
         let set = serde_json::to_value(Recipe { knobs: Default::default(), ..self.clone() })?;
         let default = serde_json::to_value(Recipe::new(self.method, self.epsilon))?;
         for (k, v) in set.as_object().into_iter().flatten() {
-            let read = super::knobs::ALWAYS_READ.contains(&k.as_str()) || spec.knobs.contains(&k.as_str());
-            if !read && default.get(k) != Some(v) {
+            if !spec.reads.reads_key(k) && default.get(k) != Some(v) {
                 return Err(Error::invalid(k, super::knobs::unread_knob(self.method, k)));
             }
         }

@@ -217,10 +217,12 @@ pub fn describe(m: Method) -> Result<String> {
     let mut out =
         format!("# {}: {}\n# unit: {}, target: {}\n", spec.name, spec.about, spec.unit.name(), target_of(spec));
     out += &format!("method = \"{}\"\n", spec.name);
-    for k in ALWAYS_READ.iter().chain(spec.knobs).filter(|k| !matches!(**k, "method" | "epsilon" | "delta")) {
-        match defaults.get(*k) {
+    for k in
+        ALWAYS_READ.iter().copied().chain(spec.reads.keys()).filter(|k| !matches!(*k, "method" | "epsilon" | "delta"))
+    {
+        match defaults.get(k) {
             Some(v) => out += &format!("{k} = {v}\n"),
-            None if *k == "epochs" => out += &format!("epochs = {}\n", spec.epochs),
+            None if k == "epochs" => out += &format!("epochs = {}\n", spec.epochs),
             None => out += &format!("# {k} = (the method's default; unset)\n"),
         }
     }

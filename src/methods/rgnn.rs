@@ -708,7 +708,7 @@ pub const RGNN: MethodSpec = MethodSpec {
     sweeps_local_budgets: true,
     own_knobs: Some(crate::methods::knobs::own::<RgnnKnobs>()),
     is_private: crate::methods::lpgnn::local_budgets_finite::<RgnnKnobs>,
-    knobs: &["hidden", "dropout", "weight_decay"],
+    reads: crate::methods::spec::Reads::NETWORK,
     load: Some(load_checkpoint),
     ..MethodSpec::new(
         "rgnn",

@@ -16,7 +16,8 @@ pub fn bytes_needed(recipe: &Recipe, ds: &Dataset) -> (f64, &'static str) {
     // input -> hidden and hidden -> classes, plus the MLP's hidden -> hidden layers in between.
     let shape = recipe.method.spec().memory;
     let hidden_to_hidden = match shape {
-        MemoryShape::Mlp => recipe.mlp_layers.saturating_sub(2) as f64,
+        // Validation refuses a depth that does not parse before anything is sized.
+        MemoryShape::Mlp(hidden_layers) => hidden_layers(recipe).unwrap_or(0) as f64,
         _ => 0.0,
     };
     let layers = hidden_to_hidden + 2.0;
@@ -58,6 +59,6 @@ fn cached_aggregations(recipe: &Recipe) -> Option<(&'static str, usize)> {
         // A recipe whose knobs do not parse is refused by validation before it is sized.
         MemoryShape::HopCache => Some(("hops", super::gap::hops(recipe).ok()?)),
         MemoryShape::StageCache => Some(("depth", super::progap::depth(recipe).ok()?)),
-        MemoryShape::TwoLayers | MemoryShape::Mlp => None,
+        MemoryShape::TwoLayers | MemoryShape::Mlp(_) => None,
     }
 }

@@ -9,7 +9,7 @@ use crate::data::Dataset;
 use crate::error::Result;
 use crate::privacy::accountant::{Budget, PrivacyUnit};
 
-pub use super::knobs::ALWAYS_READ;
+pub use super::shared::{Reads, Shared, ALWAYS_READ};
 
 /// Everything the rest of gnnaudit needs to know about one method.
 pub struct MethodSpec {
@@ -34,9 +34,9 @@ pub struct MethodSpec {
     pub epochs: usize,
     /// Whether normalisation is on when the recipe leaves `batch_norm` unset.
     pub batch_norm: bool,
-    /// Recipe fields it reads besides [`ALWAYS_READ`]; any other field set away from the
+    /// The shared settings it reads besides [`ALWAYS_READ`]; any other set away from the
     /// method's default is refused by name.
-    pub knobs: &'static [&'static str],
+    pub reads: Reads,
     /// Its own knob struct (in its module), read from the recipe's knob map: the CLI flags, the
     /// docs and the refusal of unknown names all come from it.
     pub own_knobs: Option<super::knobs::OwnKnobs>,
@@ -87,7 +87,7 @@ impl MethodSpec {
             is_private: calibrated_and_given,
             epochs: 100,
             batch_norm: true,
-            knobs: &[],
+            reads: Reads::NONE,
             own_knobs: None,
             defaults: no_defaults,
             check: no_check,
@@ -156,12 +156,12 @@ impl Replay {
 
 /// What a run holds besides the input -> hidden -> classes weights, for the memory bound checked
 /// before training.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum MemoryShape {
     /// Nothing more.
     TwoLayers,
-    /// `mlp_layers - 2` hidden -> hidden layers.
-    Mlp,
+    /// An MLP's hidden -> hidden layers (its depth, read from the recipe, less 2).
+    Mlp(fn(&Recipe) -> Result<usize>),
     /// One cached aggregation per hop (`hops`).
     HopCache,
     /// One cached aggregation per stage (`depth`).

@@ -296,7 +296,7 @@ impl Norm {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Activation {
     #[default]

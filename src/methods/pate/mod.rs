@@ -410,7 +410,7 @@ fn pate_budget(
 pub const GRAPH_PATE: MethodSpec = MethodSpec {
     replay: crate::methods::spec::Replay::Releases(crate::methods::spec::ReplayFamily::PateVotes),
     own_knobs: Some(crate::methods::knobs::own::<PateKnobs>()),
-    knobs: &["hidden", "dropout", "weight_decay"],
+    reads: crate::methods::spec::Reads::NETWORK,
     check: check_recipe,
     load: Some(load_checkpoint),
     ..MethodSpec::new(

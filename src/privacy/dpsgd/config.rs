@@ -5,12 +5,13 @@
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct DpSgdConfig {
-    /// Degree bound D for node-level methods (neighbour sampling).
+    /// Degree bound D for node-level methods.
     pub max_degree: usize,
-    /// Groups of the group norm used under node-level DP (None = the method's default).
+    /// Groups of the group norm that replaces batch norm under node-level DP (default 4;
+    /// ProGAP-NDP 1).
     pub norm_groups: Option<usize>,
     /// DP-SGD/DP-Adam clipping bound C.
     pub max_grad_norm: f64,
