@@ -228,8 +228,6 @@ pub fn names_of(method: Method) -> Vec<String> {
     method.spec().own_knobs.map(|o| o.docs().into_iter().map(|d| d.name).collect()).unwrap_or_default()
 }
 
-pub use super::shared::ALWAYS_READ;
-
 /// Every knob `method` reads besides [`ALWAYS_READ`]: the shared settings it reads, then its own.
 pub fn knob_names(method: Method) -> Vec<String> {
     method.spec().reads.keys().map(str::to_string).chain(names_of(method)).collect()

@@ -1,10 +1,10 @@
 //! A training recipe: which method, which privacy target, which hyper-parameters. Serialisable so
 //! that a run's exact configuration is saved next to its results and reports (burn-style config).
 //! Defaults are the papers' and the reference scripts' (thesis §4.7.3-4.7.4, §5.5.3; anchors file).
+pub use super::shared::TrainConfig;
 use crate::error::{Error, Result};
-use crate::models::Activation;
 use crate::privacy::accountant::PrivacyUnit;
-use crate::privacy::dpsgd::{DpSgdConfig, OptimizerKind};
+use crate::privacy::dpsgd::DpSgdConfig;
 use serde::{Deserialize, Serialize};
 
 /// Most epochs accepted: far beyond any published recipe; 10^12 is a typo that would train for
@@ -56,51 +56,6 @@ impl UtilityMetric {
         match self {
             UtilityMetric::Accuracy => "accuracy",
             UtilityMetric::RocAuc => "ROC-AUC",
-        }
-    }
-}
-
-/// The training loop's settings (burn's `TrainingConfig` idea). Every recipe carries them; each
-/// method's entry says which it reads ([`super::shared::Reads`]), and its own settings live in
-/// its knob struct.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(default)]
-pub struct TrainConfig {
-    /// Epochs (per stage for ProGAP; default 100, node level 10, ProGAP-NDP 5).
-    pub epochs: Option<usize>,
-    /// (Expected) batch size (default full batch; 256 under node-level DP).
-    pub batch_size: Option<usize>,
-    /// Hidden units per layer.
-    pub hidden: usize,
-    /// Learning rate.
-    pub lr: f64,
-    /// L2 weight decay.
-    pub weight_decay: f64,
-    /// Dropout rate, in [0, 1).
-    pub dropout: f64,
-    /// Activation between layers.
-    pub activation: Activation,
-    /// Optimiser (DP-Adam or DP-SGD under DP).
-    pub optimizer: OptimizerKind,
-    /// Batch norm on/off (default: the method's; group norm under node-level DP).
-    pub batch_norm: Option<bool>,
-    /// Keep the parameters of the epoch with the best validation accuracy (the references do).
-    pub select_best_val: bool,
-}
-
-impl Default for TrainConfig {
-    fn default() -> Self {
-        TrainConfig {
-            epochs: None,
-            batch_size: None,
-            hidden: 16,
-            lr: 0.01,
-            weight_decay: 0.0,
-            dropout: 0.0,
-            activation: Activation::Selu,
-            optimizer: OptimizerKind::Adam,
-            batch_norm: None,
-            select_best_val: true,
         }
     }
 }
@@ -295,5 +250,24 @@ impl Recipe {
             }
         }
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::methods::shared::{Shared, ALWAYS_READ};
+
+    #[test]
+    fn every_shared_key_is_a_serialised_field_of_the_recipe_and_only_those() {
+        let pld = crate::privacy::accountant::Accountant::Pld;
+        let recipe = serde_json::to_value(Recipe { accountant: pld, ..Default::default() }).unwrap();
+        let fields: Vec<&str> = recipe.as_object().unwrap().keys().map(String::as_str).collect();
+        for s in Shared::ALL {
+            assert!(fields.contains(&s.key()), "{} is not a recipe field", s.key());
+        }
+        for f in fields {
+            assert!(Shared::from_key(f).is_some() || ALWAYS_READ.contains(&f), "recipe field {f} is unaccounted for");
+        }
     }
 }
