@@ -10,7 +10,7 @@ fn train_refuses_an_infinite_clip_and_non_finite_budgets() {
     let base = ["train", "--dataset", "synthetic", "--method", "dp-mlp"];
     let with = |extra: &[&'static str]| -> Vec<&'static str> { base.iter().chain(extra).copied().collect() };
     // dp-mlp at eps 0.1 with clip inf: noise sigma * C is infinite or the clip does nothing; the
-    // issue measured membership AUC 89.5 against 50.4 with clip 1 while claiming eps 0.1.
+    // a run measured membership AUC 89.5 against 50.4 with clip 1 while claiming eps 0.1.
     refused(&with(&["--epsilon", "0.1", "--max-grad-norm", "inf"]), &["max_grad_norm"]);
     refused(&with(&["--epsilon", "0.1", "--max-grad-norm", "NaN"]), &["max_grad_norm"]);
     refused(&with(&["--epsilon=-inf"]), &["epsilon"]);
@@ -88,7 +88,7 @@ fn account_falls_back_to_rdp_beyond_the_pld_budget_and_says_so() {
     let (code, out, err) = gnnaudit(&[&args[..], &["--delta", "1e-4"]].concat());
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("FALLBACK: the claimed epsilon is the RDP bound"), "{out}");
-    // At sigma 0.02 the PLD fits: no fallback field, and the issue's figure (dp_accounting 6356.6).
+    // At sigma 0.02 the PLD fits: no fallback field, and dp_accounting's figure (6356.6).
     let v = json_of(&[
         "account",
         "epsilon",

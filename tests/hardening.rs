@@ -1,4 +1,4 @@
-//! Issue 20: hostile but realistic input. Every case builds its bad input here and runs the real
+//! Hostile but realistic input. Every case builds its bad input here and runs the real
 //! binary; each must end with exit 2 (bad input) and a message naming the culprit, never a Rust
 //! panic, an abort or a C++ frame, and never a silently wrong result.
 use ndarray::{arr1, arr2};

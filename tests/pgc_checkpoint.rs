@@ -1,4 +1,4 @@
-//! Issue 16 leftover: `train --method pgc --mechanism raw --save DIR` then
+//! `train --method pgc --mechanism raw --save DIR` then
 //! `attack --target DIR --attack mia-metric` stopped with "a score is not finite". The model was
 //! sound (finite weights, estimate and posteriors); the metric attack's per-class threshold was
 //! +inf wherever "all non-member" fitted its training samples best, which made that class's scores

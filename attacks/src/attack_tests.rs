@@ -116,7 +116,7 @@ impl BlackBox for Flattened<'_> {
     }
 }
 
-/// Issue 19 point 6: LiRA against a target less confident overall than its shadows (an early
+/// LiRA against a target less confident overall than its shadows (an early
 /// best-validation epoch). Rank calibration keeps the attack's power; the raw likelihood ratio
 /// loses it, since the target scores below both the IN and the OUT fit of nearly every node.
 #[test]

@@ -1,4 +1,4 @@
-//! `gnnaudit-bench audit`: audit throughput (issue 18, point 5). LiRA with 64 shadow models on
+//! `gnnaudit-bench audit`: audit throughput. LiRA with 64 shadow models on
 //! cora, and the canary-edge audit with 40 repeats, each as `gnnaudit attack` runs it (same
 //! seeds, same split, same results), with their total and per-model cost.
 //!

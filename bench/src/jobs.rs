@@ -1,5 +1,5 @@
 //! `gnnaudit-bench jobs`: audit throughput with `--jobs 1` against `--jobs N` on one machine
-//! (issue: a 20-cell audit on 2 cores should reach 1.6x the sequential throughput). Each run is
+//! (the goal: a 20-cell audit on 2 cores reaches 1.6x the sequential throughput). Each run is
 //! a separate `gnnaudit audit` process into a fresh folder, one torch thread per cell; the two
 //! reports must agree outside their `run` block, which the bench checks too. A third run,
 //! `--jobs 1 --threads <cores>`, shows what intra-op threads alone give (its figures differ:
@@ -122,7 +122,7 @@ pub fn run(a: BenchJobsArgs) -> Result<()> {
     let mut sorted = ratios.clone();
     sorted.sort_by(f64::total_cmp);
     println!(
-        "throughput ratio --jobs {jobs} / --jobs 1: rounds {}, median {:.2}x, summed wall times {:.2}x (issue's target on 2 cores: >= 1.6x)",
+        "throughput ratio --jobs {jobs} / --jobs 1: rounds {}, median {:.2}x, summed wall times {:.2}x (target on 2 cores: >= 1.6x)",
         shown.join(" "),
         sorted[sorted.len() / 2],
         sum1 / sumn

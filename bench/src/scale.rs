@@ -1,5 +1,5 @@
 //! `gnnaudit-bench scale`: wall time and peak RSS of GAP-EDP, ProGAP-EDP and the canary-edge
-//! audit on CSBM graphs of growing size (issue 18, point 4: the cost must grow linearly in the
+//! audit on CSBM graphs of growing size (the cost must grow linearly in the
 //! edges). Every (size, workload) is its own child process (`gnnaudit train --json` or
 //! `gnnaudit attack --json`), so that peaks do not accumulate: wall time is the parent's clock
 //! around the child, peak RSS the child's `ru_maxrss` from `wait4`. Both include generating the

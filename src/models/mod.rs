@@ -641,7 +641,7 @@ mod tests {
         assert!(mlp.x.sparse.is_some() && mlp.x.all_sparse.get().is_some(), "the MLP read the sparse copy whole");
     }
 
-    /// Issue 19 point 6: the best-epoch snapshot carries batch norm's running statistics with its
+    /// The best-epoch snapshot carries batch norm's running statistics with its
     /// scale and shift, so a restore gives back the checkpoint's evaluation-mode outputs exactly;
     /// evaluation-mode queries never move them, so repeated queries answer the same.
     #[test]
