@@ -62,8 +62,9 @@ impl KnobMap {
     }
 
     /// A v1 checkpoint's flat recipe wrote these knobs for every method at these values (unset
-    /// `Option`s as nulls, already dropped); for a method that does not own them they are noise,
-    /// and one it owns at its own default is the same as left unset.
+    /// `Option`s as nulls, already dropped), and later ones `mlp_layers` until it moved into the
+    /// MLPs' knobs; for a method that does not own them they are noise, and one it owns at its
+    /// own default is the same as left unset.
     pub fn forget_v1_defaults(&mut self, method: Method) {
         let docs = method.spec().own_knobs.map(|o| o.docs()).unwrap_or_default();
         let v1: [(&str, toml::Value); 22] = [
@@ -338,6 +339,22 @@ mod tests {
         let mut odd: crate::methods::Recipe = serde_json::from_str(&text).unwrap();
         odd.knobs.forget_v1_defaults(odd.method);
         assert!(matches!(odd.validate(), Err(Error::InvalidParam { field, .. }) if field == "clusters"));
+    }
+
+    /// A method that reads part of a shared struct names fields of that struct (a typo would
+    /// silently drop the knob from its docs, its flags and its refusals).
+    #[test]
+    fn every_partial_knob_list_names_fields_of_its_struct() {
+        let mut partial = 0;
+        for m in Method::ALL {
+            let Some(own) = m.spec().own_knobs else { continue };
+            let fields: Vec<String> = (own.docs)().into_iter().map(|d| d.name).collect();
+            for name in own.only.unwrap_or_default() {
+                assert!(fields.iter().any(|f| f == name), "{}: {name} is not a field of its knob struct", m.name());
+                partial += 1;
+            }
+        }
+        assert!(partial >= 30, "dpar's variants and class-dp-mlp read parts of their structs: {partial}");
     }
 
     #[test]

@@ -10,62 +10,49 @@ use crate::privacy::accountant::Accountant;
 use crate::privacy::dpsgd::{DpSgdConfig, OptimizerKind};
 use serde::{Deserialize, Serialize};
 
-/// One shared setting, named by its recipe key (the CLI flag is the key with dashes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shared {
-    Hidden,
-    WeightDecay,
-    Dropout,
-    Activation,
-    Optimizer,
-    BatchNorm,
-    BatchSize,
-    SelectBestVal,
-    Accountant,
-    MaxDegree,
-    MaxGradNorm,
-    NormGroups,
+/// Declares [`Shared`], its list and its keys from one table.
+macro_rules! shared_settings {
+    ($($variant:ident => $key:literal,)*) => {
+        /// One shared setting, named by its recipe key (the CLI flag is the key with dashes).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Shared {
+            $($variant,)*
+        }
+
+        impl Shared {
+            /// Every shared setting, in the order the docs list them.
+            pub const ALL: &'static [Shared] = &[$(Shared::$variant,)*];
+
+            /// Its recipe key (a test keeps each equal to a serialised field of the recipe).
+            pub const fn key(self) -> &'static str {
+                match self {
+                    $(Shared::$variant => $key,)*
+                }
+            }
+        }
+    };
+}
+
+shared_settings! {
+    Hidden => "hidden",
+    WeightDecay => "weight_decay",
+    Dropout => "dropout",
+    Activation => "activation",
+    Optimizer => "optimizer",
+    BatchNorm => "batch_norm",
+    BatchSize => "batch_size",
+    SelectBestVal => "select_best_val",
+    Accountant => "accountant",
+    MaxDegree => "max_degree",
+    MaxGradNorm => "max_grad_norm",
+    NormGroups => "norm_groups",
 }
 
 use Shared::*;
 
 impl Shared {
-    /// Every shared setting, in the order the docs list them.
-    pub const ALL: [Shared; 12] = [
-        Hidden,
-        WeightDecay,
-        Dropout,
-        Activation,
-        Optimizer,
-        BatchNorm,
-        BatchSize,
-        SelectBestVal,
-        Accountant,
-        MaxDegree,
-        MaxGradNorm,
-        NormGroups,
-    ];
-
-    /// Its recipe key (a test keeps each equal to a serialised field of the recipe).
-    pub const fn key(self) -> &'static str {
-        match self {
-            Hidden => "hidden",
-            WeightDecay => "weight_decay",
-            Dropout => "dropout",
-            Activation => "activation",
-            Optimizer => "optimizer",
-            BatchNorm => "batch_norm",
-            BatchSize => "batch_size",
-            SelectBestVal => "select_best_val",
-            Accountant => "accountant",
-            MaxDegree => "max_degree",
-            MaxGradNorm => "max_grad_norm",
-            NormGroups => "norm_groups",
-        }
-    }
-
     pub fn from_key(key: &str) -> Option<Shared> {
-        Shared::ALL.into_iter().find(|s| s.key() == key)
+        Shared::ALL.iter().copied().find(|s| s.key() == key)
     }
 }
 
@@ -201,7 +188,7 @@ impl Reads {
 
     /// The keys it reads besides [`ALWAYS_READ`], in the docs' order.
     pub fn keys(self) -> impl Iterator<Item = &'static str> {
-        Shared::ALL.into_iter().filter(move |s| self.contains(*s)).map(Shared::key)
+        Shared::ALL.iter().copied().filter(move |s| self.contains(*s)).map(Shared::key)
     }
 }
 
