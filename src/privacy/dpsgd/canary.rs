@@ -482,7 +482,9 @@ pub fn declare(stages: Vec<StagePlan>) {
         let (sites, layout, all) = (run.plan.sites, run.plan.layout, run.plan.included.len());
         let d = match run.plan.planning {
             Some(planning) => {
+                let started = std::time::Instant::now();
                 let (d, predictions) = choose_count(&stages, sites, all, layout, planning);
+                tracing::debug!("chose {} canaries in {:.3} s", d.canaries, started.elapsed().as_secs_f64());
                 run.predictions = predictions;
                 d
             }
