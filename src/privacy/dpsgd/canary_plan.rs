@@ -300,7 +300,7 @@ fn stage_mu(s: &StagePlan, read: Read) -> f64 {
 pub fn expected_gdp_bound(m: usize, mu: f64, planning: CountPlanning) -> f64 {
     use gnnaudit_attacks::stats::{fixed_test_bound, BoundKind};
     let n = m / 4;
-    if n == 0 || !(mu > 0.0) {
+    if n == 0 || mu.is_nan() || mu <= 0.0 {
         return 0.0;
     }
     let alpha = 1.0 - planning.confidence;
