@@ -207,13 +207,21 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
         ));
     }
     if read.sharing > 1 {
+        // A chosen count already weighed the codes' cost against more trials; a set one did not.
+        let hint = if params.canaries.is_some() {
+            format!(
+                ". At low sampling rates a canary's single draws are what its per-step ratio sees best: canaries = {} \
+                 gives each a coordinate of its own (fewer trials), layout = \"phases\" makes sharers take turns",
+                read.fewest_coordinates
+            )
+        } else {
+            String::new()
+        };
         out.note = Some(format!(
             "{} canaries outnumber the {} coordinates of the smallest DP-SGD stage: up to {} share a coordinate on \
              orthogonal sign codes, each reading every step; {} step(s) after the last complete code cycle were left \
-             out of the scores. At low sampling rates a canary's single draws are what its per-step ratio sees best: \
-             canaries = {} gives each a coordinate of its own (fewer trials), layout = \"phases\" makes sharers \
-             take turns",
-            read.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps, read.fewest_coordinates
+             out of the scores{hint}",
+            read.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps
         ));
     }
     if params.canaries.is_none() || read.canaries < params.drawn() {
