@@ -337,7 +337,8 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
             count_reason: run.count_reason.unwrap_or_else(|| match run.plan.planning {
                 Some(_) => format!(
                     "{} canaries: the method declares no DP-SGD stage plan to choose a count on, so the audit keeps \
-                     the fixed default",
+                     {UNPLANNED_CANARIES} (fewer where layout = \"auto\" gave a stage's sharers coordinates of \
+                     their own)",
                     run.active
                 ),
                 None => format!("{} canaries", run.active),
