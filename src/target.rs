@@ -383,6 +383,7 @@ pub fn gradient_canary_run(
     acct: &crate::train::accounting::Accounting,
 ) -> Result<(attacks::GradientCanaryReadings, crate::train::Accuracy)> {
     use crate::privacy::dpsgd::canary::{observe, CanaryLayout, CanaryPlan, CanarySites};
+    use crate::privacy::dpsgd::canary_plan::CountPlanning;
     let method = recipe.method.name();
     let total = (recipe.method.spec().budget)(recipe, data, seed, acct)?;
     let part = total.event.as_ref().and_then(|e| e.dp_sgd_part()).ok_or_else(|| {
@@ -395,23 +396,35 @@ pub fn gradient_canary_run(
             ),
         )
     })?;
-    let component = crate::privacy::accountant::budget(&part, total.privacy_unit, None, total.delta, vec![])?;
+    // A method that is all DP-SGD (DP-MLP) claims the component already: not accounted twice.
+    let component = if total.event.as_ref() == Some(&part) {
+        total.clone()
+    } else {
+        crate::privacy::accountant::budget(&part, total.privacy_unit, None, total.delta, vec![])?
+    };
     let sites = match plan.sites {
         attacks::GradientCanarySites::All => CanarySites::All,
         attacks::GradientCanarySites::Biases => CanarySites::Biases,
     };
-    let canaries = CanaryPlan {
-        included: plan.included.clone(),
-        sites,
-        raw_norm: plan.raw_norm,
-        seed: plan.seed,
-        noise_off: plan.noise_off,
-        layout: match plan.layout {
-            attacks::GradientCanaryLayout::Auto => CanaryLayout::Auto,
-            attacks::GradientCanaryLayout::Coded => CanaryLayout::Coded,
-            attacks::GradientCanaryLayout::Phases => CanaryLayout::Phases,
-        },
-    };
+    let canaries =
+        CanaryPlan {
+            included: plan.included.clone(),
+            sites,
+            raw_norm: plan.raw_norm,
+            seed: plan.seed,
+            noise_off: plan.noise_off,
+            layout: match plan.layout {
+                attacks::GradientCanaryLayout::Auto => CanaryLayout::Auto,
+                attacks::GradientCanaryLayout::Coded => CanaryLayout::Coded,
+                attacks::GradientCanaryLayout::Phases => CanaryLayout::Phases,
+            },
+            // Planned against the component's claim at the method's delta, for the gdp bound at 95%.
+            planning: {
+                let epsilon = component.claimed_epsilon();
+                (plan.choose_count && epsilon.is_finite() && epsilon > 0.0 && total.delta > 0.0)
+                    .then_some(CountPlanning { epsilon, delta: total.delta, confidence: 0.95 })
+            },
+        };
     let (run, read) = observe(canaries, || methods::train_with(recipe, data, seed, acct))?;
     let mut claim = claim_of(&component);
     claim.unit = claim_of(&total).unit;
@@ -425,6 +438,8 @@ pub fn gradient_canary_run(
         fewest_coordinates: read.fewest_coordinates,
         canaries: read.canaries,
         layout: read.layout.to_string(),
+        count_reason: read.count_reason,
+        count_predictions: read.predictions.iter().map(|p| (p.canaries, p.mu, p.eps_lb)).collect(),
         sampled: read.sampled,
         component: claim,
         component_event: part.normalized().to_string(),

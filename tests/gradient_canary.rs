@@ -4,7 +4,8 @@
 //! shows the audit's power in an audit; methods without DP-SGD are refused by name.
 use gnnaudit::methods::{Method, Recipe};
 use gnnaudit::privacy::accountant::{calibrate, methods, rdp_epsilon};
-use gnnaudit::privacy::dpsgd::canary::{observe, CanaryLayout, CanaryPlan, CanarySites};
+use gnnaudit::privacy::dpsgd::canary::{self, observe, CanaryLayout, CanaryPlan, CanaryReadings, CanarySites};
+use gnnaudit::privacy::dpsgd::canary_plan::StagePlan;
 use gnnaudit::privacy::dpsgd::{DpSgd, PlantedFlaw};
 use gnnaudit_attacks::stats::{certify, partition_by_coin, AuditSpec, BoundKind, COIN_ASSUMPTION};
 use rand::{Rng, SeedableRng};
@@ -39,6 +40,7 @@ fn plan(m: usize, coin: impl Fn(usize) -> bool, seed: u64) -> CanaryPlan {
         seed,
         noise_off: false,
         layout: CanaryLayout::Coded,
+        planning: None,
     }
 }
 
@@ -120,6 +122,7 @@ fn engine_run(seed: u64, flaw: PlantedFlaw, sigma: f64, q: f64, steps: usize, l:
         seed: rng.gen(),
         noise_off: false,
         layout: l.layout,
+        planning: None,
     };
     let ((), read) = observe(p, || {
         for _ in 0..steps {
@@ -217,6 +220,77 @@ fn auto_layout_codes_sharers_only_where_they_are_drawn_often_enough() {
     assert_eq!(run(0.02, Layout { layout: CanaryLayout::Phases, ..auto(250) }).canaries, 400);
 }
 
+/// A run of DP-SGD stages of `coordinates` each (rate q, 40 steps a stage) with `m` canaries,
+/// the stages declared to the audit before the first (`declare`) or not.
+fn staged_run(m: usize, stages: &[usize], q: f64, declare: bool) -> Result<CanaryReadings, gnnaudit::Error> {
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let coins: Vec<bool> = (0..m).map(|_| rng.gen_bool(0.5)).collect();
+    let dp = DpSgd {
+        noise_multiplier: 1.0,
+        max_grad_norm: 1.0,
+        expected_batch_size: 64.0,
+        sample_rate: q,
+        flaw: PlantedFlaw::None,
+    };
+    let params: Vec<Vec<(usize, Tensor)>> = stages
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| vec![(i, Tensor::zeros([d as i64], (Kind::Float, tch::Device::Cpu)))])
+        .collect();
+    tch::manual_seed(8);
+    let p = CanaryPlan { included: coins, layout: CanaryLayout::Auto, ..plan(0, |_| true, 13) };
+    observe(p, || {
+        if declare {
+            canary::declare(params.iter().map(|p| StagePlan::new(&[p[0].1.shallow_clone()], &dp, 40)).collect());
+        }
+        for p in &params {
+            for _ in 0..40 {
+                let _ = dp.noisy_mean(Vec::new(), p);
+            }
+        }
+        Ok(())
+    })
+    .map(|((), read)| read)
+}
+
+/// `auto` decides on the whole run a method declares: two sparse stages (q = 0.02) of 600 and 150
+/// coordinates for 1,000 canaries, the shape of GAP-NDP on Cornell5. Stage by stage, the first
+/// would cap the audit at 600 canaries and the second would code them anyway; on the declared
+/// plan a cap at 150 keeps too few, so all 1,000 are coded. A stage that runs otherwise than
+/// declared is an error.
+#[test]
+fn auto_layout_decides_on_the_declared_stages_of_the_whole_run() {
+    let undeclared = staged_run(1_000, &[600, 150], 0.02, false).unwrap();
+    assert_eq!((undeclared.canaries, undeclared.layout), (600, "coded"), "{undeclared:?}");
+    let declared = staged_run(1_000, &[600, 150], 0.02, true).unwrap();
+    assert_eq!((declared.canaries, declared.sharing, declared.layout), (1_000, 7, "coded"), "{declared:?}");
+    assert!(declared.count_reason.contains("fewer than half"), "{}", declared.count_reason);
+    // Both sparse stages fit at least half: capped at the smaller, every canary on its own.
+    let capped = staged_run(1_000, &[600, 550], 0.02, true).unwrap();
+    assert_eq!((capped.canaries, capped.sharing, capped.layout), (550, 1, "own coordinates"), "{capped:?}");
+    // The capped run is scored as the same first 550 canaries on their own coordinates are.
+    let own = staged_run(550, &[600, 550], 0.02, true).unwrap();
+    assert_eq!(own.scores, capped.scores);
+    // Declaring stages the run does not take is caught.
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let p = CanaryPlan { included: (0..300).map(|_| rng.gen_bool(0.5)).collect(), ..plan(0, |_| true, 13) };
+    let dp = DpSgd {
+        noise_multiplier: 1.0,
+        max_grad_norm: 1.0,
+        expected_batch_size: 64.0,
+        sample_rate: 0.1,
+        flaw: PlantedFlaw::None,
+    };
+    let params = vec![(0usize, Tensor::zeros([80], (Kind::Float, tch::Device::Cpu)))];
+    let wrong = observe(p, || {
+        canary::declare(vec![StagePlan::new(&[Tensor::zeros([81], (Kind::Float, tch::Device::Cpu))], &dp, 3)]);
+        let _ = dp.noisy_mean(Vec::new(), &params);
+        Ok(())
+    });
+    let e = wrong.unwrap_err().to_string();
+    assert!(e.contains("declared"), "{e}");
+}
+
 /// With eight canaries a coordinate, sign codes let each read 96 of the 100 steps (12 code cycles)
 /// where turns give each 12 or 13: over seven seeds the coded median bound is far above the turns'
 /// (measured: 0.68 against 0 at a claim of 4).
@@ -251,18 +325,27 @@ fn dp_mlp_gradient_canaries_come_close_to_the_dp_sgd_claim_and_never_above() {
     assert!(test > 0.5, "the audited DP-MLP run's test accuracy {test}");
 }
 
-/// GAP-NDP's classifier on cora has about 1,500 coordinates, so 10,000 canaries share them on
-/// sign codes, each reading every step of both stages: at least half the DP-SGD claim at eps 4
-/// (with turns, each read a seventh of the classifier's steps and the median was 0.47 of it).
+/// GAP-NDP's classifier on cora has about 1,500 coordinates, so the audit's chosen count (over
+/// 20,000) shares them on sign codes, each canary reading every step of both stages: at least
+/// half the DP-SGD claim at eps 4 (with 10,000 canaries taking turns, each read a seventh of the
+/// classifier's steps and the median was 0.47 of it).
 #[test]
 fn gap_ndp_canaries_sharing_coordinates_reach_half_the_claim_at_eps_4() {
     let v = attack("gap-ndp", "4", &["--bound", "gdp"]);
     let (claim, lb, verdict, total) = figures(&v);
     let sharing = v["runs"][0]["details"]["sharing"].as_u64().unwrap();
     assert!(sharing > 1, "the classifier's coordinates were expected to be shared: {sharing}");
-    // `auto` codes them: 7 sharers at q = 0.13 expect 0.9 draws per code cycle.
-    assert_eq!(v["runs"][0]["details"]["layout"], "coded", "{v}");
-    assert_eq!(v["runs"][0]["details"]["canaries"], 10_000, "{v}");
+    // `auto` codes them (sharers at q = 0.13 are drawn often enough), and the audit chose how
+    // many before training: the count it predicted best, printed with the predictions.
+    let details = &v["runs"][0]["details"];
+    assert_eq!(details["layout"], "coded", "{v}");
+    assert_eq!(details["canaries_requested"], serde_json::Value::Null, "{v}");
+    let m = details["canaries"].as_u64().unwrap();
+    assert!(m > 1_543, "{v}");
+    let why = details["canaries_why"].as_str().unwrap();
+    assert!(why.starts_with(&format!("{m} canaries, chosen before training")), "{why}");
+    let predictions = details["canary_count_predictions"].as_array().unwrap();
+    assert!(predictions.iter().any(|p| p["canaries"] == m), "{v}");
     assert!(claim < total, "GAP-NDP's DP-SGD is part of its claim: component {claim} vs total {total}");
     assert!(lb >= 0.5 * claim && lb <= claim, "GAP-NDP eps 4: eps_lb {lb} vs the claim {claim}");
     assert_ne!(verdict, "violated");

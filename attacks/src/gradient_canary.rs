@@ -34,8 +34,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GradientCanaryParams {
-    /// Canary gradients (each with its own fair coin).
-    pub canaries: usize,
+    /// Canary gradients (each with its own fair coin). Unset, the audit chooses the count before
+    /// training, at most `max_canaries`, as the one its planned gdp bound predicts best from the
+    /// DP-SGD stages' sizes, rates, noise and steps and the claim (never from a score).
+    pub canaries: Option<usize>,
+    /// The most canaries a chosen count may take: each costs work in every DP-SGD step and in
+    /// the certification.
+    pub max_canaries: usize,
     /// Coordinates the canaries sit on: `all`, or `biases` (one-dimensional parameters only).
     pub sites: GradientCanarySites,
     /// A canary's raw gradient norm over the clipping bound C: a correct clip brings it to
@@ -55,7 +60,8 @@ pub struct GradientCanaryParams {
 impl Default for GradientCanaryParams {
     fn default() -> Self {
         GradientCanaryParams {
-            canaries: 10_000,
+            canaries: None,
+            max_canaries: MAX_CANARIES,
             sites: GradientCanarySites::All,
             raw_norm: 100.0,
             layout: GradientCanaryLayout::Auto,
@@ -64,7 +70,15 @@ impl Default for GradientCanaryParams {
     }
 }
 
+/// The default cap on a chosen canary count.
+pub const MAX_CANARIES: usize = 40_000;
+
 impl GradientCanaryParams {
+    /// The canaries the auditor draws coins for: the count set, or the cap of a chosen one.
+    pub fn drawn(&self) -> usize {
+        self.canaries.unwrap_or(self.max_canaries)
+    }
+
     /// These settings on the positive control (DP-SGD without its noise).
     pub fn on_positive_control(self) -> Self {
         GradientCanaryParams { positive_control: true, ..self }
@@ -79,18 +93,12 @@ impl Attack for GradientCanaryParams {
         Access { oracle: true, white_box: false, ..Access::default() }
     }
     fn check(&self) -> Result<()> {
-        check!(
-            self.canaries >= 100,
-            "canaries",
-            "{} canaries are too few for a bound (need at least 100)",
-            self.canaries
-        );
-        check!(
-            self.canaries <= 1_000_000,
-            "canaries",
-            "{} canaries would slow every DP-SGD step (at most 10^6)",
-            self.canaries
-        );
+        let (key, n) = match self.canaries {
+            Some(n) => ("canaries", n),
+            None => ("max_canaries", self.max_canaries),
+        };
+        check!(n >= 100, key, "{n} canaries are too few for a bound (need at least 100)");
+        check!(n <= 1_000_000, key, "{n} canaries would slow every DP-SGD step (at most 10^6)");
         check!(
             self.raw_norm.is_finite() && self.raw_norm >= 1.0,
             "raw_norm",
@@ -110,7 +118,7 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
         crate::error::Error::Unsupported("gradient canaries need the target's training oracle".into())
     })?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let included: Vec<bool> = (0..params.canaries).map(|_| rng.gen_bool(0.5)).collect();
+    let included: Vec<bool> = (0..params.drawn()).map(|_| rng.gen_bool(0.5)).collect();
     let plan = GradientCanaryPlan {
         included: included.clone(),
         sites: params.sites,
@@ -118,17 +126,18 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
         seed: rng.gen(),
         noise_off: params.positive_control,
         layout: params.layout,
+        choose_count: params.canaries.is_none(),
     };
     // The training's seed is the run's, as the target's is: the canaries leave the optimiser's
     // input alone, so the audited run is the target's training itself.
     let read = oracle.train_with_gradient_canaries(target.graph, target.split, &plan, seed)?;
     check!(
-        read.scores.len() == read.canaries && read.canaries <= params.canaries && read.canaries > 0,
+        read.scores.len() == read.canaries && read.canaries <= params.drawn() && read.canaries > 0,
         "canaries",
         "the trainer read {} canaries, not {} of at most {}",
         read.scores.len(),
         read.canaries,
-        params.canaries
+        params.drawn()
     );
     // The audited canaries are the plan's first ones (chosen by the recipe, never by a score).
     let included = &included[..read.canaries];
@@ -169,8 +178,18 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
     };
     let mut out = Outcome::new(pos, neg, None, game, knowledge);
     out.details.insert("canaries".into(), read.canaries.into());
-    out.details.insert("canaries_requested".into(), params.canaries.into());
+    out.details.insert("canaries_requested".into(), params.canaries.map_or(serde_json::Value::Null, Into::into));
+    out.details.insert("canaries_drawn".into(), params.drawn().into());
+    if !read.count_predictions.is_empty() {
+        let table: Vec<serde_json::Value> = read
+            .count_predictions
+            .iter()
+            .map(|&(m, mu, eps)| serde_json::json!({"canaries": m, "mu": mu, "predicted_eps_lb": eps}))
+            .collect();
+        out.details.insert("canary_count_predictions".into(), table.into());
+    }
     out.details.insert("layout".into(), read.layout.clone().into());
+    out.details.insert("canaries_why".into(), read.count_reason.clone().into());
     out.details.insert("stages".into(), read.stages.into());
     out.details.insert("steps".into(), read.steps.into());
     out.details.insert("period".into(), read.period.into());
@@ -184,26 +203,32 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
             "{} canaries outnumber the {} coordinates of the smallest DP-SGD stage, so each read 1/{} of some \
              stage's steps and faced less than the claimed composition; layout = \"coded\" lets each read every \
              step",
-            params.canaries, read.fewest_coordinates, read.period
+            read.canaries, read.fewest_coordinates, read.period
         ));
     }
     if read.sharing > 1 {
+        // A chosen count already weighed the codes' cost against more trials; a set one did not.
+        let hint = if params.canaries.is_some() {
+            format!(
+                ". At low sampling rates a canary's single draws are what its per-step ratio sees best: canaries = {} \
+                 gives each a coordinate of its own (fewer trials), layout = \"phases\" makes sharers take turns",
+                read.fewest_coordinates
+            )
+        } else {
+            String::new()
+        };
         out.note = Some(format!(
             "{} canaries outnumber the {} coordinates of the smallest DP-SGD stage: up to {} share a coordinate on \
              orthogonal sign codes, each reading every step; {} step(s) after the last complete code cycle were left \
-             out of the scores. At low sampling rates a canary's single draws are what its per-step ratio sees best: \
-             canaries = {} gives each a coordinate of its own (fewer trials), layout = \"phases\" makes sharers \
-             take turns",
-            read.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps, read.fewest_coordinates
+             out of the scores{hint}",
+            read.canaries, read.fewest_coordinates, read.sharing, read.unscored_steps
         ));
     }
-    if read.canaries < params.canaries {
-        out.note = Some(format!(
-            "layout = \"auto\" audited {} of the {} requested canaries, each on a coordinate of its own: a DP-SGD \
-             stage of {} coordinates samples too rarely for sharers on sign codes to be drawn about once per code \
-             cycle (chosen from the stage's size and sampling rate, before any score)",
-            read.canaries, params.canaries, read.fewest_coordinates
-        ));
+    if params.canaries.is_none() || read.canaries < params.drawn() {
+        out.note = Some(match &out.note {
+            Some(layout) => format!("{}. {layout}", read.count_reason),
+            None => read.count_reason.clone(),
+        });
     }
     out.details.insert("canary_draws".into(), read.sampled.into());
     out.details.insert("claimed_epsilon".into(), read.component.epsilon.map_or(serde_json::Value::Null, Into::into));

@@ -117,6 +117,9 @@ pub struct GradientCanaryPlan {
     /// The positive control: the same training with every DP-SGD step's noise left out.
     pub noise_off: bool,
     pub layout: GradientCanaryLayout,
+    /// The trainer chooses how many of `included` to audit, before training, from its DP-SGD
+    /// stages and the claim (false: all of them).
+    pub choose_count: bool,
 }
 
 /// What the auditor read from the DP-SGD steps of one training run, and the claim of the DP-SGD
@@ -140,6 +143,10 @@ pub struct GradientCanaryReadings {
     pub canaries: usize,
     /// The layout the stages ran: `own coordinates`, `coded` or `phases`.
     pub layout: String,
+    /// Why the audit kept `canaries` canaries (decided before training, from the recipe).
+    pub count_reason: String,
+    /// Under a chosen count: (canaries, mu, predicted gdp eps_lb) at each candidate count.
+    pub count_predictions: Vec<(usize, f64, f64)>,
     pub sampled: usize,
     /// The DP-SGD component's claim (its epsilon at the method's delta).
     pub component: Claim,

@@ -155,6 +155,13 @@ pub fn fit_gap(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     let sensitivity = aggregation_sensitivity(r);
     let cfg = fit_config(r, n_train, privacy.sigma);
     let (ps, encoder, mut classifier) = build_gap(r, Rows::of_features(&data.features), data.num_classes)?;
+    // The DP-SGD stages, declared before the first for a gradient-canary audit to plan on.
+    crate::privacy::dpsgd::canary::declare(
+        [&encoder as &dyn crate::models::NodeClassifier, &classifier]
+            .iter()
+            .filter_map(|m| crate::train::fit::dp_sgd_stage(*m, &ps, &cfg))
+            .collect(),
+    );
     // 1. pre-train the encoder; 2-4. encode, normalise, PMA once (cached); 5. train CM.
     let rep = fit(&encoder, &ps, &labels, &cfg)?;
     tracing::info!("GAP encoder: best val {:.4} at epoch {} ({} steps)", rep.best_val(), rep.best_epoch, rep.steps);

@@ -85,7 +85,9 @@ pub fn fit_mlp(r: &Recipe, data: &Dataset, seed: u64, acct: &Accounting) -> Resu
     let mut ps = ParamStore::new();
     let x = Rows::of_features(&data.features);
     let net = MlpClassifier::new(&mut ps, x, r.train.hidden as i64, data.num_classes as i64, depth(r)?, style(r));
-    fit(&net, &ps, &labels, &fit_config(r, n_train, privacy.sigma))?;
+    let cfg = fit_config(r, n_train, privacy.sigma);
+    crate::privacy::dpsgd::canary::declare(crate::train::fit::dp_sgd_stage(&net, &ps, &cfg).into_iter().collect());
+    fit(&net, &ps, &labels, &cfg)?;
     let accuracy = labels.model_accuracy(&net);
     Ok((MlpModel { ps, net }, accuracy, privacy))
 }

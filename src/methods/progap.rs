@@ -155,6 +155,14 @@ pub fn fit_progap(
     let adj = aggregation_operator(&graph);
     let noise_std = privacy.sigma * sensitivity;
     net.inputs.push(Rows::of_features(&data.features));
+    // Its DP-SGD stages (one a depth), declared before the first for a gradient-canary audit.
+    let stages = (0..=depth)
+        .filter_map(|s| {
+            net.stage = s;
+            crate::train::fit::dp_sgd_stage(&net, &ps, &cfg)
+        })
+        .collect();
+    crate::privacy::dpsgd::canary::declare(stages);
     for s in 0..=depth {
         if s > 0 {
             // NAP on the embeddings learned in stage s-1, computed once and cached (Alg. 9 l.3-5).

@@ -4,6 +4,7 @@
 //! ([`NodeClassifier`]: MLP, GAP, ProGAP); the baselines, LPGNN and DP-GNN bring their own step.
 use crate::error::{Error, Result};
 use crate::models::{Fwd, NodeClassifier, ParamStore};
+use crate::privacy::dpsgd::canary_plan::StagePlan;
 use crate::privacy::dpsgd::optim::concat_flat;
 use crate::privacy::dpsgd::{DpSgd, Optimizer, OptimizerKind, PoissonSampler};
 use tch::{nn, Kind, Reduction, Tensor};
@@ -279,6 +280,17 @@ pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &F
         report.kept = Some(t.evaluate());
     }
     Ok(report)
+}
+
+/// The DP-SGD stage that [`fit`] of `model` under `cfg` runs (None without DP-SGD): what a
+/// gradient-canary audit plans its canaries on before training
+/// ([`crate::privacy::dpsgd::canary::declare`]).
+pub fn dp_sgd_stage(model: &dyn NodeClassifier, ps: &ParamStore, cfg: &FitConfig) -> Option<StagePlan> {
+    let (Batching::Poisson { steps_per_epoch, .. }, Some(dp)) = (cfg.batching, cfg.dp) else {
+        return None;
+    };
+    let params: Vec<Tensor> = model.trainable().iter().map(|&i| ps.params[i].shallow_clone()).collect();
+    Some(StagePlan::new(&params, &dp, cfg.epochs * steps_per_epoch))
 }
 
 /// A [`NodeClassifier`] with its parameters and optimiser.

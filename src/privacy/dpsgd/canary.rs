@@ -63,11 +63,14 @@
 //! the sum dilutes, and coordinates of their own or turns certify more. Andrew et al. 2024 score
 //! random-direction canaries by such projections; unlike fixed random directions, the codes leave
 //! no correlation between canaries.
-//! [`CanaryLayout::Auto`], the default, picks per stage from what the recipe fixes before training
-//! (the stage's coordinates d, its rate q, the canaries m still audited): codes while a sharer
-//! expects at least [`CODED_DRAWS_PER_CYCLE`] draws per code cycle (`q ceil(m / d)`) or d < m / 2,
-//! else only the first d canaries stay in the audit, each on a coordinate of its own. Never from the scores,
-//! which would be a maximum over layouts without correction.
+//! [`CanaryLayout::Auto`], the default, decides from what the recipe fixes before training: the
+//! DP-SGD stages a method declares ([`declare`], [`super::canary_plan`]), each with its
+//! coordinates d, rate q and steps. It codes the sharers, unless every stage with sharers expects
+//! fewer than [`CODED_DRAWS_PER_CYCLE`] draws per code cycle (`q ceil(m / d)`) and the smallest
+//! stage has coordinates for at least half the m canaries: then only that many stay in the audit,
+//! each on a coordinate of its own in every stage. A method that declares nothing gets the same
+//! rule stage by stage, at each stage's first step. Never from the scores, which would be a
+//! maximum over layouts without correction.
 //! [`CanaryLayout::Phases`] keeps the older layout: canaries on one coordinate take turns
 //! (`period` phases of the steps), each reading only its share.
 //!
@@ -81,6 +84,7 @@
 //!
 //! The hook touches neither the gradients the optimiser sees nor torch's generator (the canaries
 //! draw from their own ChaCha stream): training is bit-identical whether an audit runs or not.
+use super::canary_plan::{choose_count, decide, CountPlanning, Prediction, StagePlan};
 use super::engine::DpSgd;
 use crate::error::{Error, Result};
 use rand::{Rng, SeedableRng};
@@ -102,11 +106,11 @@ pub enum CanarySites {
 /// How canaries are laid out when they outnumber a stage's coordinates (module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CanaryLayout {
-    /// Per stage, from its coordinates d, sampling rate q and the canaries still audited m, all
-    /// fixed by the recipe: [`Self::Coded`] while a sharer is expected to be drawn at least
-    /// [`CODED_DRAWS_PER_CYCLE`] times per code cycle (`q ceil(m / d)`) or capping would keep
-    /// fewer than half the canaries, else the audit keeps only the first d canaries, each on a
-    /// coordinate of its own.
+    /// From the declared stages' coordinates, sampling rates and steps, all fixed by the recipe
+    /// ([`super::canary_plan::auto_layout`]): [`Self::Coded`], unless a cap at the smallest
+    /// stage's coordinates puts every canary on a coordinate of its own, keeps at least half of
+    /// them, and every stage with sharers would expect them drawn fewer than
+    /// [`CODED_DRAWS_PER_CYCLE`] times per code cycle.
     #[default]
     Auto,
     /// Sharers of a coordinate enter under orthogonal sign codes and all read every step.
@@ -141,7 +145,14 @@ pub struct CanaryPlan {
     /// The positive control: every observed DP-SGD step's release is read without noise.
     pub noise_off: bool,
     pub layout: CanaryLayout,
+    /// Some: the audit chooses how many of `included` to keep, before training, from the stages
+    /// the method declares and this claim ([`super::canary_plan::choose_count`]); a method that
+    /// declares none keeps [`UNPLANNED_CANARIES`]. None: all of them (less what `Auto` caps).
+    pub planning: Option<CountPlanning>,
 }
+
+/// The canaries kept under a chosen count when the method declares no DP-SGD stage plan.
+pub const UNPLANNED_CANARIES: usize = 10_000;
 
 /// What the observer read during one training run.
 #[derive(Debug, Clone, PartialEq)]
@@ -170,6 +181,11 @@ pub struct CanaryReadings {
     pub layout: &'static str,
     /// Included canaries' draws into a batch, over all steps.
     pub sampled: usize,
+    /// Why the audit kept `canaries` canaries: decided from the stages the method declared
+    /// before training ([`declare`]), or stage by stage for a method that declares none.
+    pub count_reason: String,
+    /// Under a chosen count, the bound predicted at each candidate count (the choice's evidence).
+    pub predictions: Vec<Prediction>,
 }
 
 /// One stage's canaries: where each sits, its sign code and, when canaries share coordinates,
@@ -217,11 +233,16 @@ fn walsh_sign(row: usize, column: usize) -> f64 {
 
 struct Run {
     plan: CanaryPlan,
-    /// Canaries still audited (`plan.included[..active]`): only ever lowered, at a stage's
-    /// first step, by [`CanaryLayout::Auto`].
+    /// Canaries still audited (`plan.included[..active]`): only ever lowered, by
+    /// [`CanaryLayout::Auto`], when the method declares its stages or (declaring none) at a
+    /// stage's first step.
     active: usize,
     rng: ChaCha8Rng,
     stages: Vec<Stage>,
+    /// The DP-SGD stages the method declared before its first step ([`declare`]).
+    declared: Option<Vec<StagePlan>>,
+    count_reason: Option<String>,
+    predictions: Vec<Prediction>,
     /// Per canary, the ratios of its own-coordinate reads so far (doubles, on the CPU).
     scores: Tensor,
     steps: usize,
@@ -245,13 +266,17 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
     let busy = RUN.with(|r| r.borrow().is_some());
     crate::ensure!(!busy, Error::Other("a gradient-canary audit is already running on this thread".into()));
     let m = plan.included.len();
+    let active = if plan.planning.is_some() { m.min(UNPLANNED_CANARIES) } else { m };
     let rng = ChaCha8Rng::seed_from_u64(plan.seed);
     RUN.with(|r| {
         *r.borrow_mut() = Some(Run {
             plan,
-            active: m,
+            active,
             rng,
             stages: Vec::new(),
+            declared: None,
+            count_reason: None,
+            predictions: Vec::new(),
             scores: Tensor::zeros([m as i64], (Kind::Double, tch::Device::Cpu)),
             steps: 0,
             sampled: 0,
@@ -309,6 +334,16 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
             canaries: run.active,
             layout,
             sampled: run.sampled,
+            count_reason: run.count_reason.unwrap_or_else(|| match run.plan.planning {
+                Some(_) => format!(
+                    "{} canaries: the method declares no DP-SGD stage plan to choose a count on, so the audit keeps \
+                     {UNPLANNED_CANARIES} (fewer where layout = \"auto\" gave a stage's sharers coordinates of \
+                     their own)",
+                    run.active
+                ),
+                None => format!("{} canaries", run.active),
+            }),
+            predictions: run.predictions,
         },
     ))
 }
@@ -424,6 +459,42 @@ impl ClaimedStep {
 fn values_at(t: &Tensor, at: &Tensor) -> Vec<f64> {
     let v = t.index_select(0, at).to_kind(Kind::Double).to_device(tch::Device::Cpu);
     Vec::try_from(&v).unwrap_or_default()
+}
+
+/// Declares the DP-SGD stages the training about to run takes, in order, so that the audit decides
+/// its canary count and layout for the whole run before the first step (a no-op when no audit
+/// observes this thread, and for an empty plan). A method calls it once, before its first stage.
+pub fn declare(stages: Vec<StagePlan>) {
+    if stages.is_empty() {
+        return;
+    }
+    RUN.with(|r| {
+        let mut guard = r.borrow_mut();
+        let Some(run) = guard.as_mut() else { return };
+        if run.error.is_some() {
+            return;
+        }
+        if run.declared.is_some() || !run.stages.is_empty() {
+            run.error = Some(Error::Other(
+                "the method declared its DP-SGD stages twice, or after its first DP-SGD step".into(),
+            ));
+            return;
+        }
+        let (sites, layout, all) = (run.plan.sites, run.plan.layout, run.plan.included.len());
+        let d = match run.plan.planning {
+            Some(planning) => {
+                let started = std::time::Instant::now();
+                let (d, predictions) = choose_count(&stages, sites, all, layout, planning);
+                tracing::debug!("chose {} canaries in {:.3} s", d.canaries, started.elapsed().as_secs_f64());
+                run.predictions = predictions;
+                d
+            }
+            None => decide(&stages, sites, run.active, layout),
+        };
+        run.active = d.canaries;
+        run.count_reason = Some(d.reason);
+        run.declared = Some(stages);
+    })
 }
 
 /// Whether an audit is observing this thread (one flag read: the cost of the hook when off).
@@ -565,11 +636,14 @@ impl Run {
     /// last; then, coded, up to `ceil(m / coordinates)` sharers a coordinate on orthogonal sign
     /// codes, or, in phases, turns (`period`) so that no two canaries read one (coordinate, step).
     ///
-    /// Under [`CanaryLayout::Auto`] a stage whose sharers would expect fewer than
-    /// [`CODED_DRAWS_PER_CYCLE`] draws per cycle at its rate `q`, and which has coordinates for at
-    /// least half the canaries, drops every canary beyond its coordinate count from the audit. That choice depends on the recipe alone (the stage's size
-    /// and rate, the requested count), never on a coin or a score, and the training does not
-    /// depend on the canaries, so it is the choice one would make before training: no selection.
+    /// A method that declared its stages ([`declare`]) had the count decided for the whole run
+    /// (`super::canary_plan`); its stages must run as declared. For one that declared none,
+    /// [`CanaryLayout::Auto`] decides here, stage by stage: a stage whose sharers would expect
+    /// fewer than [`CODED_DRAWS_PER_CYCLE`] draws per cycle at its rate `q`, and which has
+    /// coordinates for at least half the canaries, drops every canary beyond its coordinate count
+    /// from the audit. Either choice depends on the recipe alone (the stages' sizes and rates, the
+    /// requested count), never on a coin or a score, and the training does not depend on the
+    /// canaries, so it is the choice one would make before training: no selection.
     fn new_stage(&mut self, key: Vec<(usize, i64)>, params: &[(usize, Tensor)], q: f64) -> Result<Stage> {
         let mut eligible = Vec::new();
         let mut bias = Vec::new();
@@ -587,7 +661,18 @@ impl Run {
             !eligible.is_empty(),
             Error::invalid("sites", "a DP-SGD stage of this method has no coordinate of the chosen kind")
         );
-        if self.plan.layout == CanaryLayout::Auto {
+        if let Some(declared) = &self.declared {
+            let k = self.stages.len();
+            let planned = declared.get(k);
+            crate::ensure!(
+                planned.is_some_and(|p| p.eligible(self.plan.sites) == eligible.len() && p.sample_rate == q),
+                Error::Other(format!(
+                    "DP-SGD stage {k} ran {} eligible coordinates at rate {q}, but the method declared {:?}",
+                    eligible.len(),
+                    planned
+                ))
+            );
+        } else if self.plan.layout == CanaryLayout::Auto {
             let sharing = self.active.div_ceil(eligible.len());
             let keeps_most = 2 * eligible.len() >= self.active;
             if sharing > 1 && q * (sharing as f64) < CODED_DRAWS_PER_CYCLE && keeps_most {

@@ -1,6 +1,7 @@
 //! DP-SGD/DP-Adam: vectorised per-sample gradients ([`tape`]), clipping and noise ([`engine`]),
 //! and the optimizers they feed ([`optim`]).
 pub mod canary;
+pub mod canary_plan;
 mod config;
 pub mod engine;
 mod flaw;
