@@ -577,6 +577,12 @@ fn best_test(
             Some((cp, cn)) => (projected(tp, np, cp), projected(fp, nn, cn), cp, cn),
             None => (tp, fp, np, nn),
         };
+        // The key at the point estimates is an upper bound on the key (each interval end lies
+        // beyond its estimate), at the price of no Beta quantile.
+        let ceiling = key_ceiling(spec.bound, tp, fp, np, nn, spec.delta);
+        if best.is_some_and(|(_, k, _)| ceiling.is_some_and(|c| c <= k)) {
+            continue;
+        }
         let key = test_key(spec.bound, tp, fp, np, nn, significance, spec.delta);
         if best.is_some_and(|(_, k, _)| key <= k) {
             continue;
@@ -600,6 +606,30 @@ fn test_key(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, signif
             delta,
         ),
         _ => bound_at(bound, tp, fp, np, nn, significance, delta),
+    }
+}
+
+/// An upper bound on [`test_key`] from the point estimates tp/np and fp/nn in place of the
+/// Clopper-Pearson interval ends (the lower end of the TPR lies below its estimate, the upper
+/// ends of the FPR and FNR above theirs, and the key grows with the first and falls with the
+/// others), or None (the one-run bounds).
+fn key_ceiling(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, delta: f64) -> Option<f64> {
+    let (tpr, fpr) = (tp as f64 / np as f64, fp as f64 / nn as f64);
+    match bound {
+        BoundKind::Gdp => {
+            let n = std_normal();
+            Some(n.inverse_cdf(1.0 - fpr) - n.inverse_cdf(1.0 - tpr))
+        }
+        BoundKind::ClopperPearson => {
+            // ln((hit - delta) / miss) at the estimates; a miss of 0 leaves no ceiling.
+            let refuted = |hit: f64, miss: f64| match (hit > delta, miss > 0.0) {
+                (false, _) => 0.0,
+                (true, true) => ((hit - delta) / miss).ln().max(0.0),
+                (true, false) => f64::INFINITY,
+            };
+            Some(refuted(tpr, fpr).max(refuted(1.0 - fpr, 1.0 - tpr)))
+        }
+        BoundKind::OneRun | BoundKind::OneRunFdp => None,
     }
 }
 
