@@ -142,9 +142,8 @@ fn power_hint(a: &AttackSummary) -> &'static str {
         crate::replay::KIND => "the replay checks sensitivities, not the noise; add a canary audit",
         "canary-aggregation" => "more canaries, or the gdp bound",
         "canary-gradient" => {
-            "as many canaries as the smallest DP-SGD stage has coordinates (the row's note names the count when \
-             canaries took turns), more canaries when max_certifiable caps the bound, or the gdp bound (DP-SGD is \
-             Gaussian)"
+            "more canaries (a larger max_canaries, or canaries set; the row's JSON says how many the audit chose \
+             and why), or the gdp bound (DP-SGD is Gaussian)"
         }
         k if k.starts_with("canary") => {
             "more canaries or runs, the gdp bound for Gaussian mechanisms, or the in-pipeline canary-aggregation audit"
