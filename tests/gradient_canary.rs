@@ -107,12 +107,17 @@ const CODED: Layout = Layout { canaries: 400, coordinates: 50, layout: CanaryLay
 /// Eight canaries a coordinate taking turns.
 const PHASES: Layout = Layout { canaries: 400, coordinates: 50, layout: CanaryLayout::Phases };
 
+/// The DP-SGD step of the engine tests: clip 1, an expected batch of 64.
+fn step(sigma: f64, q: f64, flaw: PlantedFlaw) -> DpSgd {
+    DpSgd { noise_multiplier: sigma, max_grad_norm: 1.0, expected_batch_size: 64.0, sample_rate: q, flaw }
+}
+
 /// The engine alone: `steps` Poisson-sampled DP-SGD steps with no real gradient; returns
 /// (scores, coins).
 fn engine_run(seed: u64, flaw: PlantedFlaw, sigma: f64, q: f64, steps: usize, l: Layout) -> (Vec<f64>, Vec<bool>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let coins: Vec<bool> = (0..l.canaries).map(|_| rng.gen_bool(0.5)).collect();
-    let dp = DpSgd { noise_multiplier: sigma, max_grad_norm: 1.0, expected_batch_size: 64.0, sample_rate: q, flaw };
+    let dp = step(sigma, q, flaw);
     let params = vec![(0usize, Tensor::zeros([l.coordinates as i64], (Kind::Float, tch::Device::Cpu)))];
     tch::manual_seed(seed as i64);
     let p = CanaryPlan {
@@ -185,13 +190,7 @@ fn auto_layout_codes_sharers_only_where_they_are_drawn_often_enough() {
     let run = |q: f64, l: Layout| {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let coins: Vec<bool> = (0..l.canaries).map(|_| rng.gen_bool(0.5)).collect();
-        let dp = DpSgd {
-            noise_multiplier: 1.0,
-            max_grad_norm: 1.0,
-            expected_batch_size: 64.0,
-            sample_rate: q,
-            flaw: PlantedFlaw::None,
-        };
+        let dp = step(1.0, q, PlantedFlaw::None);
         let params = vec![(0usize, Tensor::zeros([l.coordinates as i64], (Kind::Float, tch::Device::Cpu)))];
         tch::manual_seed(5);
         let p = CanaryPlan { included: coins, layout: l.layout, ..plan(0, |_| true, 11) };
@@ -225,13 +224,7 @@ fn auto_layout_codes_sharers_only_where_they_are_drawn_often_enough() {
 fn staged_run(m: usize, stages: &[usize], q: f64, declare: bool) -> Result<CanaryReadings, gnnaudit::Error> {
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let coins: Vec<bool> = (0..m).map(|_| rng.gen_bool(0.5)).collect();
-    let dp = DpSgd {
-        noise_multiplier: 1.0,
-        max_grad_norm: 1.0,
-        expected_batch_size: 64.0,
-        sample_rate: q,
-        flaw: PlantedFlaw::None,
-    };
+    let dp = step(1.0, q, PlantedFlaw::None);
     let params: Vec<Vec<(usize, Tensor)>> = stages
         .iter()
         .enumerate()
@@ -274,13 +267,7 @@ fn auto_layout_decides_on_the_declared_stages_of_the_whole_run() {
     // Declaring stages the run does not take is caught.
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let p = CanaryPlan { included: (0..300).map(|_| rng.gen_bool(0.5)).collect(), ..plan(0, |_| true, 13) };
-    let dp = DpSgd {
-        noise_multiplier: 1.0,
-        max_grad_norm: 1.0,
-        expected_batch_size: 64.0,
-        sample_rate: 0.1,
-        flaw: PlantedFlaw::None,
-    };
+    let dp = step(1.0, 0.1, PlantedFlaw::None);
     let params = vec![(0usize, Tensor::zeros([80], (Kind::Float, tch::Device::Cpu)))];
     let wrong = observe(p, || {
         canary::declare(vec![StagePlan::new(&[Tensor::zeros([81], (Kind::Float, tch::Device::Cpu))], &dp, 3)]);

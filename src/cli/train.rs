@@ -55,15 +55,14 @@ impl RecipeArgs {
             crate::methods::shared::check_type(k, &v).map_err(|e| renamed(e, flag))?;
             table.insert(k.clone(), v);
         }
+        let mut given = crate::methods::knobs::KnobMap::default();
         for (k, text) in self.own.given() {
-            table.insert(k.clone(), crate::methods::knobs::parse_cli_value(text));
+            let v = crate::methods::knobs::parse_cli_value(text);
+            table.insert(k.clone(), v.clone());
+            given.set(k, v);
         }
         // A value of the wrong type names its flag, as clap does for the flags it parses.
         if let Some(own) = spec.own_knobs {
-            let mut given = crate::methods::knobs::KnobMap::default();
-            for (k, text) in self.own.given() {
-                given.set(k, crate::methods::knobs::parse_cli_value(text));
-            }
             (own.types)(&given).map_err(|e| renamed(e, flag))?;
         }
         serde::Deserialize::deserialize(toml::Value::Table(table))
