@@ -567,32 +567,56 @@ fn best_test(
 ) -> Option<Test> {
     let (np, nn) = (pos.len(), neg.len());
     let (p, q) = (sorted(pos), sorted(neg));
-    // (bound, key, test): a test whose key is no higher than the best test's cannot beat it,
-    // and its bound is not computed.
-    let mut best: Option<(f64, f64, Test)> = None;
-    for &t in tests {
+    let counts = |t: &Test| {
         let (tp, fp) = (at_least(&p, t.threshold), at_least(&q, t.threshold));
         let (tp, fp) = if t.reversed { (np - tp, nn - fp) } else { (tp, fp) };
-        let (tp, fp, np, nn) = match project_to {
+        match project_to {
             Some((cp, cn)) => (projected(tp, np, cp), projected(fp, nn, cn), cp, cn),
             None => (tp, fp, np, nn),
-        };
-        // The key at the point estimates is an upper bound on the key (each interval end lies
-        // beyond its estimate), at the price of no Beta quantile.
-        let ceiling = key_ceiling(spec.bound, tp, fp, np, nn, spec.delta);
-        if best.is_some_and(|(_, k, _)| ceiling.is_some_and(|c| c <= k)) {
-            continue;
+        }
+    };
+    // Branch and bound: the key at the point estimates is an upper bound on the key (each
+    // interval end lies beyond its estimate) that costs no Beta quantile. Tests are tried from
+    // the highest ceiling down, and the scan stops at the first ceiling that cannot beat the best
+    // key: only the few tests near the top pay for their intervals.
+    let mut order: Vec<(f64, usize)> = tests
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let (tp, fp, np, nn) = counts(t);
+            (key_ceiling(spec.bound, tp, fp, np, nn, spec.delta).unwrap_or(f64::INFINITY), i)
+        })
+        .collect();
+    order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    // (bound, key, index): the chosen test is the first in `tests` with the largest bound (the
+    // first of all when none bounds anything), as a scan in the given order would choose.
+    let mut best: Option<(f64, f64, usize)> = None;
+    let (size_p, size_n) = project_to.unwrap_or((np, nn));
+    let mut grid = (IntervalGrid::new(size_p, significance), IntervalGrid::new(size_n, significance));
+    for (ceiling, i) in order {
+        if best.is_some_and(|(_, k, _)| ceiling < k) {
+            break;
+        }
+        let (tp, fp, np, nn) = counts(&tests[i]);
+        // A second, tighter ceiling from the intervals at the nearest counts on a grid.
+        if let Some(k) = best.map(|(_, k, _)| k) {
+            if graded_key_ceiling(spec.bound, tp, fp, &mut grid, spec.delta).is_some_and(|c| c < k) {
+                continue;
+            }
         }
         let key = test_key(spec.bound, tp, fp, np, nn, significance, spec.delta);
-        if best.is_some_and(|(_, k, _)| key <= k) {
+        if best.is_some_and(|(_, k, _)| key < k) {
             continue;
         }
         let eps = bound_of_key(spec.bound, key, spec.delta);
-        if best.is_none_or(|(b, _, _)| eps > b) {
-            best = Some((eps, key, t));
+        if best.is_none_or(|(b, _, j)| eps > b || (eps == b && i < j)) {
+            best = Some((eps, key, i));
         }
     }
-    best.map(|(_, _, t)| t)
+    match best {
+        Some((b, _, i)) if b > 0.0 => Some(tests[i]),
+        _ => tests.first().copied(),
+    }
 }
 
 /// What [`best_test`] ranks tests by: a quantity the test's bound is nondecreasing in. For gdp it
@@ -633,6 +657,68 @@ fn key_ceiling(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, del
     }
 }
 
+/// Clopper-Pearson interval ends at every `step`-th count out of `n`, computed when first asked
+/// for: both ends are nondecreasing in the count, so the ends at the grid counts around a count
+/// bound its own ends from the side a ceiling on [`test_key`] needs, at a fraction of the solves.
+struct IntervalGrid {
+    n: usize,
+    significance: f64,
+    step: usize,
+    upper: Vec<Option<f64>>,
+    lower: Vec<Option<f64>>,
+}
+
+impl IntervalGrid {
+    fn new(n: usize, significance: f64) -> Self {
+        // About 8 counts per standard deviation of a rate near 1/2 (sqrt(n) / 2 counts).
+        let step = ((n as f64).sqrt() / 16.0).round().max(1.0) as usize;
+        let points = n / step + 2;
+        IntervalGrid { n, significance, step, upper: vec![None; points], lower: vec![None; points] }
+    }
+
+    /// At most the Clopper-Pearson upper end at `k`: the end at the grid count at or below it.
+    fn upper_at_most(&mut self, k: usize) -> f64 {
+        let j = k / self.step;
+        let (n, s, count) = (self.n, self.significance, j * self.step);
+        *self.upper[j].get_or_insert_with(|| clopper_pearson_upper(count, n, s))
+    }
+
+    /// At least the Clopper-Pearson lower end at `k`: the end at the grid count at or above it.
+    fn lower_at_least(&mut self, k: usize) -> f64 {
+        let j = k.div_ceil(self.step);
+        let (n, s, count) = (self.n, self.significance, (j * self.step).min(self.n));
+        *self.lower[j].get_or_insert_with(|| clopper_pearson_lower(count, n, s))
+    }
+}
+
+/// An upper bound on [`test_key`] from the grid's interval ends around the test's counts (the
+/// key grows with the TPR's lower end and falls with the FPR's and FNR's upper ends), or None
+/// (the one-run bounds). `grid` holds the positives' and the negatives' grids.
+fn graded_key_ceiling(
+    bound: BoundKind,
+    tp: usize,
+    fp: usize,
+    (pos, neg): &mut (IntervalGrid, IntervalGrid),
+    delta: f64,
+) -> Option<f64> {
+    let fpr_hi = neg.upper_at_most(fp);
+    match bound {
+        BoundKind::Gdp => Some(gdp_test_mu(fpr_hi, pos.upper_at_most(pos.n - tp), delta)),
+        BoundKind::ClopperPearson => {
+            let tpr_lo = pos.lower_at_least(tp);
+            let refuted = |hit_lo: f64, miss_hi: f64| {
+                if hit_lo > delta && miss_hi > 0.0 {
+                    ((hit_lo - delta) / miss_hi).ln().max(0.0)
+                } else {
+                    0.0
+                }
+            };
+            Some(refuted(tpr_lo, fpr_hi).max(refuted(1.0 - fpr_hi, 1.0 - tpr_lo)))
+        }
+        BoundKind::OneRun | BoundKind::OneRunFdp => None,
+    }
+}
+
 /// The bound of a test from its [`test_key`].
 fn bound_of_key(bound: BoundKind, key: f64, delta: f64) -> f64 {
     match bound {
@@ -662,17 +748,43 @@ struct ScanCost {
 }
 
 /// One-run scan over candidates (guesses, correct, canaries, rule): in order of decreasing
-/// precision, a candidate is skipped when its precision is no better than e^eps / (1 + e^eps)
-/// of the best eps so far (it cannot refute a larger eps), and otherwise evaluated first at the
-/// best eps (one p-value), bisecting only when it beats it. Returns the best rule.
+/// precision, it stops at the first candidate whose precision is no better than e^eps / (1 +
+/// e^eps) of the best eps so far (neither it nor any later one can refute a larger eps); each
+/// other is evaluated first at the best eps (one p-value), bisecting only when it beats it.
+/// Returns the best rule.
 fn scan_one_run<R: Copy>(
     candidates: Vec<(usize, usize, usize, R)>,
     spec: &AuditSpec,
     beta: f64,
     cost: &mut ScanCost,
 ) -> Option<R> {
-    // Decreasing Clopper-Pearson lower bound on the precision: the strongest candidates first,
-    // so that the bound rises early and the pruning skips most of the rest.
+    // Branch and bound on the precision: no eps at or above logit(correct / guesses) is refuted
+    // (there q >= correct / guesses, so P[Bin(guesses, q) >= correct] >= 1/2 > beta), so the
+    // candidates are tried from the most precise down and the scan stops at the first whose
+    // precision cannot beat the best bound. Ties keep the input order.
+    let precision = |&(g, c, _, _): &(usize, usize, usize, R)| if g == 0 { -1.0 } else { c as f64 / g as f64 };
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by(|&a, &b| precision(&candidates[b]).total_cmp(&precision(&candidates[a])).then(a.cmp(&b)));
+    let mut best: Option<(f64, R)> = None;
+    for &i in &order {
+        let (guesses, correct, canaries, rule) = candidates[i];
+        let floor = best.map_or(0.0, |(b, _)| b);
+        let q = 1.0 / (1.0 + (-floor).exp());
+        if guesses == 0 || (correct as f64) <= q * guesses as f64 {
+            break;
+        }
+        cost.evaluated += 1;
+        let eps = one_run_at(spec.bound, canaries, guesses, correct, spec.delta, beta, floor);
+        if eps > floor {
+            cost.improved += 1;
+            best = Some((eps, rule));
+        }
+    }
+    if best.is_some() {
+        return best.map(|(_, r)| r);
+    }
+    // Nothing refuted: the candidate with the highest Clopper-Pearson lower bound on its
+    // precision (the first such), the rule the scan reports then.
     let precision_lo = |&(g, c, _, _): &(usize, usize, usize, R)| {
         if g == 0 {
             -1.0
@@ -680,27 +792,14 @@ fn scan_one_run<R: Copy>(
             clopper_pearson_lower(c, g, beta.min(0.5))
         }
     };
-    let mut keyed: Vec<(f64, (usize, usize, usize, R))> =
-        candidates.into_iter().map(|c| (precision_lo(&c), c)).collect();
-    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let mut best: Option<(f64, R)> = None;
-    for (_, (guesses, correct, canaries, rule)) in keyed {
-        let floor = best.map_or(0.0, |(b, _)| b);
-        let q = 1.0 / (1.0 + (-floor).exp());
-        if guesses == 0 || (correct as f64) <= q * guesses as f64 {
-            best.get_or_insert((0.0, rule));
-            continue;
-        }
-        cost.evaluated += 1;
-        let eps = one_run_at(spec.bound, canaries, guesses, correct, spec.delta, beta, floor);
-        if eps > floor {
-            cost.improved += 1;
-            best = Some((eps, rule));
-        } else {
-            best.get_or_insert((eps, rule));
+    let mut first: Option<(f64, R)> = None;
+    for c in &candidates {
+        let lo = precision_lo(c);
+        if first.is_none_or(|(b, _)| lo > b) {
+            first = Some((lo, c.3));
         }
     }
-    best.map(|(_, r)| r)
+    first.map(|(_, r)| r)
 }
 
 /// The one-run threshold with the largest bound on the selection part (projected to the
@@ -1069,6 +1168,84 @@ mod tests {
                     bound.name(),
                     strategy.name()
                 );
+            }
+        }
+    }
+
+    /// The pruned scans choose what a plain scan of every test in order chooses: the first test
+    /// with the largest bound (the first of all when none bounds anything), with and without the
+    /// split's projection, on separable, weak and null scores, rounded so that counts tie.
+    #[test]
+    fn pruned_scans_choose_what_a_plain_scan_chooses() {
+        let plain =
+            |pos: &[f64], neg: &[f64], tests: &[Test], spec: &AuditSpec, sig: f64, to: Option<(usize, usize)>| {
+                let (np, nn) = (pos.len(), neg.len());
+                let mut best: Option<(f64, Test)> = None;
+                for &t in tests {
+                    let (tp, fp) = t.counts(pos, neg);
+                    let (tp, fp, np, nn) = match to {
+                        Some((cp, cn)) => (projected(tp, np, cp), projected(fp, nn, cn), cp, cn),
+                        None => (tp, fp, np, nn),
+                    };
+                    let eps = bound_at(spec.bound, tp, fp, np, nn, sig, spec.delta);
+                    if best.is_none_or(|(b, _)| eps > b) {
+                        best = Some((eps, t));
+                    }
+                }
+                best.map(|(_, t)| t)
+            };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for (n, mu) in [(3_000, 1.0), (3_000, 0.2), (2_000, 0.0), (400, 3.0)] {
+            let (pos, neg) = gaussian_scores(n, mu, &mut rng);
+            let round = |v: Vec<f64>| v.into_iter().map(|x| (x * 20.0).round() / 20.0).collect::<Vec<_>>();
+            for (pos, neg) in [(pos.clone(), neg.clone()), (round(pos), round(neg))] {
+                let tests = candidate_tests(&pos, &neg);
+                // (gdp at delta 0 claims infinity; its numerical epsilon is not monotone in mu.)
+                for (bound, delta) in
+                    [(BoundKind::Gdp, 1e-5), (BoundKind::ClopperPearson, 0.0), (BoundKind::ClopperPearson, 1e-5)]
+                {
+                    let spec = AuditSpec::new(bound, delta);
+                    for to in [None, Some((n / 2, n / 2 + 7))] {
+                        let sig = 0.05 / 4.0;
+                        let want = plain(&pos, &neg, &tests, &spec, sig, to);
+                        let got = best_test(&pos, &neg, &tests, &spec, sig, to);
+                        assert_eq!(got, want, "n {n}, mu {mu}, {}, delta {delta}, {to:?}", bound.name());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The one-run scan, tried from the most precise candidate down, chooses the rule a full
+    /// evaluation of every candidate in decreasing order of its precision's Clopper-Pearson lower
+    /// bound (the order it used to scan in) chooses.
+    #[test]
+    fn the_pruned_one_run_scan_chooses_what_a_full_scan_chooses() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(12);
+        for (n, mu) in [(3_000, 1.0), (3_000, 0.3), (2_000, 0.0)] {
+            let (pos, neg) = gaussian_scores(n, mu, &mut rng);
+            for bound in [BoundKind::OneRun, BoundKind::OneRunFdp] {
+                let spec = AuditSpec::new(bound, 1e-5);
+                let beta = 0.05;
+                let mut keyed: Vec<(f64, usize, usize, f64)> = candidate_tests(&pos, &neg)
+                    .into_iter()
+                    .filter(|t| !t.reversed)
+                    .map(|t| {
+                        let (tp, fp) = t.counts(&pos, &neg);
+                        let lo = if tp + fp == 0 { -1.0 } else { clopper_pearson_lower(tp, tp + fp, beta) };
+                        (lo, tp + fp, tp, t.threshold)
+                    })
+                    .collect();
+                keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+                let mut want: Option<(f64, f64)> = None;
+                for &(_, g, c, t) in &keyed {
+                    let eps = one_run_at(bound, 2 * n, g, c, spec.delta, beta, 0.0);
+                    if want.is_none_or(|(b, _)| eps > b) {
+                        want = Some((eps, t));
+                    }
+                }
+                let got = best_one_run_threshold(&pos, &neg, &spec, beta, None, &mut ScanCost::default());
+                assert_eq!(got.map(|t| t.threshold), want.map(|(_, t)| t), "n {n}, mu {mu}, {}", bound.name());
             }
         }
     }
