@@ -213,11 +213,78 @@ struct Stage {
     pending: Tensor,
     sums: Tensor,
     summed_steps: usize,
+    /// Per phase, built at its first step: what every step of that phase reads.
+    phases: Vec<Option<PhaseReads>>,
+    /// Coded stages: per step of the code cycle, every read's sign (canary order of the phase).
+    signs: Vec<Option<Tensor>>,
+}
+
+/// The reads shared by every step of one phase of a stage: which canaries, where they sit, and
+/// which of them the plan included (the only ones a step can draw). Built once, so that a step
+/// costs a pass over its draws and a few tensor operations, not a pass over every canary.
+struct PhaseReads {
+    /// The canaries read, in order.
+    canaries: Vec<usize>,
+    canaries_t: Tensor,
+    /// Their coordinates (on the training's device) and slots.
+    coordinates: Tensor,
+    slots_t: Tensor,
+    /// (position among the reads, canary) of the included ones.
+    included: Vec<(usize, usize)>,
 }
 
 impl Stage {
     fn shared(&self) -> bool {
         self.code_length > 1
+    }
+
+    /// Builds the reads of `phase` for the first `m` canaries, unless built already (a later
+    /// stage's first step may lower the count the audit keeps), and returns the reads' signs at
+    /// step `code_step` of the code cycle (None: no sharers, all +1).
+    fn prepare(
+        &mut self,
+        phase: usize,
+        m: usize,
+        included: &[bool],
+        device: tch::Device,
+        code_step: usize,
+    ) -> Option<Tensor> {
+        if self.phases[phase].as_ref().is_none_or(|p| p.canaries.len() != (phase..m).step_by(self.period).len()) {
+            self.phases[phase] = Some(self.phase_reads(phase, m, included, device));
+            self.signs.iter_mut().for_each(|s| *s = None);
+        }
+        self.signs_at(code_step)
+    }
+
+    fn phase_reads(&self, phase: usize, m: usize, included: &[bool], device: tch::Device) -> PhaseReads {
+        let (coordinate, slot, period) = (&self.coordinate, &self.slot, self.period);
+        {
+            let canaries: Vec<usize> = (phase..m).step_by(period).collect();
+            let at: Vec<i64> = canaries.iter().map(|&i| coordinate[i]).collect();
+            let slots: Vec<i64> = canaries.iter().map(|&i| slot[i] as i64).collect();
+            let ids: Vec<i64> = canaries.iter().map(|&i| i as i64).collect();
+            PhaseReads {
+                included: canaries.iter().enumerate().filter(|(_, &i)| included[i]).map(|(k, &i)| (k, i)).collect(),
+                canaries_t: Tensor::from_slice(&ids),
+                coordinates: Tensor::from_slice(&at).to_device(device),
+                slots_t: Tensor::from_slice(&slots),
+                canaries,
+            }
+        }
+    }
+
+    /// The reads' signs at step `code_step` of the code cycle (None: all +1, no sharers).
+    fn signs_at(&mut self, code_step: usize) -> Option<Tensor> {
+        if !self.shared() {
+            return None;
+        }
+        let code = &self.code;
+        let phase0 = self.phases[0].as_ref().map(|p| &p.canaries);
+        let signs = self.signs[code_step].get_or_insert_with(|| {
+            let v: Vec<f64> = phase0.into_iter().flatten().map(|&i| walsh_sign(code[i], code_step)).collect();
+            Tensor::from_slice(&v)
+        });
+        Some(signs.shallow_clone())
     }
 }
 
@@ -352,12 +419,12 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
 /// coordinates before the noise: the real examples' clipped sum and the other sharers' draws.
 pub(super) struct StepReads {
     stage: usize,
-    canaries: Vec<usize>,
+    canaries: Tensor,
     coordinates: Tensor,
     /// Per read: the real examples' sum plus the other sharers' signed draws at its coordinate.
-    known: Vec<f64>,
-    /// Per read: the canary's sign this step.
-    sign: Vec<f64>,
+    known: Tensor,
+    /// Per read: the canary's sign this step (None: all +1).
+    sign: Option<Tensor>,
     /// This step closes a code cycle of its (coded, shared) stage.
     closes_cycle: bool,
     /// The step as the accountant models it: Poisson rate, clipping bound, noise std.
@@ -455,12 +522,6 @@ impl ClaimedStep {
     }
 }
 
-/// `t` at `at`, as doubles on the CPU.
-fn values_at(t: &Tensor, at: &Tensor) -> Vec<f64> {
-    let v = t.index_select(0, at).to_kind(Kind::Double).to_device(tch::Device::Cpu);
-    Vec::try_from(&v).unwrap_or_default()
-}
-
 /// Declares the DP-SGD stages the training about to run takes, in order, so that the audit decides
 /// its canary count and layout for the whole run before the first step (a no-op when no audit
 /// observes this thread, and for an empty plan). A method calls it once, before its first stage.
@@ -526,16 +587,20 @@ pub(super) fn plant(flat: &Tensor, params: &[(usize, Tensor)], dp: &DpSgd) -> Op
 /// step), or to its stage's running sum (canaries sharing coordinates).
 pub(super) fn read(reads: StepReads, released: &Tensor) {
     let values = released.index_select(0, &reads.coordinates).to_kind(Kind::Double).to_device(tch::Device::Cpu);
-    let x = (values - Tensor::from_slice(&reads.known)) * Tensor::from_slice(&reads.sign);
-    let canaries = Tensor::from_slice(&reads.canaries.iter().map(|&i| i as i64).collect::<Vec<_>>());
+    let x = values - &reads.known;
+    let x = match &reads.sign {
+        Some(sign) => x * sign,
+        None => x,
+    };
+    let canaries = &reads.canaries;
     RUN.with(|r| {
         let mut guard = r.borrow_mut();
         let Some(run) = guard.as_mut() else { return };
         let st = &mut run.stages[reads.stage];
         if st.shared() {
-            let _ = st.pending.index_add_(0, &canaries, &x);
+            let _ = st.pending.index_add_(0, canaries, &x);
         } else {
-            let _ = run.scores.index_add_(0, &canaries, &reads.claimed.log_likelihood_ratios(&x));
+            let _ = run.scores.index_add_(0, canaries, &reads.claimed.log_likelihood_ratios(&x));
         }
         if reads.closes_cycle {
             st.sums += &st.pending;
@@ -585,44 +650,44 @@ impl Run {
                  sharing its coordinates cannot score; use layout = \"phases\""
             )
         );
-        let (period, phase, code_step) = (st.period, st.step % st.period, st.step % st.code_length);
+        let (phase, code_step) = (st.step % st.period, st.step % st.code_length);
         st.step += 1;
         let closes_cycle = st.shared() && code_step + 1 == st.code_length;
         self.steps += 1;
         let raw = self.plan.raw_norm * dp.max_grad_norm;
+        let device = flat.device();
+        let (included, rng) = (&self.plan.included, &mut self.rng);
+        let sign = self.stages[s].prepare(phase, m, included, device, code_step);
         let st = &self.stages[s];
-        let (mut read, mut read_at, mut sign) = (Vec::new(), Vec::new(), Vec::new());
+        let reads = st.phases[phase].as_ref().expect("built by prepare");
         let (mut add_at, mut add_value) = (Vec::new(), Vec::new());
         // Per slot: the signed draws added there this step; a read later takes its own out.
         let mut drawn = vec![0.0f64; st.slots];
-        let mut own = Vec::new();
-        for i in (phase..m).step_by(period) {
-            let h = walsh_sign(st.code[i], code_step);
-            read.push(i);
-            read_at.push(st.coordinate[i]);
-            sign.push(h);
-            let mut mine = 0.0;
-            if self.plan.included[i] && self.rng.gen_bool(dp.sample_rate) {
+        let (mut own_at, mut own) = (Vec::new(), Vec::new());
+        for &(k, i) in &reads.included {
+            if rng.gen_bool(dp.sample_rate) {
+                let h = walsh_sign(st.code[i], code_step);
                 // The value the trainer's clip leaves, rounded as the f32 sum holds it.
                 let v = f64::from((h * dp.clip_dirac(raw, st.in_bias[i])) as f32);
                 add_at.push(st.coordinate[i]);
                 add_value.push(v as f32);
                 drawn[st.slot[i]] += v;
-                mine = v;
+                own_at.push(k as i64);
+                own.push(v);
             }
-            own.push(mine);
         }
         self.sampled += add_at.len();
-        let device = flat.device();
-        let coordinates = Tensor::from_slice(&read_at).to_device(device);
-        let real = values_at(flat, &coordinates);
-        let known = read.iter().zip(real).zip(own).map(|((&i, r), mine)| r + drawn[st.slot[i]] - mine).collect();
+        let real = flat.index_select(0, &reads.coordinates).to_kind(Kind::Double).to_device(tch::Device::Cpu);
+        let mut known = real + Tensor::from_slice(&drawn).index_select(0, &reads.slots_t);
+        if !own.is_empty() {
+            let _ = known.index_add_(0, &Tensor::from_slice(&own_at), &Tensor::from_slice(&own).neg());
+        }
         let added = (!add_at.is_empty())
             .then(|| (Tensor::from_slice(&add_at).to_device(device), Tensor::from_slice(&add_value).to_device(device)));
         Ok(StepReads {
             stage: s,
-            canaries: read,
-            coordinates,
+            canaries: reads.canaries_t.shallow_clone(),
+            coordinates: reads.coordinates.shallow_clone(),
             known,
             sign,
             closes_cycle,
@@ -713,6 +778,8 @@ impl Run {
             pending: Tensor::zeros([if shared { m as i64 } else { 0 }], (Kind::Double, tch::Device::Cpu)),
             sums: Tensor::zeros([if shared { m as i64 } else { 0 }], (Kind::Double, tch::Device::Cpu)),
             summed_steps: 0,
+            phases: (0..period).map(|_| None).collect(),
+            signs: (0..code_length).map(|_| None).collect(),
         })
     }
 }
