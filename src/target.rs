@@ -24,15 +24,14 @@ pub fn from_attack(e: attacks::Error) -> Error {
 /// The adversary's view of a dataset: nodes, undirected edges, dense features, labels. Its
 /// features stay on the CPU, where the attacks compute (see [`CpuWhiteBox`]).
 pub fn attack_graph(ds: &Dataset) -> Result<AttackGraph> {
-    let edges = ds.graph.edges().filter(|(u, v)| u != v).map(|(u, v)| (u.min(v), u.max(v)));
-    AttackGraph::new(
-        ds.num_nodes(),
-        edges.collect::<Vec<_>>(),
-        to_cpu(&ds.features.to_tensor()),
-        ds.labels.clone(),
-        ds.num_classes,
-    )
-    .map_err(from_attack)
+    // Each undirected edge once as (smaller, larger), already in sorted order: the CSR yields
+    // (source, row) with rows ascending and sources sorted, so the edges from a larger source
+    // come out sorted, and the list's sort is one pass (an edge with no reverse is appended).
+    let g = &ds.graph;
+    let mut edges: Vec<(usize, usize)> = g.edges().filter(|(u, v)| u > v).map(|(u, v)| (v, u)).collect();
+    edges.extend(g.edges().filter(|&(u, v)| u < v && !g.has_edge(v, u)));
+    AttackGraph::new(ds.num_nodes(), edges, to_cpu(&ds.features.to_tensor()), ds.labels.clone(), ds.num_classes)
+        .map_err(from_attack)
 }
 
 pub fn node_split(s: &Split) -> NodeSplit {
@@ -286,10 +285,19 @@ impl RecipeOracle {
 
     /// An oracle for `recipe` on `data` and the target's budget, calibrated through the oracle's
     /// own accounting so that its trainings reuse that calibration.
-    pub fn with_budget(recipe: &Recipe, data: &Dataset, seed: u64) -> Result<(Self, Budget)> {
+    ///
+    /// `graph` is `data` as the attacks see it: a training on that graph trains on `data` itself,
+    /// not on a dataset rebuilt from the graph.
+    pub fn with_budget(recipe: &Recipe, data: Dataset, graph: &AttackGraph, seed: u64) -> Result<(Self, Budget)> {
         let accounting = crate::train::accounting::Accounting::default();
-        let budget = methods::budget_with(recipe, data, seed, &accounting)?;
+        let budget = methods::budget_with(recipe, &data, seed, &accounting)?;
         let oracle = RecipeOracle { accounting, ..RecipeOracle::new(recipe, &budget, &data.name) };
+        *oracle.last.borrow_mut() = Some(SharedGraph {
+            edges: graph.edges.clone(),
+            labels: graph.labels.clone(),
+            features: graph.features.shallow_clone(),
+            data,
+        });
         Ok((oracle, budget))
     }
 
@@ -297,6 +305,37 @@ impl RecipeOracle {
     /// gradient canaries in it.
     pub fn observed_accuracy(&self) -> Option<crate::train::Accuracy> {
         *self.observed.borrow()
+    }
+
+    /// Runs `f` on the dataset of `graph` with `split`: the one built for the last graph when it
+    /// is the same graph (shared; only the split is replaced), else one built from `graph`.
+    fn on_dataset<T>(
+        &self,
+        graph: &AttackGraph,
+        split: &NodeSplit,
+        f: impl FnOnce(&Dataset) -> Result<T>,
+    ) -> attacks::Result<T> {
+        let mut last = self.last.borrow_mut();
+        if self.share && last.as_ref().is_some_and(|l| l.matches(graph)) {
+            let shared = last.as_mut().expect("matched");
+            check_split(graph.num_nodes, split).map_err(to_attack)?;
+            shared.data.split =
+                Some(Split { train: split.train.clone(), val: split.val.clone(), test: split.test.clone() });
+        } else {
+            *last = None;
+            let data = dataset_from(graph, split, &self.name).map_err(to_attack)?;
+            *last = Some(SharedGraph {
+                edges: graph.edges.clone(),
+                labels: graph.labels.clone(),
+                features: graph.features.shallow_clone(),
+                data,
+            });
+        }
+        let out = f(&last.as_ref().expect("set above").data).map_err(to_attack);
+        if !self.share {
+            *last = None;
+        }
+        out
     }
 
     /// The same oracle rebuilding every shadow's dataset (what it did before sharing; `bench audit
@@ -309,29 +348,10 @@ impl RecipeOracle {
 
 impl ShadowOracle for RecipeOracle {
     fn train(&self, graph: &AttackGraph, split: &NodeSplit, seed: u64) -> attacks::Result<Box<dyn BlackBox>> {
-        let target = |e: Error| attacks::Error::Target(e.to_string());
-        let mut last = self.last.borrow_mut();
-        if self.share && last.as_ref().is_some_and(|l| l.matches(graph)) {
-            let shared = last.as_mut().expect("matched");
-            check_split(graph.num_nodes, split).map_err(target)?;
-            shared.data.split =
-                Some(Split { train: split.train.clone(), val: split.val.clone(), test: split.test.clone() });
-        } else {
-            *last = None;
-            let data = dataset_from(graph, split, &self.name).map_err(target)?;
-            *last = Some(SharedGraph {
-                edges: graph.edges.clone(),
-                labels: graph.labels.clone(),
-                features: graph.features.shallow_clone(),
-                data,
-            });
-        }
-        let shared = last.as_ref().expect("set above");
-        let run = methods::train_with(&self.recipe, &shared.data, seed, &self.accounting).map_err(target)?;
-        if !self.share {
-            *last = None;
-        }
-        Ok(Box::new(ModelBlackBox::new(run.model.as_ref())))
+        self.on_dataset(graph, split, |data| {
+            let run = methods::train_with(&self.recipe, data, seed, &self.accounting)?;
+            Ok(Box::new(ModelBlackBox::new(run.model.as_ref())) as Box<dyn BlackBox>)
+        })
     }
     fn train_with_units(
         &self,
@@ -355,9 +375,8 @@ impl ShadowOracle for RecipeOracle {
         plan: &attacks::GradientCanaryPlan,
         seed: u64,
     ) -> attacks::Result<attacks::GradientCanaryReadings> {
-        let data = dataset_from(graph, split, &self.name).map_err(to_attack)?;
-        let (read, accuracy) =
-            gradient_canary_run(&self.recipe, &data, plan, seed, &self.accounting).map_err(to_attack)?;
+        let (read, accuracy) = self
+            .on_dataset(graph, split, |data| gradient_canary_run(&self.recipe, data, plan, seed, &self.accounting))?;
         *self.observed.borrow_mut() = Some(accuracy);
         Ok(read)
     }
@@ -610,5 +629,28 @@ mod tests {
         assert_eq!(back.graph, ds.graph);
         assert_eq!(back.features.to_dense(), ds.features.to_dense());
         assert_eq!(back.labels, ds.labels);
+    }
+
+    /// Every undirected edge once, sorted, whichever way it is stored: both ways, one way in
+    /// either direction, or as a self-loop (dropped).
+    #[test]
+    fn attack_graph_lists_each_undirected_edge_once_in_order() {
+        let stored = [(0, 3), (3, 0), (2, 1), (1, 4), (4, 4), (3, 2), (2, 3), (0, 1)];
+        let ds = Dataset { graph: Graph::from_edges(5, stored).unwrap(), ..tiny_of(5) };
+        let g = attack_graph(&ds).unwrap();
+        assert_eq!(g.edges, vec![(0, 1), (0, 3), (1, 2), (1, 4), (2, 3)]);
+    }
+
+    fn tiny_of(n: usize) -> Dataset {
+        Dataset {
+            name: "tiny".into(),
+            graph: Graph::from_edges(n, []).unwrap(),
+            features: Features::Dense { rows: n, cols: 1, data: vec![1.0; n] },
+            labels: vec![0; n],
+            num_classes: 1,
+            split: None,
+            class_names: None,
+            attr_names: None,
+        }
     }
 }

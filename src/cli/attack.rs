@@ -523,7 +523,7 @@ fn attack_once(
     }
     let split = node_split(ds.split()?);
     if a.attack == AttackKind::CanaryGradient && loaded.is_none() {
-        return observed_run(recipe, params, &ds, (&g, &split), seed, a.attack);
+        return observed_run(recipe, params, ds, (&g, &split), seed, a.attack);
     }
     let mut trained = None;
     let (model, budget, accuracy): (&dyn crate::methods::TrainedModel, _, _) = match loaded {
@@ -571,14 +571,15 @@ fn attack_once(
 fn observed_run(
     recipe: &crate::methods::Recipe,
     params: &AttackParams,
-    ds: &crate::data::Dataset,
+    ds: crate::data::Dataset,
     (graph, split): (&gnnaudit_attacks::AttackGraph, &gnnaudit_attacks::NodeSplit),
     seed: u64,
     kind: AttackKind,
 ) -> Result<OneRun> {
-    let (oracle, budget) = RecipeOracle::with_budget(recipe, ds, seed)?;
+    let classes = ds.num_classes;
+    let (oracle, budget) = RecipeOracle::with_budget(recipe, ds, graph, seed)?;
     let claim = crate::audit::feature_claim::claim_for(kind, &budget)?;
-    let bb = NoQueries { classes: ds.num_classes };
+    let bb = NoQueries { classes };
     let target = Target { graph, split, black_box: &bb, white_box: None, oracle: Some(&oracle), claim };
     let result = run_attack(&target, &AdversaryKnowledge::default(), params, seed).map_err(from_attack)?;
     let accuracy = oracle.observed_accuracy().ok_or_else(|| Error::Other("the audit observed no training".into()))?;
