@@ -140,6 +140,28 @@ fn engine_run(seed: u64, flaw: PlantedFlaw, sigma: f64, q: f64, steps: usize, l:
     (read.scores, coins[..read.canaries].to_vec())
 }
 
+/// Under shuffled batches (the planted `demo-dp-mlp-shuffled`) a canary is drawn as an example
+/// of the permutation is: exactly once an epoch when the batches cover the epoch (512 examples in
+/// 8 batches of 64), where Poisson sampling at the same rate draws a varying number.
+#[test]
+fn shuffled_batches_draw_each_canary_once_an_epoch() {
+    let params = vec![(0usize, Tensor::zeros([400], (Kind::Float, tch::Device::Cpu)))];
+    let draws = |flaw| {
+        let dp = step(1.0, 0.125, flaw);
+        let ((), read) = observe(plan(400, |i| i % 3 != 0, 3), || {
+            for _ in 0..5 * 8 {
+                let _ = dp.noisy_mean(Vec::new(), &params);
+            }
+            Ok(())
+        })
+        .unwrap();
+        read.sampled
+    };
+    let included = (0..400).filter(|i| i % 3 != 0).count();
+    assert_eq!(draws(PlantedFlaw::ShuffledAsPoisson), 5 * included);
+    assert_ne!(draws(PlantedFlaw::None), 5 * included);
+}
+
 /// The engine's bound for one run.
 fn engine_bound(seed: u64, flaw: PlantedFlaw, setting: (f64, f64, usize), bound: BoundKind, l: Layout) -> f64 {
     let (sigma, q, steps) = setting;

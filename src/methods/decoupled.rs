@@ -94,7 +94,9 @@ pub fn privacy(r: &Recipe, data: &Dataset, acct: &Accounting, releases: usize) -
     let expr = match r.method {
         Method::Mlp => return Ok(Privacy { sigma: 0.0, budget: edge_free_budget()? }),
         // The planted DP-SGD bugs claim DP-MLP's epsilon.
-        Method::DpMlp | Method::DemoDpMlpNoiseOnMean | Method::DemoDpMlpBiasUnclipped => accounting::dp_sgd(sgd()),
+        Method::DpMlp | Method::DemoDpMlpNoiseOnMean | Method::DemoDpMlpBiasUnclipped | Method::DemoDpMlpShuffled => {
+            accounting::dp_sgd(sgd())
+        }
         Method::GapNdp => accounting::gap_node(releases, r.dp.max_degree, sgd(), sgd()),
         // The planted bugs claim GAP-EDP's epsilon; their noise is for a wrong sensitivity.
         Method::GapEdp | Method::DemoGapEdpPlantedBug | Method::DemoGapEdpNoiseOff => accounting::gap_edge(releases),
@@ -121,6 +123,7 @@ fn planted_flaw(m: Method) -> PlantedFlaw {
     match m {
         Method::DemoDpMlpNoiseOnMean => PlantedFlaw::NoiseOnMean,
         Method::DemoDpMlpBiasUnclipped => PlantedFlaw::BiasUnclipped,
+        Method::DemoDpMlpShuffled => PlantedFlaw::ShuffledAsPoisson,
         _ => PlantedFlaw::None,
     }
 }
@@ -130,6 +133,10 @@ pub fn fit_config(r: &Recipe, n_train: usize, sigma: f64) -> FitConfig {
     let private = r.method.is_node_level() && r.epsilon.is_some();
     let batching = match r.batch_size() {
         None => Batching::Full,
+        Some(b) if private && planted_flaw(r.method) == PlantedFlaw::ShuffledAsPoisson => {
+            let b = b.min(n_train);
+            Batching::ShuffledDropLast { size: b, steps_per_epoch: steps_per_epoch(n_train, b) }
+        }
         Some(b) if private => {
             let b = b.min(n_train);
             Batching::Poisson { rate: b as f64 / n_train as f64, steps_per_epoch: steps_per_epoch(n_train, b) }

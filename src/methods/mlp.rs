@@ -201,6 +201,29 @@ pub const DEMO_DP_MLP_NOISE_ON_MEAN: MethodSpec = MethodSpec {
         load_mlp,
     )
 };
+pub const DEMO_DP_MLP_SHUFFLED: MethodSpec = MethodSpec {
+    replay: Replay::Releases(ReplayFamily::DpMlp),
+    memory: MemoryShape::Mlp(hidden_layers),
+    own_knobs: OWN,
+    batch_norm: false,
+    unsound: Some(
+        "UNSOUND (demo-dp-mlp-shuffled): a planted bug for demonstrations; it trains on shuffled fixed-size \
+         batches (each epoch a permutation, the incomplete last batch dropped) while it states DP-MLP's epsilon, \
+         accounted for Poisson sampling",
+    ),
+    control: Some(Method::Mlp),
+    ..entry(
+        "demo-dp-mlp-shuffled",
+        "PLANTED BUG, a demo only: DP-MLP on shuffled fixed-size batches (drop-last) accounted as Poisson \
+         sampling, the gap Chua et al. 2024 measured; what the gradient canary audit can show of it is in the \
+         README",
+        PrivacyUnit::Node,
+        true,
+        DP_MLP_READS,
+        train_mlp,
+        load_mlp,
+    )
+};
 pub const DEMO_DP_MLP_BIAS_UNCLIPPED: MethodSpec = MethodSpec {
     replay: Replay::Releases(ReplayFamily::DpMlp),
     memory: MemoryShape::Mlp(hidden_layers),

@@ -20,6 +20,7 @@ macro_rules! registered_methods {
         DpMlp => super::mlp::DP_MLP,
         DemoDpMlpNoiseOnMean => super::mlp::DEMO_DP_MLP_NOISE_ON_MEAN,
         DemoDpMlpBiasUnclipped => super::mlp::DEMO_DP_MLP_BIAS_UNCLIPPED,
+        DemoDpMlpShuffled => super::mlp::DEMO_DP_MLP_SHUFFLED,
         GapInf => super::gap::GAP_INF,
         GapEdp => super::gap::GAP_EDP,
         GapNdp => super::gap::GAP_NDP,

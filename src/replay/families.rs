@@ -99,6 +99,8 @@ impl<'a> DpStep<'a> {
         let dp = cfg.dp.ok_or_else(|| Error::invalid("epsilon", "node-level replay needs --epsilon"))?;
         let rate = match cfg.batching {
             Batching::Poisson { rate, .. } => rate,
+            // The planted shuffled demo is replayed as its accountant models it.
+            Batching::ShuffledDropLast { size, .. } => size as f64 / pool.len() as f64,
             _ => 1.0,
         };
         Ok(DpStep { labels, pool, rate, clip: dp.max_grad_norm, seed })

@@ -22,6 +22,10 @@ pub enum Batching {
     Shuffled(usize),
     /// DP-SGD: Poisson sampling at `rate`, `steps_per_epoch` steps (a batch may be empty).
     Poisson { rate: f64, steps_per_epoch: usize },
+    /// DP-SGD on a fresh permutation each epoch, `steps_per_epoch` batches of `size` (the
+    /// incomplete last batch dropped): only the planted `demo-dp-mlp-shuffled`, which is accounted
+    /// as Poisson sampling.
+    ShuffledDropLast { size: usize, steps_per_epoch: usize },
     /// `size` training nodes drawn uniformly without replacement for each of `steps_per_epoch`
     /// steps (DP-GNN's sampling, Daigavane et al. 2021).
     Uniform { size: usize, steps_per_epoch: usize },
@@ -166,6 +170,13 @@ pub fn drive(t: &mut dyn Trainee, train: &Tensor, schedule: &Schedule) -> Result
                     steps += 1;
                 }
             }
+            Batching::ShuffledDropLast { size, steps_per_epoch } => {
+                let perm = train.index_select(0, &randperm());
+                for k in 0..steps_per_epoch as i64 {
+                    t.step(&perm.narrow(0, k * size as i64, size as i64))?;
+                    steps += 1;
+                }
+            }
             Batching::Poisson { steps_per_epoch, .. } => {
                 let sampler = sampler.as_ref().expect("Poisson sampler");
                 for _ in 0..steps_per_epoch {
@@ -268,7 +279,9 @@ pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &F
         model.cache_rows(&labels.val);
     }
     let dp = match cfg.batching {
-        Batching::Poisson { .. } => Some(cfg.dp.expect("Poisson batching is only used with DP-SGD")),
+        Batching::Poisson { .. } | Batching::ShuffledDropLast { .. } => {
+            Some(cfg.dp.expect("Poisson batching is only used with DP-SGD"))
+        }
         _ => None,
     };
     let params = model.trainable().iter().map(|&i| (i, ps.params[i].shallow_clone())).collect();
@@ -286,7 +299,9 @@ pub fn fit(model: &dyn NodeClassifier, ps: &ParamStore, labels: &Labels, cfg: &F
 /// gradient-canary audit plans its canaries on before training
 /// ([`crate::privacy::dpsgd::canary::declare`]).
 pub fn dp_sgd_stage(model: &dyn NodeClassifier, ps: &ParamStore, cfg: &FitConfig) -> Option<StagePlan> {
-    let (Batching::Poisson { steps_per_epoch, .. }, Some(dp)) = (cfg.batching, cfg.dp) else {
+    let (Batching::Poisson { steps_per_epoch, .. } | Batching::ShuffledDropLast { steps_per_epoch, .. }, Some(dp)) =
+        (cfg.batching, cfg.dp)
+    else {
         return None;
     };
     let params: Vec<Tensor> = model.trainable().iter().map(|&i| ps.params[i].shallow_clone()).collect();
@@ -501,6 +516,7 @@ mod tests {
         assert_eq!(run(Batching::Shuffled(4)), vec![4, 4, 2, 4, 4, 2]);
         assert_eq!(run(Batching::Uniform { size: 3, steps_per_epoch: 5 }), vec![3; 10]);
         assert_eq!(run(Batching::Poisson { rate: 0.5, steps_per_epoch: 7 }).len(), 14);
+        assert_eq!(run(Batching::ShuffledDropLast { size: 4, steps_per_epoch: 2 }), vec![4; 4]);
         let mut t = Scripted::new(acc(&[0.5]));
         let too_big = Schedule {
             epochs: 1,

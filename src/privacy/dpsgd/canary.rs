@@ -85,7 +85,7 @@
 //! The hook touches neither the gradients the optimiser sees nor torch's generator (the canaries
 //! draw from their own ChaCha stream): training is bit-identical whether an audit runs or not.
 use super::canary_plan::{choose_count, decide, CountPlanning, Prediction, StagePlan};
-use super::engine::DpSgd;
+use super::engine::{steps_per_epoch, DpSgd, PlantedFlaw};
 use crate::error::{Error, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -217,6 +217,8 @@ struct Stage {
     phases: Vec<Option<PhaseReads>>,
     /// Coded stages: per step of the code cycle, every read's sign (canary order of the phase).
     signs: Vec<Option<Tensor>>,
+    /// Under shuffled batches (a planted bug): each canary's batch in the current epoch.
+    epoch_batch: Vec<usize>,
 }
 
 /// The reads shared by every step of one phase of a stage: which canaries, where they sit, and
@@ -650,7 +652,7 @@ impl Run {
                  sharing its coordinates cannot score; use layout = \"phases\""
             )
         );
-        let (phase, code_step) = (st.step % st.period, st.step % st.code_length);
+        let (phase, code_step, step) = (st.step % st.period, st.step % st.code_length, st.step);
         st.step += 1;
         let closes_cycle = st.shared() && code_step + 1 == st.code_length;
         self.steps += 1;
@@ -658,6 +660,17 @@ impl Run {
         let device = flat.device();
         let (included, rng) = (&self.plan.included, &mut self.rng);
         let sign = self.stages[s].prepare(phase, m, included, device, code_step);
+        // A trainer that walks shuffled batches (a planted bug) takes each canary as it takes an
+        // example: once an epoch, in the batch its uniform rank in the permutation falls in.
+        let shuffled = (dp.flaw == PlantedFlaw::ShuffledAsPoisson).then(|| {
+            let b = dp.expected_batch_size.round().max(1.0) as usize;
+            let n = (dp.expected_batch_size / dp.sample_rate).round() as usize;
+            let per_epoch = steps_per_epoch(n, b);
+            if step % per_epoch == 0 {
+                self.stages[s].epoch_batch = (0..m).map(|_| rng.gen_range(0..n.max(1)) / b).collect();
+            }
+            step % per_epoch
+        });
         let st = &self.stages[s];
         let reads = st.phases[phase].as_ref().expect("built by prepare");
         let (mut add_at, mut add_value) = (Vec::new(), Vec::new());
@@ -665,7 +678,11 @@ impl Run {
         let mut drawn = vec![0.0f64; st.slots];
         let (mut own_at, mut own) = (Vec::new(), Vec::new());
         for &(k, i) in &reads.included {
-            if rng.gen_bool(dp.sample_rate) {
+            let sampled = match shuffled {
+                Some(batch) => st.epoch_batch[i] == batch,
+                None => rng.gen_bool(dp.sample_rate),
+            };
+            if sampled {
                 let h = walsh_sign(st.code[i], code_step);
                 // The value the trainer's clip leaves, rounded as the f32 sum holds it.
                 let v = f64::from((h * dp.clip_dirac(raw, st.in_bias[i])) as f32);
@@ -780,6 +797,7 @@ impl Run {
             summed_steps: 0,
             phases: (0..period).map(|_| None).collect(),
             signs: (0..code_length).map(|_| None).collect(),
+            epoch_batch: Vec::new(),
         })
     }
 }

@@ -33,6 +33,10 @@ pub enum PlantedFlaw {
     /// Only the weights' per-example gradients are clipped (by their own norm); the biases'
     /// enter the sum unclipped.
     BiasUnclipped,
+    /// The steps walk a fresh permutation of the training set each epoch in fixed-size batches
+    /// (the incomplete last batch dropped) while the accountant is told Poisson sampling at the
+    /// same rate: each example is in at most one batch an epoch, at a uniformly random place.
+    ShuffledAsPoisson,
 }
 
 impl DpSgd {
