@@ -257,6 +257,16 @@ struct SharedGraph {
 }
 
 impl SharedGraph {
+    /// `data`, the dataset of `graph`, with what identifies that graph.
+    fn of(graph: &AttackGraph, data: Dataset) -> Self {
+        SharedGraph {
+            edges: graph.edges.clone(),
+            labels: graph.labels.clone(),
+            features: graph.features.shallow_clone(),
+            data,
+        }
+    }
+
     fn matches(&self, g: &AttackGraph) -> bool {
         self.data.num_nodes() == g.num_nodes
             && self.features.data_ptr() == g.features.data_ptr()
@@ -292,12 +302,7 @@ impl RecipeOracle {
         let accounting = crate::train::accounting::Accounting::default();
         let budget = methods::budget_with(recipe, &data, seed, &accounting)?;
         let oracle = RecipeOracle { accounting, ..RecipeOracle::new(recipe, &budget, &data.name) };
-        *oracle.last.borrow_mut() = Some(SharedGraph {
-            edges: graph.edges.clone(),
-            labels: graph.labels.clone(),
-            features: graph.features.shallow_clone(),
-            data,
-        });
+        *oracle.last.borrow_mut() = Some(SharedGraph::of(graph, data));
         Ok((oracle, budget))
     }
 
@@ -324,12 +329,7 @@ impl RecipeOracle {
         } else {
             *last = None;
             let data = dataset_from(graph, split, &self.name).map_err(to_attack)?;
-            *last = Some(SharedGraph {
-                edges: graph.edges.clone(),
-                labels: graph.labels.clone(),
-                features: graph.features.shallow_clone(),
-                data,
-            });
+            *last = Some(SharedGraph::of(graph, data));
         }
         let out = f(&last.as_ref().expect("set above").data).map_err(to_attack);
         if !self.share {

@@ -729,14 +729,7 @@ fn graded_key_ceiling(
         BoundKind::Gdp => Some(gdp_test_mu(fpr_hi, pos.upper_at_most(pos.n - tp), delta)),
         BoundKind::ClopperPearson => {
             let tpr_lo = pos.lower_at_least(tp);
-            let refuted = |hit_lo: f64, miss_hi: f64| {
-                if hit_lo > delta && miss_hi > 0.0 {
-                    ((hit_lo - delta) / miss_hi).ln().max(0.0)
-                } else {
-                    0.0
-                }
-            };
-            Some(refuted(tpr_lo, fpr_hi).max(refuted(1.0 - fpr_hi, 1.0 - tpr_lo)))
+            Some(clopper_pearson_epsilon(tpr_lo, fpr_hi, delta))
         }
         BoundKind::OneRun | BoundKind::OneRunFdp => None,
     }
@@ -913,16 +906,7 @@ fn bound_at(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, signif
         BoundKind::ClopperPearson => {
             let tpr_lo = clopper_pearson_lower(tp, np, significance);
             let fpr_hi = clopper_pearson_upper(fp, nn, significance);
-            let refuted = |hit_lo: f64, miss_hi: f64| {
-                if hit_lo > delta && miss_hi > 0.0 {
-                    ((hit_lo - delta) / miss_hi).ln().max(0.0)
-                } else {
-                    0.0
-                }
-            };
-            // "TPR <= e^eps FPR + delta", and with the neighbouring datasets swapped
-            // "TNR <= e^eps FNR + delta": the same two intervals bound both.
-            refuted(tpr_lo, fpr_hi).max(refuted(1.0 - fpr_hi, 1.0 - tpr_lo))
+            clopper_pearson_epsilon(tpr_lo, fpr_hi, delta)
         }
         BoundKind::Gdp => {
             // The Gaussian trade-off curve is symmetric: swapping the datasets gives the same mu.
@@ -931,6 +915,19 @@ fn bound_at(bound: BoundKind, tp: usize, fp: usize, np: usize, nn: usize, signif
         }
         BoundKind::OneRun | BoundKind::OneRunFdp => one_run_at(bound, np + nn, tp + fp, tp, delta, significance, 0.0),
     }
+}
+
+/// The epsilon a test's interval ends refute: "TPR <= e^eps FPR + delta", and with the
+/// neighbouring datasets swapped "TNR <= e^eps FNR + delta"; the same two intervals bound both.
+fn clopper_pearson_epsilon(tpr_lo: f64, fpr_hi: f64, delta: f64) -> f64 {
+    let refuted = |hit_lo: f64, miss_hi: f64| {
+        if hit_lo > delta && miss_hi > 0.0 {
+            ((hit_lo - delta) / miss_hi).ln().max(0.0)
+        } else {
+            0.0
+        }
+    };
+    refuted(tpr_lo, fpr_hi).max(refuted(1.0 - fpr_hi, 1.0 - tpr_lo))
 }
 
 fn std_normal() -> Normal {

@@ -259,19 +259,16 @@ impl Stage {
     }
 
     fn phase_reads(&self, phase: usize, m: usize, included: &[bool], device: tch::Device) -> PhaseReads {
-        let (coordinate, slot, period) = (&self.coordinate, &self.slot, self.period);
-        {
-            let canaries: Vec<usize> = (phase..m).step_by(period).collect();
-            let at: Vec<i64> = canaries.iter().map(|&i| coordinate[i]).collect();
-            let slots: Vec<i64> = canaries.iter().map(|&i| slot[i] as i64).collect();
-            let ids: Vec<i64> = canaries.iter().map(|&i| i as i64).collect();
-            PhaseReads {
-                included: canaries.iter().enumerate().filter(|(_, &i)| included[i]).map(|(k, &i)| (k, i)).collect(),
-                canaries_t: Tensor::from_slice(&ids),
-                coordinates: Tensor::from_slice(&at).to_device(device),
-                slots_t: Tensor::from_slice(&slots),
-                canaries,
-            }
+        let canaries: Vec<usize> = (phase..m).step_by(self.period).collect();
+        let at: Vec<i64> = canaries.iter().map(|&i| self.coordinate[i]).collect();
+        let slots: Vec<i64> = canaries.iter().map(|&i| self.slot[i] as i64).collect();
+        let ids: Vec<i64> = canaries.iter().map(|&i| i as i64).collect();
+        PhaseReads {
+            included: canaries.iter().enumerate().filter(|(_, &i)| included[i]).map(|(k, &i)| (k, i)).collect(),
+            canaries_t: Tensor::from_slice(&ids),
+            coordinates: Tensor::from_slice(&at).to_device(device),
+            slots_t: Tensor::from_slice(&slots),
+            canaries,
         }
     }
 
@@ -524,6 +521,11 @@ impl ClaimedStep {
     }
 }
 
+/// `t` at `at`, as doubles on the CPU.
+fn doubles_at(t: &Tensor, at: &Tensor) -> Tensor {
+    t.index_select(0, at).to_kind(Kind::Double).to_device(tch::Device::Cpu)
+}
+
 /// Declares the DP-SGD stages the training about to run takes, in order, so that the audit decides
 /// its canary count and layout for the whole run before the first step (a no-op when no audit
 /// observes this thread, and for an empty plan). A method calls it once, before its first stage.
@@ -588,8 +590,7 @@ pub(super) fn plant(flat: &Tensor, params: &[(usize, Tensor)], dp: &DpSgd) -> Op
 /// Adds each read canary's share of the released noisy sum `released` to its score (step by
 /// step), or to its stage's running sum (canaries sharing coordinates).
 pub(super) fn read(reads: StepReads, released: &Tensor) {
-    let values = released.index_select(0, &reads.coordinates).to_kind(Kind::Double).to_device(tch::Device::Cpu);
-    let x = values - &reads.known;
+    let x = doubles_at(released, &reads.coordinates) - &reads.known;
     let x = match &reads.sign {
         Some(sign) => x * sign,
         None => x,
@@ -694,8 +695,8 @@ impl Run {
             }
         }
         self.sampled += add_at.len();
-        let real = flat.index_select(0, &reads.coordinates).to_kind(Kind::Double).to_device(tch::Device::Cpu);
-        let mut known = real + Tensor::from_slice(&drawn).index_select(0, &reads.slots_t);
+        let mut known =
+            doubles_at(flat, &reads.coordinates) + Tensor::from_slice(&drawn).index_select(0, &reads.slots_t);
         if !own.is_empty() {
             let _ = known.index_add_(0, &Tensor::from_slice(&own_at), &Tensor::from_slice(&own).neg());
         }
