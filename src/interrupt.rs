@@ -24,6 +24,8 @@ struct State {
     temp_dirs: Vec<PathBuf>,
     /// The report folder, once resolved.
     folder: Option<PathBuf>,
+    /// Set by the cleanup: nothing may start after it has run.
+    stopping: bool,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -33,6 +35,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     groups: vec![],
     temp_dirs: vec![],
     folder: None,
+    stopping: false,
 });
 
 fn state() -> std::sync::MutexGuard<'static, State> {
@@ -75,7 +78,8 @@ fn on_signal(sig: libc::c_int) -> ! {
 /// Stops the workers and training commands, removes claims and temporary folders, and returns
 /// the interruption message (if any) for the caller to print before it exits.
 fn stop_everything() -> Option<Arc<dyn Fn() -> String + Send + Sync>> {
-    let st = state();
+    let mut st = state();
+    st.stopping = true;
     for &pid in &st.children {
         // SAFETY: sends a signal to a child this process started.
         unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
@@ -157,16 +161,40 @@ pub fn untrack(claim: &Path) {
     state().claims.retain(|c| c != claim);
 }
 
-pub fn add_child(pid: u32) {
-    state().children.push(pid);
+/// Starts a `--jobs` worker, registered to be stopped on interruption. The lock is held across
+/// the spawn: a signal that arrives meanwhile waits for the registration, so no worker started in
+/// that instant outlives its parent's cleanup.
+pub fn spawn_child(command: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    let mut st = state();
+    refuse_when_stopping(&st)?;
+    let child = command.spawn()?;
+    st.children.push(child.id());
+    Ok(child)
 }
 
 pub fn remove_child(pid: u32) {
     state().children.retain(|&c| c != pid);
 }
 
-pub fn add_process_group(group: u32) {
-    state().groups.push(group);
+/// Between the cleanup and the exit that follows it (`stop_everything` has released the lock):
+/// a process started then would outlive the cleanup.
+fn refuse_when_stopping(st: &State) -> std::io::Result<()> {
+    if st.stopping {
+        return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "the process is stopping"));
+    }
+    Ok(())
+}
+
+/// Starts a training command as the leader of a process group of its own, registered (under the
+/// lock, as in [`spawn_child`]) so that a timeout or Ctrl-C kills the whole pipeline, even one
+/// started in the instant the signal arrived.
+pub fn spawn_process_group(command: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    std::os::unix::process::CommandExt::process_group(command, 0);
+    let mut st = state();
+    refuse_when_stopping(&st)?;
+    let child = command.spawn()?;
+    st.groups.push(child.id());
+    Ok(child)
 }
 
 pub fn remove_process_group(group: u32) {

@@ -54,7 +54,7 @@ fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
 fn read_pid(path: &Path) -> u32 {
     let mut pid = None;
     eventually(&format!("{} written", path.display()), || {
-        pid = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok());
+        pid = pids_written(path).first().copied();
         pid.is_some()
     });
     pid.unwrap()
@@ -242,9 +242,14 @@ fn unsupported_attacks_are_bad_input() {
 
 // ------------------------------------------------------------------- signals, processes
 
-/// A pipeline that writes its pid to `pid` and then sleeps for 10 minutes.
+/// A pipeline that appends its pid to `pid` and then sleeps for 10 minutes.
 fn sleeper(pid: &Path) -> String {
-    format!("sh -c 'echo $$ > \"$0\"; exec sleep 600' {} {{graph}} {{out}}", pid.display())
+    format!("sh -c 'echo $$ >> \"$0\"; exec sleep 600' {} {{graph}} {{out}}", pid.display())
+}
+
+/// Every pid the sleepers have written to `path` so far (one a line).
+fn pids_written(path: &Path) -> Vec<u32> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| l.trim().parse().ok()).collect()
 }
 
 #[test]
@@ -290,6 +295,13 @@ fn workers_and_their_pipelines_die_with_a_killed_audit() {
     parent.wait().unwrap();
     eventually("the worker dies with its parent", || !alive(worker));
     eventually("the worker's pipeline is killed", || !alive(pipeline));
+    // The other worker may have been starting its pipeline as its parent died (this once leaked
+    // one): give a pipeline started then the time to write its pid, and check that every
+    // pipeline is gone, not only the first.
+    std::thread::sleep(Duration::from_secs(1));
+    for pid in pids_written(&pid_file) {
+        eventually(&format!("pipeline {pid} is killed"), || !alive(pid));
+    }
 }
 
 // ----------------------------------------------------------------- report diff, render

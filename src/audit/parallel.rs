@@ -179,14 +179,13 @@ fn run_workers(
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: the closure only makes async-signal-safe calls (prctl, getppid, _exit).
         unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || interrupt::die_with_parent(parent)) };
-        let child = match cmd.spawn() {
+        let child = match interrupt::spawn_child(&mut cmd) {
             Ok(c) => c,
             Err(e) => {
                 stop(&mut workers);
                 return Err(Error::Other(format!("cannot start {name}: {e}")));
             }
         };
-        interrupt::add_child(child.id());
         workers.push(Worker { name, child, log, exit: None });
     }
     let mut shown = vec![false; todo.len()];

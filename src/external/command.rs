@@ -272,14 +272,12 @@ impl CommandRunner {
         let mut command = Command::new(&argv[0]);
         command.args(&argv[1..]).stdin(Stdio::null()).stdout(log_file).stderr(err_file);
         command.env("GNNAUDIT_GRAPH", graph).env("GNNAUDIT_OUT", out).env("GNNAUDIT_SEED", seed.to_string());
-        // Its own process group, so that a timeout or Ctrl-C stops the whole pipeline.
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let start = Instant::now();
-        let mut child = command.spawn().map_err(|e| {
+        // Its own process group, so that a timeout or Ctrl-C stops the whole pipeline.
+        let mut child = crate::interrupt::spawn_process_group(&mut command).map_err(|e| {
             Error::invalid("command", format!("cannot start `{}` (from `{shown}`): {e}", argv[0].to_string_lossy()))
         })?;
         let group = child.id();
-        crate::interrupt::add_process_group(group);
         *self.executed.borrow_mut() += 1;
         tracing::info!(command = %shown, "command target run");
         let status = loop {
