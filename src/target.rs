@@ -401,7 +401,7 @@ pub fn gradient_canary_run(
     seed: u64,
     acct: &crate::train::accounting::Accounting,
 ) -> Result<(attacks::GradientCanaryReadings, crate::train::Accuracy)> {
-    use crate::privacy::dpsgd::canary::{observe, CanaryLayout, CanaryPlan, CanarySites};
+    use crate::privacy::dpsgd::canary::{observe, CanaryLayout, CanaryPlan, CanarySites, NodeGroup};
     use crate::privacy::dpsgd::canary_plan::CountPlanning;
     let method = recipe.method.name();
     let total = (recipe.method.spec().budget)(recipe, data, seed, acct)?;
@@ -425,6 +425,8 @@ pub fn gradient_canary_run(
         attacks::GradientCanarySites::All => CanarySites::All,
         attacks::GradientCanarySites::Biases => CanarySites::Biases,
     };
+    // A node-level claim (DP-GNN's event) is audited with canaries that enter as nodes do.
+    let node_group = part.node_level_step().map(|(population, terms, batch)| NodeGroup { population, terms, batch });
     let canaries =
         CanaryPlan {
             included: plan.included.clone(),
@@ -443,6 +445,7 @@ pub fn gradient_canary_run(
                 (plan.choose_count && epsilon.is_finite() && epsilon > 0.0 && total.delta > 0.0)
                     .then_some(CountPlanning { epsilon, delta: total.delta, confidence: 0.95 })
             },
+            node_group,
         };
     let (run, read) = observe(canaries, || methods::train_with(recipe, data, seed, acct))?;
     let mut claim = claim_of(&component);
@@ -463,6 +466,7 @@ pub fn gradient_canary_run(
         component: claim,
         component_event: part.normalized().to_string(),
         training_seconds: run.seconds,
+        node_terms: node_group.map(|g| g.terms),
     };
     Ok((readings, run.accuracy))
 }

@@ -4,7 +4,9 @@
 //! shows the audit's power in an audit; methods without DP-SGD are refused by name.
 use gnnaudit::methods::{Method, Recipe};
 use gnnaudit::privacy::accountant::{calibrate, methods, rdp_epsilon};
-use gnnaudit::privacy::dpsgd::canary::{self, observe, CanaryLayout, CanaryPlan, CanaryReadings, CanarySites};
+use gnnaudit::privacy::dpsgd::canary::{
+    self, observe, CanaryLayout, CanaryPlan, CanaryReadings, CanarySites, NodeGroup,
+};
 use gnnaudit::privacy::dpsgd::canary_plan::StagePlan;
 use gnnaudit::privacy::dpsgd::{DpSgd, PlantedFlaw};
 use gnnaudit_attacks::stats::{certify, partition_by_coin, AuditSpec, BoundKind, COIN_ASSUMPTION};
@@ -41,6 +43,7 @@ fn plan(m: usize, coin: impl Fn(usize) -> bool, seed: u64) -> CanaryPlan {
         noise_off: false,
         layout: CanaryLayout::Coded,
         planning: None,
+        node_group: None,
     }
 }
 
@@ -98,14 +101,16 @@ struct Layout {
     canaries: usize,
     coordinates: usize,
     layout: CanaryLayout,
+    /// Some: node canaries under this node-level claim.
+    node_group: Option<NodeGroup>,
 }
 
 /// Each canary on a coordinate of its own.
-const OWN: Layout = Layout { canaries: 400, coordinates: 400, layout: CanaryLayout::Coded };
+const OWN: Layout = Layout { canaries: 400, coordinates: 400, layout: CanaryLayout::Coded, node_group: None };
 /// Eight canaries a coordinate on orthogonal sign codes.
-const CODED: Layout = Layout { canaries: 400, coordinates: 50, layout: CanaryLayout::Coded };
+const CODED: Layout = Layout { canaries: 400, coordinates: 50, layout: CanaryLayout::Coded, node_group: None };
 /// Eight canaries a coordinate taking turns.
-const PHASES: Layout = Layout { canaries: 400, coordinates: 50, layout: CanaryLayout::Phases };
+const PHASES: Layout = Layout { canaries: 400, coordinates: 50, layout: CanaryLayout::Phases, node_group: None };
 
 /// The DP-SGD step of the engine tests: clip 1, an expected batch of 64.
 fn step(sigma: f64, q: f64, flaw: PlantedFlaw) -> DpSgd {
@@ -128,6 +133,7 @@ fn engine_run(seed: u64, flaw: PlantedFlaw, sigma: f64, q: f64, steps: usize, l:
         noise_off: false,
         layout: l.layout,
         planning: None,
+        node_group: l.node_group,
     };
     let ((), read) = observe(p, || {
         for _ in 0..steps {
@@ -202,6 +208,47 @@ fn on_a_correct_dp_sgd_false_alarms_stay_within_alpha_and_a_planted_bug_is_caugh
     }
 }
 
+/// Node canaries under a node-level claim (DP-GNN's event: a node in up to 6 terms, batches of
+/// 40 out of 200 without replacement): false alarms stay within alpha, and they certify more
+/// than per-example canaries in the same steps, which exercise 1/(2(K+1)) of the sensitivity the
+/// claim covers.
+#[test]
+fn node_canaries_stay_within_alpha_and_certify_more_than_per_example_ones() {
+    let (n, k, b, steps, delta, eps) = (200u64, 5u64, 40u64, 100usize, 1e-5, 2.0);
+    let event = |s: f64| methods::dpgnn(n, k, b, s, steps as u64);
+    let scale = calibrate(eps, delta, event).unwrap();
+    let claim = rdp_epsilon(&event(scale), delta).unwrap().epsilon;
+    let setting = (2.0 * (k + 1) as f64 * scale, b as f64 / n as f64, steps);
+    let group = NodeGroup { population: n, terms: k + 1, batch: b };
+    let many = Layout { canaries: 4000, coordinates: 4000, ..OWN };
+    let node = Layout { layout: CanaryLayout::Auto, node_group: Some(group), ..many };
+    let seeds = 40;
+    let mut node_gdp = vec![];
+    for bound in [BoundKind::Gdp, BoundKind::ClopperPearson] {
+        let lbs: Vec<f64> =
+            (0..seeds).map(|seed| engine_bound(seed, PlantedFlaw::None, setting, bound, node)).collect();
+        let alarms = lbs.iter().filter(|&&lb| lb > claim).count();
+        // P(Binomial(40, 0.05) >= 7) < 0.4%.
+        assert!(alarms <= 6, "{bound:?}: {alarms} of {seeds} runs above the claim {claim}: {lbs:?}");
+        assert!(lbs.iter().any(|&lb| lb > 0.0), "{bound:?}: never certified anything");
+        if bound == BoundKind::Gdp {
+            node_gdp = lbs;
+        }
+    }
+    let per_example: Vec<f64> =
+        (0..seeds).map(|seed| engine_bound(seed, PlantedFlaw::None, setting, BoundKind::Gdp, many)).collect();
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    eprintln!("claim {claim}: node canaries {}, per-example {}", median(&node_gdp), median(&per_example));
+    assert!(
+        median(&node_gdp) > 2.0 * median(&per_example).max(0.05),
+        "node canaries certify no more than per-example ones: {node_gdp:?} vs {per_example:?}"
+    );
+}
+
 /// `auto` gives up codes only where a sharer expects few draws per code cycle and capping keeps
 /// at least half the canaries: 400 canaries on 250 coordinates at q = 0.02 (0.04 draws a cycle)
 /// keep the first 250, one a coordinate, scored exactly as `coded` scores 250 canaries on 250
@@ -225,11 +272,11 @@ fn auto_layout_codes_sharers_only_where_they_are_drawn_often_enough() {
         .unwrap();
         read
     };
-    let auto = |coordinates| Layout { canaries: 400, coordinates, layout: CanaryLayout::Auto };
+    let auto = |coordinates| Layout { canaries: 400, coordinates, layout: CanaryLayout::Auto, node_group: None };
     let rare = run(0.02, auto(250));
     assert_eq!((rare.canaries, rare.sharing, rare.layout), (250, 1, "own coordinates"), "{rare:?}");
     assert_eq!(rare.scores.len(), 250);
-    let own = run(0.02, Layout { canaries: 250, coordinates: 250, layout: CanaryLayout::Coded });
+    let own = run(0.02, Layout { canaries: 250, coordinates: 250, layout: CanaryLayout::Coded, node_group: None });
     assert_eq!(own.scores, rare.scores, "auto's 250 canaries must be read as 250 canaries of their own are");
     for q in [0.25, 0.02] {
         let read = run(q, auto(50));
@@ -332,6 +379,29 @@ fn dp_mlp_gradient_canaries_come_close_to_the_dp_sgd_claim_and_never_above() {
     assert_eq!(v["utility"]["of"], "the audited training, which is the target's", "{v}");
     let test = v["utility"]["test"].as_f64().unwrap();
     assert!(test > 0.5, "the audited DP-MLP run's test accuracy {test}");
+}
+
+/// DP-GNN's claim is node-level: a node enters up to K+1 terms and the noise is scaled to the
+/// replace-one sensitivity 2(K+1)C, so its canaries enter as nodes. On cora's default (every
+/// training node in each step) they reach half that claim at eps 4, never above it, where
+/// per-example canaries certified 0; with batches of 256 out of 2,031 drawn without replacement,
+/// the node's terms drawn hypergeometrically, they still certify something and stay below it.
+#[test]
+fn dpgnn_node_canaries_reach_half_the_node_level_claim_at_eps_4() {
+    for (extra, floor) in [(&[][..], 0.5), (&["--batch-size", "256"][..], 0.0)] {
+        let v = attack("dpgnn", "4", &[extra, &["--bound", "gdp", "--seed", "0"]].concat());
+        let (claim, lb, verdict, total) = figures(&v);
+        assert!(claim < total, "the DP-SGD component {claim} is part of DP-GNN's total {total}");
+        assert!(lb > floor * claim && lb <= claim, "{extra:?}: eps_lb {lb} vs the claim {claim}");
+        assert_ne!(verdict, "violated");
+        let game = &v["game_detail"];
+        assert!(
+            game["positive"].as_str().unwrap().contains("node canary (fair coin)")
+                && game["positive"].as_str().unwrap().contains("up to 5 terms"),
+            "{game}"
+        );
+        assert!(game["negative"].as_str().unwrap().contains("-C"), "{game}");
+    }
 }
 
 /// GAP-NDP's classifier on cora has about 1,500 coordinates, so the audit's chosen count (over

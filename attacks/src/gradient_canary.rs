@@ -22,8 +22,10 @@
 //! The canaries face DP-SGD and nothing else (not GAP's aggregation noise, not a degree bound's
 //! node sensitivity), so the bound is compared with the claim of the DP-SGD component alone,
 //! which the oracle computes from the method's accountant events; the method's total claim is
-//! kept in the details. The unit is one per-example gradient (one unit's gradient for
-//! class/subclass-level DP-SGD): the unit DP-SGD's own analysis protects.
+//! kept in the details. The unit is the one DP-SGD's own analysis protects: one per-example
+//! gradient (one unit's gradient for class/subclass-level DP-SGD), or, under a node-level claim
+//! (DP-GNN, DPAR's rows: a node in up to K+1 terms, replace-one), a node: its K+1 terms drawn as
+//! the claim draws them, at +C included and -C replaced.
 use crate::error::{check, Result};
 use crate::threat::{Access, AdversaryKnowledge, Attack, Game, GameUnit, Outcome, Target};
 pub use crate::threat::{GradientCanaryLayout, GradientCanaryPlan, GradientCanaryReadings, GradientCanarySites};
@@ -144,25 +146,39 @@ pub fn gradient_canary_audit(target: &Target, params: &GradientCanaryParams, see
     check!(read.scores.iter().all(|s| s.is_finite()), "release", "the trainer released non-finite gradient sums");
     let one_run = crate::canary_game::one_run_details(&read.scores, included, target, GameUnit::GradientCanary);
     let (pos, neg) = crate::stats::partition_by_coin(&read.scores, included);
+    let sites = match params.sites {
+        GradientCanarySites::All => "any",
+        GradientCanarySites::Biases => "bias",
+    };
     let game = Game {
         unit: GameUnit::GradientCanary,
-        positive: format!(
-            "a Dirac canary gradient (raw norm {} C, on {} coordinates) planted in every DP-SGD step it is sampled \
-             into (fair coin)",
-            params.raw_norm,
-            match params.sites {
-                GradientCanarySites::All => "any",
-                GradientCanarySites::Biases => "bias",
-            }
-        ),
-        negative: "a canary gradient its coin left out".into(),
+        positive: match read.node_terms {
+            None => format!(
+                "a Dirac canary gradient (raw norm {} C, on {sites} coordinates) planted in every DP-SGD step it is \
+                 sampled into (fair coin)",
+                params.raw_norm
+            ),
+            Some(terms) => format!(
+                "a node canary (fair coin): in every DP-SGD step, one Dirac gradient (raw norm {} C, on {sites} \
+                 coordinates) for each of its up to {terms} terms the batch draws, clipped to +C",
+                params.raw_norm
+            ),
+        },
+        negative: match read.node_terms {
+            None => "a canary gradient its coin left out".into(),
+            Some(_) => "the node a left-out canary replaced: the same draws of its terms, at -C".into(),
+        },
         statement: format!(
             "The auditor reads the released noisy gradient sum of each of the {} DP-SGD steps ({} stage(s)) before \
              the optimiser and scores each of {} canaries by the log-likelihood ratio of its reads under the \
-             claimed subsampled Gaussian steps{}.",
+             claimed {}{}.",
             read.steps,
             read.stages,
             read.canaries,
+            match read.node_terms {
+                None => "subsampled Gaussian steps",
+                Some(_) => "node-level steps (a node's terms drawn hypergeometrically, Daigavane et al. 2021)",
+            },
             if params.positive_control { " (positive control: the steps released without noise)" } else { "" }
         ),
     };

@@ -154,6 +154,9 @@ pub struct GradientCanaryReadings {
     pub component_event: String,
     /// Wall time of the training with the canaries in it (to compare with an untouched one).
     pub training_seconds: f64,
+    /// Some(K+1): the claim is node-level DP-SGD, and each canary entered as a node does, in up
+    /// to K+1 terms of a batch, at +C when included and -C (the node it replaced) when not.
+    pub node_terms: Option<u64>,
 }
 
 /// What the adversary is assumed to hold, recorded in every result.

@@ -256,6 +256,25 @@ impl Event {
         }
     }
 
+    /// Where every DP-SGD step of this event is node-level DP-SGD (DP-GNN's event, also DPAR's
+    /// rows): (population N, terms K+1 a node enters, batch B), the step a gradient canary must
+    /// enter as a node does. None for per-example DP-SGD, or DP-SGD parts that differ.
+    pub fn node_level_step(&self) -> Option<(u64, u64, u64)> {
+        match self {
+            Event::Dpgnn { num_nodes, max_degree, batch_size, .. } => {
+                Some((*num_nodes, (max_degree + 1).min(*num_nodes), *batch_size))
+            }
+            Event::SelfComposed { event, .. } | Event::Labelled { event, .. } | Event::NodeSubsampled { event, .. } => {
+                event.node_level_step()
+            }
+            Event::Composed(events) => {
+                let steps: Vec<_> = events.iter().filter_map(Event::dp_sgd_part).map(|e| e.node_level_step()).collect();
+                steps.first().copied().flatten().filter(|first| steps.iter().all(|s| s == &Some(*first)))
+            }
+            _ => None,
+        }
+    }
+
     /// The outermost labelled sub-events (label, event, multiplicity), in order; used for the
     /// per-component budget breakdown. A labelled event inside a `SelfComposed` is reported with
     /// its composition count folded in.

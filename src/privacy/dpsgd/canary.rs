@@ -78,6 +78,19 @@
 //! its own coordinates; a canary's score adds its reads over all stages, so the audit measures the
 //! composition of every DP-SGD stage the method runs, the claim it is compared with.
 //!
+//! Node-level DP-SGD (DP-GNN, DPAR's rows) claims more than one example: a node enters up to K+1
+//! per-sample gradient terms, batches are drawn uniformly without replacement, and the noise is
+//! scaled to the replace-one sensitivity 2(K+1)C. A canary of one per-example gradient exercises
+//! 1/(2(K+1)) of that, and certified nothing (DP-GNN at eps 4 on cora: 0.00 of the claim). Under
+//! such a claim ([`NodeGroup`], read from the accountant's own event) a canary is a node: each
+//! step draws how many of its K+1 terms the batch holds, rho ~ Hypergeometric(N, K+1, B), as the
+//! claim does, and every drawn term adds its clipped Dirac gradient, +C if the coin included the
+//! canary and -C if not (the node it replaced). The read is then `N(+-C rho, s^2)` with rho
+//! unobserved, the very pair whose divergence the accountant bounds by joint convexity
+//! (Daigavane et al. 2021, Thm. 1), and it is scored by its own likelihood ratio
+//! `ln sum_rho H(rho) exp((C rho x - C^2 rho^2 / 2) / s^2) - ln sum_rho H(rho) exp((-C rho x -
+//! C^2 rho^2 / 2) / s^2)`. Node canaries sit on coordinates of their own.
+//!
 //! The positive control of this audit ([`CanaryPlan::noise_off`]) reads every step's release
 //! without the DP-SGD noise and keeps the statistic of the claimed mechanism: the version of the
 //! mechanism that leaks, judged by the same test.
@@ -131,6 +144,40 @@ pub enum CanaryLayout {
 /// claim with 10,000 coded ones (medians of seeds 0-2).
 pub const CODED_DRAWS_PER_CYCLE: f64 = 0.5;
 
+/// The node-level DP-SGD step an accountant claims (DP-GNN's event, module doc): batches of
+/// `batch` out of `population` uniformly without replacement, one node in up to `terms` (K+1) of
+/// them, replace-one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeGroup {
+    pub population: u64,
+    pub terms: u64,
+    pub batch: u64,
+}
+
+impl NodeGroup {
+    /// `ln P(rho)` for rho = 0..=terms drawn terms: Hypergeometric(population, terms, batch).
+    fn ln_pmf(self) -> Vec<f64> {
+        use crate::privacy::accountant::special::ln_choose;
+        let NodeGroup { population: n, terms: k, batch: b } = self;
+        let total = ln_choose(n, b);
+        (0..=k)
+            .map(|r| if b < r { f64::NEG_INFINITY } else { ln_choose(k, r) + ln_choose(n - k, b - r) - total })
+            .collect()
+    }
+
+    /// `P(rho <= r)` for r = 0..=terms, for drawing rho by one uniform.
+    fn cumulative(self) -> Vec<f64> {
+        let mut acc = 0.0;
+        self.ln_pmf()
+            .into_iter()
+            .map(|l| {
+                acc += l.exp();
+                acc
+            })
+            .collect()
+    }
+}
+
 /// What to plant: one fair coin per canary and the canaries' shape.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CanaryPlan {
@@ -149,6 +196,8 @@ pub struct CanaryPlan {
     /// the method declares and this claim ([`super::canary_plan::choose_count`]); a method that
     /// declares none keeps [`UNPLANNED_CANARIES`]. None: all of them (less what `Auto` caps).
     pub planning: Option<CountPlanning>,
+    /// Some: the claim is node-level DP-SGD, and each canary enters as a node does (module doc).
+    pub node_group: Option<NodeGroup>,
 }
 
 /// The canaries kept under a chosen count when the method declares no DP-SGD stage plan.
@@ -231,8 +280,9 @@ struct PhaseReads {
     /// Their coordinates (on the training's device) and slots.
     coordinates: Tensor,
     slots_t: Tensor,
-    /// (position among the reads, canary) of the included ones.
-    included: Vec<(usize, usize)>,
+    /// (position among the reads, canary) of the ones a step can draw: the included ones, or
+    /// every one under a node-level claim (a left-out node canary enters with the opposite sign).
+    drawable: Vec<(usize, usize)>,
 }
 
 impl Stage {
@@ -247,7 +297,7 @@ impl Stage {
         &mut self,
         phase: usize,
         m: usize,
-        included: &[bool],
+        included: Option<&[bool]>,
         device: tch::Device,
         code_step: usize,
     ) -> Option<Tensor> {
@@ -258,13 +308,19 @@ impl Stage {
         self.signs_at(code_step)
     }
 
-    fn phase_reads(&self, phase: usize, m: usize, included: &[bool], device: tch::Device) -> PhaseReads {
+    /// `included`: None when every canary draws (node canaries).
+    fn phase_reads(&self, phase: usize, m: usize, included: Option<&[bool]>, device: tch::Device) -> PhaseReads {
         let canaries: Vec<usize> = (phase..m).step_by(self.period).collect();
         let at: Vec<i64> = canaries.iter().map(|&i| self.coordinate[i]).collect();
         let slots: Vec<i64> = canaries.iter().map(|&i| self.slot[i] as i64).collect();
         let ids: Vec<i64> = canaries.iter().map(|&i| i as i64).collect();
         PhaseReads {
-            included: canaries.iter().enumerate().filter(|(_, &i)| included[i]).map(|(k, &i)| (k, i)).collect(),
+            drawable: canaries
+                .iter()
+                .enumerate()
+                .filter(|(_, &i)| included.is_none_or(|inc| inc[i]))
+                .map(|(k, &i)| (k, i))
+                .collect(),
             canaries_t: Tensor::from_slice(&ids),
             coordinates: Tensor::from_slice(&at).to_device(device),
             slots_t: Tensor::from_slice(&slots),
@@ -304,6 +360,8 @@ struct Run {
     /// stage's first step.
     active: usize,
     rng: ChaCha8Rng,
+    /// Under a node-level claim, `P(rho <= r)` of a node canary's terms in a batch.
+    node_terms_cdf: Option<Vec<f64>>,
     stages: Vec<Stage>,
     /// The DP-SGD stages the method declared before its first step ([`declare`]).
     declared: Option<Vec<StagePlan>>,
@@ -334,11 +392,20 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
     let m = plan.included.len();
     let active = if plan.planning.is_some() { m.min(UNPLANNED_CANARIES) } else { m };
     let rng = ChaCha8Rng::seed_from_u64(plan.seed);
+    crate::ensure!(
+        plan.node_group.is_none() || plan.layout == CanaryLayout::Auto,
+        Error::invalid(
+            "layout",
+            "node-level canaries (a node-level DP-SGD claim) sit on coordinates of their own; use layout = \"auto\""
+        )
+    );
+    let node_terms_cdf = plan.node_group.map(NodeGroup::cumulative);
     RUN.with(|r| {
         *r.borrow_mut() = Some(Run {
             plan,
             active,
             rng,
+            node_terms_cdf,
             stages: Vec::new(),
             declared: None,
             count_reason: None,
@@ -400,14 +467,19 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
             canaries: run.active,
             layout,
             sampled: run.sampled,
-            count_reason: run.count_reason.unwrap_or_else(|| match run.plan.planning {
-                Some(_) => format!(
+            count_reason: run.count_reason.unwrap_or_else(|| match (run.plan.planning, run.plan.node_group) {
+                (_, Some(g)) => format!(
+                    "{} canaries: node canaries (up to {} terms each, in batches of {} out of {}) sit on coordinates \
+                     of their own, at most {UNPLANNED_CANARIES} and the smallest stage's eligible coordinates",
+                    run.active, g.terms, g.batch, g.population
+                ),
+                (Some(_), None) => format!(
                     "{} canaries: the method declares no DP-SGD stage plan to choose a count on, so the audit keeps \
                      {UNPLANNED_CANARIES} (fewer where layout = \"auto\" gave a stage's sharers coordinates of \
                      their own)",
                     run.active
                 ),
-                None => format!("{} canaries", run.active),
+                (None, None) => format!("{} canaries", run.active),
             }),
             predictions: run.predictions,
         },
@@ -449,12 +521,14 @@ impl StepReads {
 }
 
 /// One DP-SGD step as the accountant models it: Poisson rate q, clipping bound C and the
-/// std `sigma C` of the noise on the sum.
+/// std `sigma C` of the noise on the sum; or, under a node-level claim, the node's terms drawn
+/// without replacement.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct ClaimedStep {
     q: f64,
     clip: f64,
     std: f64,
+    node_group: Option<NodeGroup>,
 }
 
 impl ClaimedStep {
@@ -464,9 +538,19 @@ impl ClaimedStep {
     /// The reference the vector form [`Self::log_likelihood_ratios`] is checked against.
     #[cfg(test)]
     fn log_likelihood_ratio(self, x: f64) -> f64 {
-        let ClaimedStep { q, clip, std } = self;
+        let ClaimedStep { q, clip, std, node_group } = self;
         if !(std > 0.0 && std.is_finite()) {
             return x / clip;
+        }
+        if let Some(g) = node_group {
+            // The two mixtures' densities, summed directly (no common factor taken out).
+            let density = |sign: f64| -> f64 {
+                let pmf = g.ln_pmf();
+                (0..pmf.len())
+                    .map(|r| pmf[r].exp() * (-(x - sign * clip * r as f64).powi(2) / (2.0 * std * std)).exp())
+                    .sum()
+            };
+            return (density(1.0) / density(-1.0)).ln();
         }
         let z = (clip * x - clip * clip / 2.0) / (std * std);
         if q >= 1.0 {
@@ -480,9 +564,12 @@ impl ClaimedStep {
     /// [`Self::log_likelihood_ratio`] of every read in `x` (doubles), in a few vector ops: the
     /// per-read scalar form costs most of an audited Cornell5 training's extra time.
     fn log_likelihood_ratios(self, x: &Tensor) -> Tensor {
-        let ClaimedStep { q, clip, std } = self;
+        let ClaimedStep { q, clip, std, node_group } = self;
         if !(std > 0.0 && std.is_finite()) {
             return x / clip;
+        }
+        if let Some(g) = node_group {
+            return node_log_likelihood_ratios(g, clip, std, x);
         }
         let z = (x * clip - clip * clip / 2.0) / (std * std);
         if q >= 1.0 {
@@ -496,7 +583,7 @@ impl ClaimedStep {
     /// so `ln sum_k Bin(k; steps, q) exp((C k L - C^2 k^2 / 2) / (steps s^2))`, summed in log
     /// space over the counts of non-negligible probability. Without noise, `L / C`.
     fn summed_log_likelihood_ratio(self, sum: f64, steps: usize) -> f64 {
-        let ClaimedStep { q, clip, std } = self;
+        let ClaimedStep { q, clip, std, .. } = self;
         if !(std > 0.0 && std.is_finite()) {
             return sum / clip;
         }
@@ -519,6 +606,21 @@ impl ClaimedStep {
         let hi = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         hi + terms.iter().map(|t| (t - hi).exp()).sum::<f64>().ln()
     }
+}
+
+/// A node canary's `ln(p_in(x) / p_out(x))` for every read in `x` (doubles): `x ~ N(+-C rho, s^2)`
+/// with rho ~ `g`'s hypergeometric, the common `exp(-x^2 / 2 s^2)` taken out of both mixtures.
+fn node_log_likelihood_ratios(g: NodeGroup, clip: f64, std: f64, x: &Tensor) -> Tensor {
+    let var = std * std;
+    let shift = x * (clip / var);
+    let (mut plus, mut minus) = (Vec::new(), Vec::new());
+    for (rho, ln_p) in g.ln_pmf().into_iter().enumerate().filter(|(_, l)| l.is_finite()) {
+        let r = rho as f64;
+        let common = ln_p - clip * clip * r * r / (2.0 * var);
+        plus.push(&shift * r + common);
+        minus.push(&shift * (-r) + common);
+    }
+    Tensor::stack(&plus, 0).logsumexp([0], false) - Tensor::stack(&minus, 0).logsumexp([0], false)
 }
 
 /// `t` at `at`, as doubles on the CPU.
@@ -640,8 +742,22 @@ impl Run {
                 self.stages.len() - 1
             }
         };
-        let claimed =
-            ClaimedStep { q: dp.sample_rate, clip: dp.max_grad_norm, std: dp.noise_multiplier * dp.max_grad_norm };
+        if let Some(g) = self.plan.node_group {
+            let rate = g.batch as f64 / g.population as f64;
+            crate::ensure!(
+                (dp.sample_rate - rate).abs() <= 1e-9 * rate,
+                Error::Other(format!(
+                    "the DP-SGD step samples at rate {} but its node-level claim draws batches of {} out of {}",
+                    dp.sample_rate, g.batch, g.population
+                ))
+            );
+        }
+        let claimed = ClaimedStep {
+            q: dp.sample_rate,
+            clip: dp.max_grad_norm,
+            std: dp.noise_multiplier * dp.max_grad_norm,
+            node_group: self.plan.node_group,
+        };
         let m = self.active;
         let st = &mut self.stages[s];
         let first = *st.claimed.get_or_insert(claimed);
@@ -659,8 +775,9 @@ impl Run {
         self.steps += 1;
         let raw = self.plan.raw_norm * dp.max_grad_norm;
         let device = flat.device();
-        let (included, rng) = (&self.plan.included, &mut self.rng);
-        let sign = self.stages[s].prepare(phase, m, included, device, code_step);
+        let (included, rng, terms_cdf) = (&self.plan.included, &mut self.rng, self.node_terms_cdf.as_deref());
+        let drawers = if terms_cdf.is_some() { None } else { Some(&included[..]) };
+        let sign = self.stages[s].prepare(phase, m, drawers, device, code_step);
         // A trainer that walks shuffled batches (a planted bug) takes each canary as it takes an
         // example: once an epoch, in the batch its uniform rank in the permutation falls in.
         let shuffled = (dp.flaw == PlantedFlaw::ShuffledAsPoisson).then(|| {
@@ -678,15 +795,29 @@ impl Run {
         // Per slot: the signed draws added there this step; a read later takes its own out.
         let mut drawn = vec![0.0f64; st.slots];
         let (mut own_at, mut own) = (Vec::new(), Vec::new());
-        for &(k, i) in &reads.included {
-            let sampled = match shuffled {
-                Some(batch) => st.epoch_batch[i] == batch,
-                None => rng.gen_bool(dp.sample_rate),
+        let mut included_draws = 0;
+        for &(k, i) in &reads.drawable {
+            // How many clipped Dirac gradients the canary adds this step, signed.
+            let terms = match (terms_cdf, shuffled) {
+                // A node canary: rho of its terms in the batch; a left-out one is the node it replaced.
+                (Some(cdf), _) => {
+                    let u: f64 = rng.gen();
+                    let rho = cdf.iter().position(|&c| u < c).unwrap_or(cdf.len() - 1);
+                    if included[i] {
+                        included_draws += rho;
+                        rho as f32
+                    } else {
+                        -(rho as f32)
+                    }
+                }
+                (None, Some(batch)) => f32::from(u8::from(st.epoch_batch[i] == batch)),
+                (None, None) => f32::from(u8::from(rng.gen_bool(dp.sample_rate))),
             };
-            if sampled {
+            if terms != 0.0 {
+                included_draws += usize::from(terms_cdf.is_none());
                 let h = walsh_sign(st.code[i], code_step);
-                // The value the trainer's clip leaves, rounded as the f32 sum holds it.
-                let v = f64::from((h * dp.clip_dirac(raw, st.in_bias[i])) as f32);
+                // The value the trainer's clips leave, rounded as the f32 sum holds it.
+                let v = f64::from((h * dp.clip_dirac(raw, st.in_bias[i])) as f32 * terms);
                 add_at.push(st.coordinate[i]);
                 add_value.push(v as f32);
                 drawn[st.slot[i]] += v;
@@ -694,7 +825,7 @@ impl Run {
                 own.push(v);
             }
         }
-        self.sampled += add_at.len();
+        self.sampled += included_draws;
         let mut known =
             doubles_at(flat, &reads.coordinates) + Tensor::from_slice(&drawn).index_select(0, &reads.slots_t);
         if !own.is_empty() {
@@ -762,6 +893,10 @@ impl Run {
                 self.active = eligible.len();
             }
         }
+        if self.plan.node_group.is_some() {
+            // Node canaries are scored step by step, on coordinates of their own.
+            self.active = self.active.min(eligible.len());
+        }
         let m = self.active;
         let sharing = m.div_ceil(eligible.len());
         let slots = m.div_ceil(sharing);
@@ -817,7 +952,7 @@ mod tests {
             c * q.powi(k as i32) * (1.0 - q).powi((n - k) as i32)
         };
         for (q, clip, std, steps) in [(0.1, 1.0, 1.5, 12u64), (0.5, 2.0, 0.7, 5), (0.02, 0.5, 3.0, 40)] {
-            let step = ClaimedStep { q, clip, std };
+            let step = ClaimedStep { q, clip, std, node_group: None };
             let s = std * (steps as f64).sqrt();
             for sum in [-4.0, -0.5, 0.0, 1.0, 3.0, 9.0] {
                 let p_in: f64 = (0..=steps).map(|k| binom(steps, k, q) * gauss(sum, clip * k as f64, s)).sum();
@@ -827,7 +962,7 @@ mod tests {
             }
         }
         // One step is the per-step ratio; without noise, the count of draws.
-        let step = ClaimedStep { q: 0.3, clip: 1.0, std: 2.0 };
+        let step = ClaimedStep { q: 0.3, clip: 1.0, std: 2.0, node_group: None };
         assert!((step.summed_log_likelihood_ratio(1.7, 1) - step.log_likelihood_ratio(1.7)).abs() < 1e-12);
         assert_eq!(ClaimedStep { std: 0.0, ..step }.summed_log_likelihood_ratio(3.0, 9), 3.0);
     }
@@ -838,10 +973,10 @@ mod tests {
         let xs = [-30.0, -3.0, -0.5, 0.0, 0.4, 1.0, 2.5, 40.0];
         let x = tch::Tensor::from_slice(&xs);
         for step in [
-            ClaimedStep { q: 0.1, clip: 1.0, std: 1.5 },
-            ClaimedStep { q: 0.01, clip: 0.5, std: 0.01 },
-            ClaimedStep { q: 1.0, clip: 2.0, std: 4.0 },
-            ClaimedStep { q: 0.3, clip: 2.0, std: 0.0 },
+            ClaimedStep { q: 0.1, clip: 1.0, std: 1.5, node_group: None },
+            ClaimedStep { q: 0.01, clip: 0.5, std: 0.01, node_group: None },
+            ClaimedStep { q: 1.0, clip: 2.0, std: 4.0, node_group: None },
+            ClaimedStep { q: 0.3, clip: 2.0, std: 0.0, node_group: None },
         ] {
             let got = Vec::<f64>::try_from(&step.log_likelihood_ratios(&x)).unwrap();
             for (x, got) in xs.iter().zip(got) {
@@ -849,6 +984,44 @@ mod tests {
                 assert!((got - want).abs() <= 1e-12 * want.abs().max(1.0), "{step:?} x {x}: {got} vs {want}");
             }
         }
+    }
+
+    /// A node canary's terms follow the claim's hypergeometric (mass 1, mean K+1 times B/N), and
+    /// its vector ratio is the direct ratio of the two mixtures, finite where the densities
+    /// underflow; with one term it is the Poisson step's ratio included against replaced.
+    #[test]
+    fn node_ratios_are_the_ratio_of_the_two_hypergeometric_mixtures() {
+        use super::NodeGroup;
+        for g in [
+            NodeGroup { population: 140, terms: 8, batch: 20 },
+            NodeGroup { population: 30, terms: 30, batch: 10 },
+            NodeGroup { population: 500, terms: 1, batch: 50 },
+        ] {
+            let pmf: Vec<f64> = g.ln_pmf().into_iter().map(f64::exp).collect();
+            let mean: f64 = pmf.iter().enumerate().map(|(r, p)| r as f64 * p).sum();
+            assert!((pmf.iter().sum::<f64>() - 1.0).abs() < 1e-12, "{g:?}");
+            assert!((mean - g.terms as f64 * g.batch as f64 / g.population as f64).abs() < 1e-10, "{g:?}: {mean}");
+            assert!((g.cumulative().last().unwrap() - 1.0).abs() < 1e-12);
+            let step =
+                ClaimedStep { q: g.batch as f64 / g.population as f64, clip: 1.0, std: 3.0, node_group: Some(g) };
+            let xs = [-6.0, -1.0, 0.0, 0.3, 2.0, 7.5];
+            let got = Vec::<f64>::try_from(&step.log_likelihood_ratios(&tch::Tensor::from_slice(&xs))).unwrap();
+            for (x, got) in xs.iter().zip(got) {
+                let want = step.log_likelihood_ratio(*x);
+                assert!((got - want).abs() < 1e-10 * want.abs().max(1.0), "{g:?} x {x}: {got} vs {want}");
+            }
+            // Antisymmetric: a read and its negation swap the hypotheses.
+            assert!((step.log_likelihood_ratio(2.0) + step.log_likelihood_ratio(-2.0)).abs() < 1e-12);
+        }
+        let one = NodeGroup { population: 500, terms: 1, batch: 50 };
+        let node = ClaimedStep { q: 0.1, clip: 1.0, std: 3.0, node_group: Some(one) };
+        let poisson = ClaimedStep { node_group: None, ..node };
+        for x in [-2.0, 0.5, 4.0] {
+            let replaced = poisson.log_likelihood_ratio(x) - poisson.log_likelihood_ratio(-x);
+            assert!((node.log_likelihood_ratio(x) - replaced).abs() < 1e-12, "x {x}");
+        }
+        let far = Vec::<f64>::try_from(&node.log_likelihood_ratios(&tch::Tensor::from_slice(&[2000.0]))).unwrap();
+        assert!(far[0].is_finite() && far[0] > 100.0, "{far:?}");
     }
 
     /// Distinct rows of a Sylvester-Hadamard block are orthogonal: the sign codes of sharers.
@@ -870,20 +1043,20 @@ mod tests {
     fn log_likelihood_ratio_is_the_density_ratio_and_stable() {
         let gauss = |x: f64, mean: f64, s: f64| (-(x - mean).powi(2) / (2.0 * s * s)).exp();
         for (q, clip, std) in [(0.1, 1.0, 1.5), (0.5, 2.0, 0.7), (0.01, 0.5, 3.0)] {
-            let step = ClaimedStep { q, clip, std };
+            let step = ClaimedStep { q, clip, std, node_group: None };
             for x in [-3.0, -0.5, 0.0, 0.4, 1.0, 2.5] {
                 let direct = ((1.0 - q) * gauss(x, 0.0, std) + q * gauss(x, clip, std)) / gauss(x, 0.0, std);
                 let got = step.log_likelihood_ratio(x);
                 assert!((got - direct.ln()).abs() < 1e-12, "q {q} C {clip} s {std} x {x}: {got} vs {}", direct.ln());
             }
         }
-        let tiny_noise = ClaimedStep { q: 0.2, clip: 1.0, std: 1e-3 };
+        let tiny_noise = ClaimedStep { q: 0.2, clip: 1.0, std: 1e-3, node_group: None };
         let (high, low) = (tiny_noise.log_likelihood_ratio(1.0), tiny_noise.log_likelihood_ratio(0.0));
         assert!(high.is_finite() && (high - (0.2f64.ln() + 0.5e6)).abs() < 1e-6, "{high}");
         assert!((low - 0.8f64.ln()).abs() < 1e-12, "{low}");
-        let full = ClaimedStep { q: 1.0, clip: 2.0, std: 4.0 };
+        let full = ClaimedStep { q: 1.0, clip: 2.0, std: 4.0, node_group: None };
         assert_eq!(full.log_likelihood_ratio(3.0), (2.0 * 3.0 - 2.0) / 16.0);
-        let noiseless = ClaimedStep { q: 0.3, clip: 2.0, std: 0.0 };
+        let noiseless = ClaimedStep { q: 0.3, clip: 2.0, std: 0.0, node_group: None };
         assert_eq!(noiseless.log_likelihood_ratio(4.0), 2.0);
     }
 }
