@@ -405,3 +405,19 @@ fn vanilla_dpar_learns_and_leaks_degrees_through_a_checkpoint() {
     assert_eq!(attack["game_detail"]["unit"], "practical");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `dpar-dpsgd`'s step, written as DP-GNN's event with every node in all B terms of every batch
+/// (so that gradient canaries enter as such a node), is the unamplified Gaussian of sensitivity
+/// 2BC: the same epsilon at every setting, to rounding.
+#[test]
+fn the_unsampled_dpsgd_event_is_the_gaussian_of_sensitivity_2b() {
+    use gnnaudit::privacy::accountant::Event;
+    for (batch, sigma, steps) in [(60u64, 200.0, 400u64), (256, 900.0, 160), (2, 3.0, 10), (1, 3.0, 10)] {
+        let gaussian = Event::gaussian(sigma).scaled(2.0 * batch as f64).times(steps);
+        let node = dpsgd_unsampled_event(batch, sigma, steps);
+        for delta in [1e-4, 1e-6] {
+            let (a, b) = (rdp_epsilon(&gaussian, delta).unwrap().epsilon, rdp_epsilon(&node, delta).unwrap().epsilon);
+            assert!((a - b).abs() <= 1e-9 * a, "B {batch} sigma {sigma} T {steps}: {a} vs {b}");
+        }
+    }
+}

@@ -332,7 +332,7 @@ pub fn sound_event(variant: Variant, appr: acc::ApprRelease, s: SgdShape, sigma:
             Event::poisson_gaussian(s.batch as f64 / s.rows as f64, sigma).times(s.steps).labelled("DP-SGD")
         }
         // Any node may change every clipped per-row gradient of a batch: sensitivity 2BC.
-        Variant::Dpsgd => Event::gaussian(sigma).scaled(2.0 * s.batch as f64).times(s.steps).labelled("DP-SGD"),
+        Variant::Dpsgd => acc::dpsgd_unsampled_event(s.batch, sigma, s.steps),
         _ => acc::dpsgd_sound_event(s.rows, s.cap, s.batch, sigma, s.steps),
     };
     acc::dpar_event(acc::appr_event(appr, s.rows), sgd, q_prime)

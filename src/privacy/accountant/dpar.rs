@@ -109,6 +109,26 @@ pub fn dpsgd_sound_event(m: u64, cap: u64, batch: u64, sigma: f64, steps: u64) -
     .labelled("DP-SGD")
 }
 
+/// `dpar-dpsgd`'s DP-SGD over non-private APPR rows: a node may move every clipped per-row
+/// gradient of a batch, so each step is a Gaussian of sensitivity 2BC, unamplified by the batch
+/// draw. Written as DP-GNN's event with every node in all B terms of a batch of B out of B, which
+/// is that Gaussian exactly (rho = B in every step), so that a gradient canary enters as such a
+/// node does ([`crate::privacy::dpsgd::canary`]).
+pub fn dpsgd_unsampled_event(batch: u64, sigma: f64, steps: u64) -> Event {
+    if batch < 2 {
+        // DP-GNN's event needs K >= 1; one row a batch is the same Gaussian of sensitivity 2C.
+        return Event::gaussian(sigma).scaled(2.0).times(steps).labelled("DP-SGD");
+    }
+    Event::Dpgnn {
+        num_nodes: batch,
+        max_degree: batch - 1,
+        batch_size: batch,
+        noise_multiplier: sigma / (2.0 * batch as f64),
+        steps,
+    }
+    .labelled("DP-SGD")
+}
+
 /// The thesis's DP-SGD claim read as its proof's mixture (the "paper" reading): a Poisson-subsampled
 /// Gaussian at rate B/M with multiplier sigma/tau, T steps.
 pub fn dpsgd_paper_event(m: u64, batch: u64, sigma: f64, tau: f64, steps: u64) -> Event {

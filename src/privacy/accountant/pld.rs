@@ -158,10 +158,9 @@ fn supported(e: &Event) -> bool {
             supported(event)
         }
         Event::Composed(events) => events.iter().all(supported),
-        Event::WithoutReplacementGaussian { .. }
-        | Event::Dpgnn { .. }
-        | Event::Zcdp { .. }
-        | Event::NodeSubsampled { .. } => false,
+        // Every node in every batch: the count of its terms is fixed, the step a plain Gaussian.
+        Event::Dpgnn { num_nodes, batch_size, .. } => num_nodes == batch_size,
+        Event::WithoutReplacementGaussian { .. } | Event::Zcdp { .. } | Event::NodeSubsampled { .. } => false,
     }
 }
 
@@ -187,7 +186,8 @@ impl Plan {
             supported(&e),
             Error::invalid(
                 "event",
-                "the PLD accountant supports Gaussian, Poisson-subsampled Gaussian and pure-DP events only"
+                "the PLD accountant supports Gaussian, Poisson-subsampled Gaussian and pure-DP events only (and \
+                 DP-GNN's event where every batch holds every node)"
             )
         );
         let mut plan = Plan { gaussian_inv_s2: None, poisson: vec![], pure: 0.0 };
@@ -216,10 +216,16 @@ impl Plan {
             Event::SelfComposed { event, count: c } => self.walk(event, count * c),
             Event::Composed(events) => events.iter().for_each(|x| self.walk(x, count)),
             Event::ScaledSensitivity { event, .. } | Event::Labelled { event, .. } => self.walk(event, count),
-            Event::WithoutReplacementGaussian { .. }
-            | Event::Dpgnn { .. }
-            | Event::Zcdp { .. }
-            | Event::NodeSubsampled { .. } => unreachable!("checked by supported()"),
+            // Batches of all N nodes (checked by supported()): a node's min(K+1, N) terms are in
+            // every step, a Gaussian of noise multiplier s (K+1) / min(K+1, N).
+            Event::Dpgnn { num_nodes, max_degree, noise_multiplier, steps, .. } => {
+                let terms = (max_degree + 1) as f64;
+                let multiplier = noise_multiplier * terms / terms.min(*num_nodes as f64);
+                self.walk(&Event::gaussian(multiplier), count * steps)
+            }
+            Event::WithoutReplacementGaussian { .. } | Event::Zcdp { .. } | Event::NodeSubsampled { .. } => {
+                unreachable!("checked by supported()")
+            }
         }
     }
 
@@ -679,6 +685,20 @@ impl Composed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// DP-GNN's event with every node in every batch is the Gaussian of multiplier s (K+1 of a
+    /// node's terms each step), or s (K+1)/N when a node has fewer than K+1 others to be in; a
+    /// sampled one stays refused.
+    #[test]
+    fn full_batch_dpgnn_is_its_gaussian_and_sampled_dpgnn_is_refused() {
+        let dpgnn =
+            |n, k, m| Event::Dpgnn { num_nodes: n, max_degree: k, batch_size: m, noise_multiplier: 2.5, steps: 7 };
+        let gaussian = |s: f64| Event::gaussian(s).times(7);
+        let eps = |e: &Event| pld_epsilon(e, 1e-5).unwrap();
+        assert_eq!(eps(&dpgnn(100, 4, 100)), eps(&gaussian(2.5)));
+        assert_eq!(eps(&dpgnn(3, 4, 3)), eps(&gaussian(2.5 * 5.0 / 3.0)));
+        assert!(pld_epsilon(&dpgnn(100, 4, 50), 1e-5).is_err());
+    }
 
     #[test]
     fn connect_dots_pld_of_a_gaussian_is_tight_and_pessimistic() {

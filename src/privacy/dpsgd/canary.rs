@@ -743,9 +743,11 @@ impl Run {
             }
         };
         if let Some(g) = self.plan.node_group {
+            // A claim that takes no amplification from the batch draw (rate 1: a node in every
+            // step) covers whatever the trainer draws; an amplified one must be the trainer's.
             let rate = g.batch as f64 / g.population as f64;
             crate::ensure!(
-                (dp.sample_rate - rate).abs() <= 1e-9 * rate,
+                rate == 1.0 || (dp.sample_rate - rate).abs() <= 1e-9 * rate,
                 Error::Other(format!(
                     "the DP-SGD step samples at rate {} but its node-level claim draws batches of {} out of {}",
                     dp.sample_rate, g.batch, g.population
