@@ -89,7 +89,8 @@
 //! unobserved, the very pair whose divergence the accountant bounds by joint convexity
 //! (Daigavane et al. 2021, Thm. 1), and it is scored by its own likelihood ratio
 //! `ln sum_rho H(rho) exp((C rho x - C^2 rho^2 / 2) / s^2) - ln sum_rho H(rho) exp((-C rho x -
-//! C^2 rho^2 / 2) / s^2)`. Node canaries sit on coordinates of their own.
+//! C^2 rho^2 / 2) / s^2)`. Node canaries that share a coordinate score a code cycle's sum the same
+//! way, over the sum of their terms in the cycle's steps.
 //!
 //! The positive control of this audit ([`CanaryPlan::noise_off`]) reads every step's release
 //! without the DP-SGD noise and keeps the statistic of the claimed mechanism: the version of the
@@ -163,6 +164,24 @@ impl NodeGroup {
         (0..=k)
             .map(|r| if b < r { f64::NEG_INFINITY } else { ln_choose(k, r) + ln_choose(n - k, b - r) - total })
             .collect()
+    }
+
+    /// `ln P(sum = k)` for the sum of a node's terms over `steps` independent steps, k = 0..=
+    /// steps * terms (a convolution power of [`Self::ln_pmf`]; impossible counts skipped).
+    fn ln_pmf_of_sum(self, steps: usize) -> Vec<f64> {
+        let step: Vec<(usize, f64)> =
+            self.ln_pmf().into_iter().enumerate().filter(|(_, l)| l.is_finite()).map(|(r, l)| (r, l.exp())).collect();
+        let mut sum = vec![1.0];
+        for _ in 0..steps {
+            let mut next = vec![0.0; sum.len() + self.terms as usize];
+            for (k, &p) in sum.iter().enumerate().filter(|(_, &p)| p > 0.0) {
+                for &(r, pr) in &step {
+                    next[k + r] += p * pr;
+                }
+            }
+            sum = next;
+        }
+        sum.into_iter().map(f64::ln).collect()
     }
 
     /// `P(rho <= r)` for r = 0..=terms, for drawing rho by one uniform.
@@ -392,13 +411,6 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
     let m = plan.included.len();
     let active = if plan.planning.is_some() { m.min(UNPLANNED_CANARIES) } else { m };
     let rng = ChaCha8Rng::seed_from_u64(plan.seed);
-    crate::ensure!(
-        plan.node_group.is_none() || plan.layout == CanaryLayout::Auto,
-        Error::invalid(
-            "layout",
-            "node-level canaries (a node-level DP-SGD claim) sit on coordinates of their own; use layout = \"auto\""
-        )
-    );
     let node_terms_cdf = plan.node_group.map(NodeGroup::cumulative);
     RUN.with(|r| {
         *r.borrow_mut() = Some(Run {
@@ -441,8 +453,9 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
     for st in run.stages.iter().filter(|s| s.shared()) {
         unscored_steps += st.step - st.summed_steps;
         if let Some(claimed) = st.claimed.filter(|_| st.summed_steps > 0) {
-            for (score, sum) in scores.iter_mut().zip(doubles(&st.sums)) {
-                *score += claimed.summed_log_likelihood_ratio(sum, st.summed_steps);
+            let sums = doubles(&st.sums);
+            for (score, ratio) in scores.iter_mut().zip(claimed.summed_log_likelihood_ratios(&sums, st.summed_steps)) {
+                *score += ratio;
             }
         }
     }
@@ -469,9 +482,14 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
             sampled: run.sampled,
             count_reason: run.count_reason.unwrap_or_else(|| match (run.plan.planning, run.plan.node_group) {
                 (_, Some(g)) => format!(
-                    "{} canaries: node canaries (up to {} terms each, in batches of {} out of {}) sit on coordinates \
-                     of their own, at most {UNPLANNED_CANARIES} and the smallest stage's eligible coordinates",
-                    run.active, g.terms, g.batch, g.population
+                    "{} node canaries (up to {} terms each, in batches of {} out of {}): the method declares no \
+                     DP-SGD stage plan to choose a count on, so the audit keeps {} (fewer where layout = \"auto\" \
+                     gave a stage's sharers coordinates of their own)",
+                    run.active,
+                    g.terms,
+                    g.batch,
+                    g.population,
+                    UNPLANNED_CANARIES.min(run.plan.included.len())
                 ),
                 (Some(_), None) => format!(
                     "{} canaries: the method declares no DP-SGD stage plan to choose a count on, so the audit keeps \
@@ -582,11 +600,40 @@ impl ClaimedStep {
     /// out, `N(0, steps s^2)`; in, that shifted by C times a Binomial(steps, q) count of draws,
     /// so `ln sum_k Bin(k; steps, q) exp((C k L - C^2 k^2 / 2) / (steps s^2))`, summed in log
     /// space over the counts of non-negligible probability. Without noise, `L / C`.
+    #[cfg(test)]
     fn summed_log_likelihood_ratio(self, sum: f64, steps: usize) -> f64 {
-        let ClaimedStep { q, clip, std, .. } = self;
+        self.summed_log_likelihood_ratios(&[sum], steps)[0]
+    }
+
+    /// [`Self::summed_log_likelihood_ratio`] of each sum in `sums`. A node canary's sum is
+    /// `+-C K + N(0, steps s^2)` with K the sum of its terms over the steps, so the ratio of the
+    /// two mixtures over K (its distribution computed once for all the sums).
+    fn summed_log_likelihood_ratios(self, sums: &[f64], steps: usize) -> Vec<f64> {
+        let ClaimedStep { clip, std, node_group, .. } = self;
         if !(std > 0.0 && std.is_finite()) {
-            return sum / clip;
+            return sums.iter().map(|s| s / clip).collect();
         }
+        let Some(g) = node_group else {
+            return sums.iter().map(|&sum| self.summed_poisson_ratio(sum, steps)).collect();
+        };
+        let var = steps as f64 * std * std;
+        let counts: Vec<(f64, f64)> = g
+            .ln_pmf_of_sum(steps)
+            .into_iter()
+            .enumerate()
+            .filter(|(_, l)| l.is_finite())
+            .map(|(k, l)| (k as f64, l - clip * clip * (k * k) as f64 / (2.0 * var)))
+            .collect();
+        let lse = |sign: f64, sum: f64| {
+            let terms: Vec<f64> = counts.iter().map(|&(k, c)| c + sign * clip * k * sum / var).collect();
+            let hi = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            hi + terms.iter().map(|t| (t - hi).exp()).sum::<f64>().ln()
+        };
+        sums.iter().map(|&sum| lse(1.0, sum) - lse(-1.0, sum)).collect()
+    }
+
+    fn summed_poisson_ratio(self, sum: f64, steps: usize) -> f64 {
+        let ClaimedStep { q, clip, std, .. } = self;
         let n = steps as f64;
         let var = n * std * std;
         let term = |k: f64| (clip * k * sum - clip * clip * k * k / 2.0) / var;
@@ -891,13 +938,11 @@ impl Run {
         } else if self.plan.layout == CanaryLayout::Auto {
             let sharing = self.active.div_ceil(eligible.len());
             let keeps_most = 2 * eligible.len() >= self.active;
-            if sharing > 1 && q * (sharing as f64) < CODED_DRAWS_PER_CYCLE && keeps_most {
+            // A node canary is drawn as often as its terms are: K+1 times the rate, in expectation.
+            let draws = self.plan.node_group.map_or(q, |g| (g.terms * g.batch) as f64 / g.population as f64);
+            if sharing > 1 && draws * (sharing as f64) < CODED_DRAWS_PER_CYCLE && keeps_most {
                 self.active = eligible.len();
             }
-        }
-        if self.plan.node_group.is_some() {
-            // Node canaries are scored step by step, on coordinates of their own.
-            self.active = self.active.min(eligible.len());
         }
         let m = self.active;
         let sharing = m.div_ceil(eligible.len());
@@ -1024,6 +1069,26 @@ mod tests {
         }
         let far = Vec::<f64>::try_from(&node.log_likelihood_ratios(&tch::Tensor::from_slice(&[2000.0]))).unwrap();
         assert!(far[0].is_finite() && far[0] > 100.0, "{far:?}");
+        // A cycle's sum over 3 steps, against every triple of term counts enumerated.
+        let g = NodeGroup { population: 10, terms: 3, batch: 4 };
+        let step = ClaimedStep { q: 0.4, clip: 1.5, std: 2.0, node_group: Some(g) };
+        let pmf: Vec<f64> = g.ln_pmf().into_iter().map(f64::exp).collect();
+        let var = 3.0 * 4.0;
+        for sum in [-7.0, -1.0, 0.0, 2.5, 9.0] {
+            let density = |sign: f64| {
+                let mut total = 0.0;
+                for counts in 0..64usize {
+                    let (a, b, c) = (counts % 4, counts / 4 % 4, counts / 16);
+                    let mean = sign * 1.5 * (a + b + c) as f64;
+                    total += pmf[a] * pmf[b] * pmf[c] * (-(sum - mean) * (sum - mean) / (2.0 * var)).exp();
+                }
+                total
+            };
+            let want = (density(1.0) / density(-1.0)).ln();
+            let got = step.summed_log_likelihood_ratio(sum, 3);
+            assert!((got - want).abs() < 1e-10 * want.abs().max(1.0), "sum {sum}: {got} vs {want}");
+        }
+        assert!((step.summed_log_likelihood_ratio(1.3, 1) - step.log_likelihood_ratio(1.3)).abs() < 1e-12);
     }
 
     /// Distinct rows of a Sylvester-Hadamard block are orthogonal: the sign codes of sharers.
