@@ -632,6 +632,7 @@ impl ClaimedStep {
         sums.iter().map(|&sum| lse(1.0, sum) - lse(-1.0, sum)).collect()
     }
 
+    /// The per-example (Poisson) case of [`Self::summed_log_likelihood_ratios`].
     fn summed_poisson_ratio(self, sum: f64, steps: usize) -> f64 {
         let ClaimedStep { q, clip, std, .. } = self;
         let n = steps as f64;
