@@ -161,39 +161,35 @@ pub fn untrack(claim: &Path) {
     state().claims.retain(|c| c != claim);
 }
 
-/// Starts a `--jobs` worker, registered to be stopped on interruption. The lock is held across
-/// the spawn: a signal that arrives meanwhile waits for the registration, so no worker started in
-/// that instant outlives its parent's cleanup.
+/// Starts a `--jobs` worker, registered to be stopped on interruption.
 pub fn spawn_child(command: &mut std::process::Command) -> std::io::Result<std::process::Child> {
-    let mut st = state();
-    refuse_when_stopping(&st)?;
-    let child = command.spawn()?;
-    st.children.push(child.id());
-    Ok(child)
+    spawn_registered(command, |st| &mut st.children)
 }
 
 pub fn remove_child(pid: u32) {
     state().children.retain(|&c| c != pid);
 }
 
-/// Between the cleanup and the exit that follows it (`stop_everything` has released the lock):
-/// a process started then would outlive the cleanup.
-fn refuse_when_stopping(st: &State) -> std::io::Result<()> {
+/// Starts a training command as the leader of a process group of its own, registered so that a
+/// timeout or Ctrl-C kills the whole pipeline.
+pub fn spawn_process_group(command: &mut std::process::Command) -> std::io::Result<std::process::Child> {
+    std::os::unix::process::CommandExt::process_group(command, 0);
+    spawn_registered(command, |st| &mut st.groups)
+}
+
+/// Spawns `command` and records its pid in the list `into` picks. The lock is held across the
+/// spawn, so a signal that arrives meanwhile waits for the record and then stops the new process;
+/// after the cleanup has run (it sets `stopping`, then the process exits) nothing starts.
+fn spawn_registered(
+    command: &mut std::process::Command,
+    into: impl FnOnce(&mut State) -> &mut Vec<u32>,
+) -> std::io::Result<std::process::Child> {
+    let mut st = state();
     if st.stopping {
         return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "the process is stopping"));
     }
-    Ok(())
-}
-
-/// Starts a training command as the leader of a process group of its own, registered (under the
-/// lock, as in [`spawn_child`]) so that a timeout or Ctrl-C kills the whole pipeline, even one
-/// started in the instant the signal arrived.
-pub fn spawn_process_group(command: &mut std::process::Command) -> std::io::Result<std::process::Child> {
-    std::os::unix::process::CommandExt::process_group(command, 0);
-    let mut st = state();
-    refuse_when_stopping(&st)?;
     let child = command.spawn()?;
-    st.groups.push(child.id());
+    into(&mut st).push(child.id());
     Ok(child)
 }
 
