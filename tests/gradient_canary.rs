@@ -9,7 +9,8 @@ use gnnaudit::privacy::dpsgd::canary::{
 };
 use gnnaudit::privacy::dpsgd::canary_plan::StagePlan;
 use gnnaudit::privacy::dpsgd::{DpSgd, PlantedFlaw};
-use gnnaudit_attacks::stats::{certify, partition_by_coin, AuditSpec, BoundKind, COIN_ASSUMPTION};
+use gnnaudit_attacks::stats::{certify, partition_by_coin, AuditSpec, BoundKind, ThresholdStrategy, COIN_ASSUMPTION};
+use gnnaudit_attacks::PlannedTest;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tch::{Kind, Tensor};
@@ -168,12 +169,15 @@ fn shuffled_batches_draw_each_canary_once_an_epoch() {
     assert_ne!(draws(PlantedFlaw::None), 5 * included);
 }
 
-/// The engine's bound for one run.
+/// The engine's bound for one run, certified as the attack certifies it: gdp at its planned
+/// test (log-likelihood ratio >= 0 on every canary, a split beside it), other bounds on a split.
 fn engine_bound(seed: u64, flaw: PlantedFlaw, setting: (f64, f64, usize), bound: BoundKind, l: Layout) -> f64 {
     let (sigma, q, steps) = setting;
     let (scores, coins) = engine_run(seed, flaw, sigma, q, steps, l);
     let (pos, neg) = partition_by_coin(&scores, &coins);
-    let spec = AuditSpec { seed, ..AuditSpec::new(bound, 1e-5) };
+    let planned = PlannedTest::threshold_for(Some(PlannedTest { threshold: 0.0, bound: BoundKind::Gdp }), bound);
+    let strategy = ThresholdStrategy::default().with_planned(planned);
+    let spec = AuditSpec { seed, strategy, ..AuditSpec::new(bound, 1e-5) };
     certify(&pos, &neg, &spec, COIN_ASSUMPTION).unwrap().eps_lb
 }
 

@@ -67,6 +67,6 @@ pub use graph::{class_balanced_split, membership_split, AttackGraph, NodeSplit};
 pub use result::{certify_pooled, run_attack, AttackResult};
 pub use threat::{
     Access, AdversaryKnowledge, AggregationRelease, Attack, BlackBox, Claim, ClaimUnit, Game, GameUnit,
-    GradientCanaryLayout, GradientCanaryPlan, GradientCanaryReadings, GradientCanarySites, Outcome, ShadowOracle,
-    Target, WhiteBox,
+    GradientCanaryLayout, GradientCanaryPlan, GradientCanaryReadings, GradientCanarySites, Outcome, PlannedTest,
+    ShadowOracle, Target, WhiteBox,
 };

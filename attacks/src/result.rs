@@ -4,7 +4,7 @@ use crate::attack::{AttackKind, AttackParams};
 use crate::error::Result;
 use crate::metrics::ScoreSummary;
 use crate::stats::{certify, AuditSpec, Certificate, Verdict};
-use crate::threat::{AdversaryKnowledge, Claim, ClaimUnit, Game, GameUnit, Outcome, Target};
+use crate::threat::{AdversaryKnowledge, Claim, ClaimUnit, Game, GameUnit, Outcome, PlannedTest, Target};
 use serde::{Deserialize, Serialize};
 
 /// One attack's result: success, its game and knowledge, and the epsilon lower bound where the
@@ -38,6 +38,9 @@ pub struct AttackResult {
     /// The raw scores of positives and negatives, for pooling runs (not serialised).
     #[serde(skip)]
     pub scores: (Vec<f64>, Vec<f64>),
+    /// The attack's planned test, which pooled runs certify as the run did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_test: Option<PlannedTest>,
 }
 
 /// One certificate over the scores of every run pooled (each run is an independent draw of the
@@ -54,6 +57,7 @@ pub fn certify_pooled(
     let first = runs.first().ok_or_else(|| crate::Error::invalid("repeats", "no attack run to certify"))?;
     let pos: Vec<f64> = runs.iter().flat_map(|r| r.scores.0.iter().copied()).collect();
     let neg: Vec<f64> = runs.iter().flat_map(|r| r.scores.1.iter().copied()).collect();
+    let strategy = strategy.with_planned(PlannedTest::threshold_for(first.planned_test, bound));
     let spec = AuditSpec { bound, strategy, confidence: first.eps_lb_confidence, delta, seed };
     certify(&pos, &neg, &spec, assumption)
 }
@@ -82,8 +86,9 @@ impl AttackResult {
             GameUnit::NodeMembership => crate::stats::SPLIT_ASSUMPTION,
             _ => crate::stats::COIN_ASSUMPTION,
         };
+        let strategy = spec.strategy.with_planned(PlannedTest::threshold_for(out.planned_test, spec.bound));
         let certificate = if claim.matches(out.game.unit) {
-            Some(certify(&out.pos, &out.neg, &AuditSpec { delta: claim.delta, ..spec }, assumption)?)
+            Some(certify(&out.pos, &out.neg, &AuditSpec { delta: claim.delta, strategy, ..spec }, assumption)?)
         } else {
             None
         };
@@ -120,6 +125,7 @@ impl AttackResult {
             note,
             seed,
             scores,
+            planned_test: out.planned_test,
         })
     }
 

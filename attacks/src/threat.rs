@@ -291,6 +291,24 @@ pub struct Outcome {
     /// the target and not the whole (gradient canaries face DP-SGD alone): the result is judged
     /// against it, and the target's total claim is kept in the details.
     pub component_claim: Option<Claim>,
+    /// A test the attack fixed from the claim before its game, which the default split strategy
+    /// gives way to (`ThresholdStrategy::Planned`): all trials certify it.
+    pub planned_test: Option<PlannedTest>,
+}
+
+/// A threshold on an attack's scores fixed before its game, and the bound it is the planned
+/// test of (the midpoint of a trade-off curve suits `gdp`, not the tails `clopper-pearson` needs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PlannedTest {
+    pub threshold: f64,
+    pub bound: crate::stats::BoundKind,
+}
+
+impl PlannedTest {
+    /// The planned threshold, where `bound` is the one it was planned for.
+    pub fn threshold_for(this: Option<PlannedTest>, bound: crate::stats::BoundKind) -> Option<f64> {
+        this.filter(|p| p.bound == bound).map(|p| p.threshold)
+    }
 }
 
 impl Outcome {
@@ -301,7 +319,17 @@ impl Outcome {
         game: Game,
         knowledge: AdversaryKnowledge,
     ) -> Self {
-        Outcome { pos, neg, threshold, game, knowledge, details: Default::default(), note: None, component_claim: None }
+        Outcome {
+            pos,
+            neg,
+            threshold,
+            game,
+            knowledge,
+            details: Default::default(),
+            note: None,
+            component_claim: None,
+            planned_test: None,
+        }
     }
 }
 

@@ -126,7 +126,7 @@ pub struct CountPlanning {
     /// The DP-SGD component's claimed epsilon at `delta`.
     pub epsilon: f64,
     pub delta: f64,
-    /// The confidence of the planned `gdp` bound (split strategy, half the trials choosing).
+    /// The confidence of the planned `gdp` bound (its planned test on every trial).
     pub confidence: f64,
 }
 
@@ -218,7 +218,7 @@ pub fn choose_count(
     let reason = format!(
         "{} canaries, chosen before training from the DP-SGD stages' sizes, rates, noise and steps and the claim \
          (eps {:.3} at delta {:e}, mu {:.3}): the gdp bound predicted for ideal Gaussian canaries in this layout \
-         (split, {:.0}%) is {:.3} with them (mu {:.3}), {:.3} with the most allowed ({}: at most {} requested, and \
+         (planned test, {:.0}%) is {:.3} with them (mu {:.3}), {:.3} with the most allowed ({}: at most {} requested, and \
          one canary per {} per-example gradient entries the training computes), and no candidate count from {} \
          to {} is predicted above {:.3}",
         chosen.canaries,
@@ -294,26 +294,22 @@ fn stage_mu(s: &StagePlan, read: Read) -> f64 {
 }
 
 /// The `gdp` bound of m canaries (half included) whose scores are N(0, 1) when left out and
-/// N(mu, 1) when included, evaluated on the expected counts of the best threshold: half the
-/// trials choose the threshold (split strategy), the other half certify, as `certify` does.
+/// N(mu, 1) when included, evaluated on the expected counts of the test the audit plans: the
+/// midpoint threshold mu / 2 (a log-likelihood ratio of 0) on every trial at
+/// [`PLANNED_SHARE`] of alpha, as `certify` does under `ThresholdStrategy::Planned`.
 /// A planning figure, not a certificate.
 pub fn expected_gdp_bound(m: usize, mu: f64, planning: CountPlanning) -> f64 {
-    use gnnaudit_attacks::stats::{fixed_test_bound, BoundKind};
-    let n = m / 4;
+    use gnnaudit_attacks::stats::{fixed_test_bound, BoundKind, PLANNED_SHARE};
+    let n = m / 2;
     if n == 0 || mu.is_nan() || mu <= 0.0 {
         return 0.0;
     }
-    let alpha = 1.0 - planning.confidence;
+    let alpha = PLANNED_SHARE * (1.0 - planning.confidence);
     let tail = |x: f64| 0.5 * libm::erfc(x / std::f64::consts::SQRT_2);
     let mu = mu.min(40.0);
-    (0..=240)
-        .map(|i| -2.0 + i as f64 * (mu + 8.0) / 240.0)
-        .map(|t| {
-            let tp = (n as f64 * tail(t - mu)).round() as usize;
-            let fp = (n as f64 * tail(t)).round() as usize;
-            fixed_test_bound(BoundKind::Gdp, tp.min(n), fp.min(n), n, n, alpha, planning.delta)
-        })
-        .fold(0.0, f64::max)
+    let tp = (n as f64 * tail(-mu / 2.0)).round() as usize;
+    let fp = (n as f64 * tail(mu / 2.0)).round() as usize;
+    fixed_test_bound(BoundKind::Gdp, tp.min(n), fp.min(n), n, n, alpha, planning.delta)
 }
 
 #[cfg(test)]
