@@ -277,28 +277,27 @@ struct Stage {
     sharing: usize,
     /// The stage's step as claimed (its first step's; a coded stage must keep it).
     claimed: Option<ClaimedStep>,
-    /// Coded stages with sharers: reads summed over the current cycle and the completed ones.
-    pending: Tensor,
-    sums: Tensor,
+    /// Coded stages with sharers: each canary's signed reads summed over the current cycle and
+    /// over the completed ones.
+    pending: Vec<f64>,
+    sums: Vec<f64>,
     summed_steps: usize,
     /// Per phase, built at its first step: what every step of that phase reads.
     phases: Vec<Option<PhaseReads>>,
-    /// Coded stages: per step of the code cycle, every read's sign (canary order of the phase).
-    signs: Vec<Option<Tensor>>,
     /// Under shuffled batches (a planted bug): each canary's batch in the current epoch.
     epoch_batch: Vec<usize>,
 }
 
 /// The reads shared by every step of one phase of a stage: which canaries, where they sit, and
 /// which of them the plan included (the only ones a step can draw). Built once, so that a step
-/// costs a pass over its draws and a few tensor operations, not a pass over every canary.
+/// costs a pass over its draws and one over its reads, without a tensor allocated per read.
 struct PhaseReads {
     /// The canaries read, in order.
     canaries: Vec<usize>,
     canaries_t: Tensor,
-    /// Their coordinates (on the training's device) and slots.
-    coordinates: Tensor,
-    slots_t: Tensor,
+    /// Their coordinates in the stage's flat gradient, and their slots.
+    coordinates: Vec<usize>,
+    slots: Vec<usize>,
     /// (position among the reads, canary) of the ones a step can draw: the included ones, or
     /// every one under a node-level claim (a left-out node canary enters with the opposite sign).
     drawable: Vec<(usize, usize)>,
@@ -310,28 +309,16 @@ impl Stage {
     }
 
     /// Builds the reads of `phase` for the first `m` canaries, unless built already (a later
-    /// stage's first step may lower the count the audit keeps), and returns the reads' signs at
-    /// step `code_step` of the code cycle (None: no sharers, all +1).
-    fn prepare(
-        &mut self,
-        phase: usize,
-        m: usize,
-        included: Option<&[bool]>,
-        device: tch::Device,
-        code_step: usize,
-    ) -> Option<Tensor> {
+    /// stage's first step may lower the count the audit keeps).
+    fn prepare(&mut self, phase: usize, m: usize, included: Option<&[bool]>) {
         if self.phases[phase].as_ref().is_none_or(|p| p.canaries.len() != (phase..m).step_by(self.period).len()) {
-            self.phases[phase] = Some(self.phase_reads(phase, m, included, device));
-            self.signs.iter_mut().for_each(|s| *s = None);
+            self.phases[phase] = Some(self.phase_reads(phase, m, included));
         }
-        self.signs_at(code_step)
     }
 
     /// `included`: None when every canary draws (node canaries).
-    fn phase_reads(&self, phase: usize, m: usize, included: Option<&[bool]>, device: tch::Device) -> PhaseReads {
+    fn phase_reads(&self, phase: usize, m: usize, included: Option<&[bool]>) -> PhaseReads {
         let canaries: Vec<usize> = (phase..m).step_by(self.period).collect();
-        let at: Vec<i64> = canaries.iter().map(|&i| self.coordinate[i]).collect();
-        let slots: Vec<i64> = canaries.iter().map(|&i| self.slot[i] as i64).collect();
         let ids: Vec<i64> = canaries.iter().map(|&i| i as i64).collect();
         PhaseReads {
             drawable: canaries
@@ -341,25 +328,33 @@ impl Stage {
                 .map(|(k, &i)| (k, i))
                 .collect(),
             canaries_t: Tensor::from_slice(&ids),
-            coordinates: Tensor::from_slice(&at).to_device(device),
-            slots_t: Tensor::from_slice(&slots),
+            coordinates: canaries.iter().map(|&i| self.coordinate[i] as usize).collect(),
+            slots: canaries.iter().map(|&i| self.slot[i]).collect(),
             canaries,
         }
     }
+}
 
-    /// The reads' signs at step `code_step` of the code cycle (None: all +1, no sharers).
-    fn signs_at(&mut self, code_step: usize) -> Option<Tensor> {
-        if !self.shared() {
+/// The positions among `n` canaries that one Poisson draw at rate `q` takes, in order: the gaps
+/// between them are geometric (`P(gap >= g) = (1 - q)^g`), so a step costs its draws rather than
+/// a coin per canary.
+fn poisson_draws(rng: &mut ChaCha8Rng, q: f64, n: usize) -> impl Iterator<Item = usize> + '_ {
+    let ln_miss = (-q).ln_1p();
+    let mut at = 0usize;
+    std::iter::from_fn(move || {
+        if q <= 0.0 {
             return None;
         }
-        let code = &self.code;
-        let phase0 = self.phases[0].as_ref().map(|p| &p.canaries);
-        let signs = self.signs[code_step].get_or_insert_with(|| {
-            let v: Vec<f64> = phase0.into_iter().flatten().map(|&i| walsh_sign(code[i], code_step)).collect();
-            Tensor::from_slice(&v)
-        });
-        Some(signs.shallow_clone())
-    }
+        let u: f64 = rng.gen();
+        let gap = ((1.0 - u).ln() / ln_miss).floor();
+        // Also ends on NaN; a gap of -0 (q = 1) takes the next canary.
+        if !(gap < (n - at) as f64) {
+            return None;
+        }
+        at += gap as usize;
+        at += 1;
+        Some(at - 1)
+    })
 }
 
 /// Entry (row, column) of the Sylvester-Hadamard matrix: its rows are orthogonal over any
@@ -388,6 +383,10 @@ struct Run {
     predictions: Vec<Prediction>,
     /// Per canary, the ratios of its own-coordinate reads so far (doubles, on the CPU).
     scores: Tensor,
+    /// A step's flat gradient or release, as read (reused from step to step).
+    values: Vec<f32>,
+    /// Per slot of the current stage: the signed draws added there this step (reused).
+    drawn: Vec<f64>,
     steps: usize,
     sampled: usize,
     error: Option<Error>,
@@ -423,6 +422,8 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
             count_reason: None,
             predictions: Vec::new(),
             scores: Tensor::zeros([m as i64], (Kind::Double, tch::Device::Cpu)),
+            values: Vec::new(),
+            drawn: Vec::new(),
             steps: 0,
             sampled: 0,
             error: None,
@@ -453,8 +454,8 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
     for st in run.stages.iter().filter(|s| s.shared()) {
         unscored_steps += st.step - st.summed_steps;
         if let Some(claimed) = st.claimed.filter(|_| st.summed_steps > 0) {
-            let sums = doubles(&st.sums);
-            for (score, ratio) in scores.iter_mut().zip(claimed.summed_log_likelihood_ratios(&sums, st.summed_steps)) {
+            for (score, ratio) in scores.iter_mut().zip(claimed.summed_log_likelihood_ratios(&st.sums, st.summed_steps))
+            {
                 *score += ratio;
             }
         }
@@ -504,16 +505,15 @@ pub fn observe<T>(plan: CanaryPlan, train: impl FnOnce() -> Result<T>) -> Result
     ))
 }
 
-/// The canaries read in one step: their indices, coordinates, and what is known at those
+/// The canaries read in one step (those of one phase of a stage), and what is known at their
 /// coordinates before the noise: the real examples' clipped sum and the other sharers' draws.
 pub(super) struct StepReads {
     stage: usize,
-    canaries: Tensor,
-    coordinates: Tensor,
+    phase: usize,
     /// Per read: the real examples' sum plus the other sharers' signed draws at its coordinate.
-    known: Tensor,
-    /// Per read: the canary's sign this step (None: all +1).
-    sign: Option<Tensor>,
+    known: Vec<f64>,
+    /// The step's column of the code cycle (each read's sign is its code row's entry there).
+    code_step: usize,
     /// This step closes a code cycle of its (coded, shared) stage.
     closes_cycle: bool,
     /// The step as the accountant models it: Poisson rate, clipping bound, noise std.
@@ -614,7 +614,7 @@ impl ClaimedStep {
             return sums.iter().map(|s| s / clip).collect();
         }
         let Some(g) = node_group else {
-            return sums.iter().map(|&sum| self.summed_poisson_ratio(sum, steps)).collect();
+            return self.summed_poisson_ratios(sums, steps);
         };
         let var = steps as f64 * std * std;
         let counts: Vec<(f64, f64)> = g
@@ -632,27 +632,36 @@ impl ClaimedStep {
         sums.iter().map(|&sum| lse(1.0, sum) - lse(-1.0, sum)).collect()
     }
 
-    /// The per-example (Poisson) case of [`Self::summed_log_likelihood_ratios`].
-    fn summed_poisson_ratio(self, sum: f64, steps: usize) -> f64 {
+    /// The per-example (Poisson) case of [`Self::summed_log_likelihood_ratios`]: the counts'
+    /// binomial log-weights are computed once for all the sums.
+    fn summed_poisson_ratios(self, sums: &[f64], steps: usize) -> Vec<f64> {
         let ClaimedStep { q, clip, std, .. } = self;
         let n = steps as f64;
         let var = n * std * std;
-        let term = |k: f64| (clip * k * sum - clip * clip * k * k / 2.0) / var;
+        let term = |k: f64, sum: f64| (clip * k * sum - clip * clip * k * k / 2.0) / var;
         if q >= 1.0 {
-            return term(n);
+            return sums.iter().map(|&sum| term(n, sum)).collect();
         }
         // Counts beyond the mean plus 40 standard deviations (and 50) weigh below e^-700.
         let top = (n * q + 40.0 * (n * q * (1.0 - q)).sqrt() + 50.0).min(n) as usize;
         let (ln_q, ln_p) = (q.ln(), (1.0 - q).ln());
         let mut ln_pmf = n * ln_p;
-        let mut terms = Vec::with_capacity(top + 1);
+        let mut ln_pmfs = Vec::with_capacity(top + 1);
         for k in 0..=top {
             let kf = k as f64;
-            terms.push(ln_pmf + term(kf));
+            ln_pmfs.push(ln_pmf);
             ln_pmf += ((n - kf) / (kf + 1.0)).ln() + ln_q - ln_p;
         }
-        let hi = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        hi + terms.iter().map(|t| (t - hi).exp()).sum::<f64>().ln()
+        let mut terms = vec![0.0; top + 1];
+        sums.iter()
+            .map(|&sum| {
+                for (k, (t, ln_pmf)) in terms.iter_mut().zip(&ln_pmfs).enumerate() {
+                    *t = ln_pmf + term(k as f64, sum);
+                }
+                let hi = terms.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                hi + terms.iter().map(|t| (t - hi).exp()).sum::<f64>().ln()
+            })
+            .collect()
     }
 }
 
@@ -669,11 +678,6 @@ fn node_log_likelihood_ratios(g: NodeGroup, clip: f64, std: f64, x: &Tensor) -> 
         minus.push(&shift * (-r) + common);
     }
     Tensor::stack(&plus, 0).logsumexp([0], false) - Tensor::stack(&minus, 0).logsumexp([0], false)
-}
-
-/// `t` at `at`, as doubles on the CPU.
-fn doubles_at(t: &Tensor, at: &Tensor) -> Tensor {
-    t.index_select(0, at).to_kind(Kind::Double).to_device(tch::Device::Cpu)
 }
 
 /// Declares the DP-SGD stages the training about to run takes, in order, so that the audit decides
@@ -740,27 +744,37 @@ pub(super) fn plant(flat: &Tensor, params: &[(usize, Tensor)], dp: &DpSgd) -> Op
 /// Adds each read canary's share of the released noisy sum `released` to its score (step by
 /// step), or to its stage's running sum (canaries sharing coordinates).
 pub(super) fn read(reads: StepReads, released: &Tensor) {
-    let x = doubles_at(released, &reads.coordinates) - &reads.known;
-    let x = match &reads.sign {
-        Some(sign) => x * sign,
-        None => x,
-    };
-    let canaries = &reads.canaries;
     RUN.with(|r| {
         let mut guard = r.borrow_mut();
         let Some(run) = guard.as_mut() else { return };
+        values_into(released, &mut run.values);
         let st = &mut run.stages[reads.stage];
-        if st.shared() {
-            let _ = st.pending.index_add_(0, canaries, &x);
+        let phase = st.phases[reads.phase].as_ref().expect("built by plant");
+        let x = phase.coordinates.iter().zip(&reads.known).map(|(&c, known)| f64::from(run.values[c]) - known);
+        if st.code_length > 1 {
+            for (&i, x) in phase.canaries.iter().zip(x) {
+                st.pending[i] += x * walsh_sign(st.code[i], reads.code_step);
+            }
         } else {
-            let _ = run.scores.index_add_(0, canaries, &reads.claimed.log_likelihood_ratios(&x));
+            let x = Tensor::from_slice(&x.collect::<Vec<f64>>());
+            let _ = run.scores.index_add_(0, &phase.canaries_t, &reads.claimed.log_likelihood_ratios(&x));
         }
         if reads.closes_cycle {
-            st.sums += &st.pending;
-            let _ = st.pending.zero_();
+            for (sum, pending) in st.sums.iter_mut().zip(st.pending.iter_mut()) {
+                *sum += std::mem::take(pending);
+            }
             st.summed_steps += st.code_length;
         }
     })
+}
+
+/// `t`'s values (a flat gradient, f32 as the trainers keep it) into `buf`, reusing its memory:
+/// a step then reads its canaries' coordinates without a tensor allocated per read.
+fn values_into(t: &Tensor, buf: &mut Vec<f32>) {
+    let t = t.to_device(tch::Device::Cpu).to_kind(Kind::Float).contiguous();
+    let n = t.numel();
+    buf.resize(n, 0.0);
+    t.copy_data(buf, n);
 }
 
 /// A CPU tensor's values as doubles.
@@ -827,7 +841,7 @@ impl Run {
         let device = flat.device();
         let (included, rng, terms_cdf) = (&self.plan.included, &mut self.rng, self.node_terms_cdf.as_deref());
         let drawers = if terms_cdf.is_some() { None } else { Some(&included[..]) };
-        let sign = self.stages[s].prepare(phase, m, drawers, device, code_step);
+        self.stages[s].prepare(phase, m, drawers);
         // A trainer that walks shuffled batches (a planted bug) takes each canary as it takes an
         // example: once an epoch, in the batch its uniform rank in the permutation falls in.
         let shuffled = (dp.flaw == PlantedFlaw::ShuffledAsPoisson).then(|| {
@@ -843,52 +857,57 @@ impl Run {
         let reads = st.phases[phase].as_ref().expect("built by prepare");
         let (mut add_at, mut add_value) = (Vec::new(), Vec::new());
         // Per slot: the signed draws added there this step; a read later takes its own out.
-        let mut drawn = vec![0.0f64; st.slots];
-        let (mut own_at, mut own) = (Vec::new(), Vec::new());
-        let mut included_draws = 0;
-        for &(k, i) in &reads.drawable {
-            // How many clipped Dirac gradients the canary adds this step, signed.
-            let terms = match (terms_cdf, shuffled) {
-                // A node canary: rho of its terms in the batch; a left-out one is the node it replaced.
-                (Some(cdf), _) => {
+        let drawn = &mut self.drawn;
+        drawn.clear();
+        drawn.resize(st.slots, 0.0);
+        let mut own = Vec::new();
+        // This step's draws: (position among the drawable, signed count of clipped Dirac
+        // gradients the canary adds).
+        let draws: Vec<(usize, f32)> = match (terms_cdf, shuffled) {
+            // A node canary: rho of its terms in the batch; a left-out one is the node it replaced.
+            (Some(cdf), _) => reads
+                .drawable
+                .iter()
+                .enumerate()
+                .filter_map(|(d, &(_, i))| {
                     let u: f64 = rng.gen();
-                    let rho = cdf.iter().position(|&c| u < c).unwrap_or(cdf.len() - 1);
-                    if included[i] {
-                        included_draws += rho;
-                        rho as f32
-                    } else {
-                        -(rho as f32)
-                    }
-                }
-                (None, Some(batch)) => f32::from(u8::from(st.epoch_batch[i] == batch)),
-                (None, None) => f32::from(u8::from(rng.gen_bool(dp.sample_rate))),
-            };
-            if terms != 0.0 {
-                included_draws += usize::from(terms_cdf.is_none());
-                let h = walsh_sign(st.code[i], code_step);
-                // The value the trainer's clips leave, rounded as the f32 sum holds it.
-                let v = f64::from((h * dp.clip_dirac(raw, st.in_bias[i])) as f32 * terms);
-                add_at.push(st.coordinate[i]);
-                add_value.push(v as f32);
-                drawn[st.slot[i]] += v;
-                own_at.push(k as i64);
-                own.push(v);
+                    let rho = cdf.iter().position(|&c| u < c).unwrap_or(cdf.len() - 1) as f32;
+                    (rho > 0.0).then_some((d, if included[i] { rho } else { -rho }))
+                })
+                .collect(),
+            (None, Some(batch)) => {
+                let drawn = |&(_, &(_, i)): &(usize, &(usize, usize))| st.epoch_batch[i] == batch;
+                reads.drawable.iter().enumerate().filter(drawn).map(|(d, _)| (d, 1.0)).collect()
             }
+            (None, None) => poisson_draws(rng, dp.sample_rate, reads.drawable.len()).map(|d| (d, 1.0)).collect(),
+        };
+        let mut included_draws = 0;
+        for (d, terms) in draws {
+            let (k, i) = reads.drawable[d];
+            // A node canary's included terms; a per-example canary's one draw (only included ones draw).
+            included_draws += if terms_cdf.is_some() { terms.max(0.0) as usize } else { 1 };
+            let h = walsh_sign(st.code[i], code_step);
+            // The value the trainer's clips leave, rounded as the f32 sum holds it.
+            let v = f64::from((h * dp.clip_dirac(raw, st.in_bias[i])) as f32 * terms);
+            add_at.push(st.coordinate[i]);
+            add_value.push(v as f32);
+            drawn[st.slot[i]] += v;
+            own.push((k, v));
         }
         self.sampled += included_draws;
-        let mut known =
-            doubles_at(flat, &reads.coordinates) + Tensor::from_slice(&drawn).index_select(0, &reads.slots_t);
-        if !own.is_empty() {
-            let _ = known.index_add_(0, &Tensor::from_slice(&own_at), &Tensor::from_slice(&own).neg());
+        values_into(flat, &mut self.values);
+        let mut known: Vec<f64> =
+            reads.coordinates.iter().zip(&reads.slots).map(|(&c, &j)| f64::from(self.values[c]) + drawn[j]).collect();
+        for (k, v) in own {
+            known[k] += -v;
         }
         let added = (!add_at.is_empty())
             .then(|| (Tensor::from_slice(&add_at).to_device(device), Tensor::from_slice(&add_value).to_device(device)));
         Ok(StepReads {
             stage: s,
-            canaries: reads.canaries_t.shallow_clone(),
-            coordinates: reads.coordinates.shallow_clone(),
+            phase,
             known,
-            sign,
+            code_step,
             closes_cycle,
             claimed,
             noise_off: self.plan.noise_off,
@@ -976,11 +995,10 @@ impl Run {
             eligible: eligible.len(),
             sharing,
             claimed: None,
-            pending: Tensor::zeros([if shared { m as i64 } else { 0 }], (Kind::Double, tch::Device::Cpu)),
-            sums: Tensor::zeros([if shared { m as i64 } else { 0 }], (Kind::Double, tch::Device::Cpu)),
+            pending: vec![0.0; if shared { m } else { 0 }],
+            sums: vec![0.0; if shared { m } else { 0 }],
             summed_steps: 0,
             phases: (0..period).map(|_| None).collect(),
-            signs: (0..code_length).map(|_| None).collect(),
             epoch_batch: Vec::new(),
         })
     }
@@ -988,7 +1006,9 @@ impl Run {
 
 #[cfg(test)]
 mod tests {
-    use super::{walsh_sign, ClaimedStep};
+    use super::{poisson_draws, walsh_sign, ClaimedStep};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
     /// The summed statistic is the density ratio of the sum: a Gaussian mixture over the
     /// binomial count of draws, against the count zero.
@@ -1093,6 +1113,36 @@ mod tests {
     }
 
     /// Distinct rows of a Sylvester-Hadamard block are orthogonal: the sign codes of sharers.
+    /// Geometric gaps draw each canary with probability q, independently: over 4,000 steps of
+    /// 500 canaries at q = 0.02 each canary's count is Binomial(4000, q) (mean 80, sd 8.9), so
+    /// the counts' mean and variance match, the first and last canaries are drawn alike, and
+    /// pairs of neighbours are drawn together at q^2; q = 1 takes every canary, in order.
+    #[test]
+    fn poisson_draws_take_each_canary_independently_at_rate_q() {
+        let (q, n, steps) = (0.02, 500, 4000);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut counts = vec![0usize; n];
+        let mut pairs = 0usize;
+        for _ in 0..steps {
+            let drawn: Vec<usize> = poisson_draws(&mut rng, q, n).collect();
+            assert!(drawn.windows(2).all(|w| w[0] < w[1]) && drawn.iter().all(|&d| d < n));
+            pairs += drawn.windows(2).filter(|w| w[1] == w[0] + 1).count();
+            drawn.iter().for_each(|&d| counts[d] += 1);
+        }
+        let mean = counts.iter().sum::<usize>() as f64 / n as f64;
+        let var = counts.iter().map(|&c| (c as f64 - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let (want, want_var) = (steps as f64 * q, steps as f64 * q * (1.0 - q));
+        assert!((mean - want).abs() < 4.0 * (want_var / n as f64).sqrt(), "mean {mean} vs {want}");
+        assert!((var / want_var - 1.0).abs() < 0.25, "variance {var} vs {want_var}");
+        let half = |r: std::ops::Range<usize>| counts[r].iter().sum::<usize>() as f64;
+        assert!((half(0..n / 2) / half(n / 2..n) - 1.0).abs() < 0.05);
+        // Neighbours drawn together: (n - 1) q^2 per step, 798 in expectation (sd about 28).
+        let together = (steps * (n - 1)) as f64 * q * q;
+        assert!((pairs as f64 - together).abs() < 4.0 * together.sqrt(), "{pairs} vs {together}");
+        assert_eq!(poisson_draws(&mut rng, 1.0, 7).collect::<Vec<_>>(), (0..7).collect::<Vec<_>>());
+        assert_eq!(poisson_draws(&mut rng, 0.0, 7).count(), 0);
+    }
+
     #[test]
     fn walsh_rows_are_orthogonal_over_a_block() {
         for order in [2usize, 8, 64] {
