@@ -211,7 +211,10 @@ impl AttackParams {
         }
         if let Some(t) = own.remove("threshold_strategy") {
             p.strategy = ThresholdStrategy::parse(t.as_str().unwrap_or_default()).ok_or_else(|| {
-                ("threshold_strategy".to_string(), format!("{t} is not split, split:F, bonferroni or explicit:T"))
+                (
+                    "threshold_strategy".to_string(),
+                    format!("{t} is not split, split:F, bonferroni, explicit:T or planned:T"),
+                )
             })?;
         }
         p.attack = AttackConfig::from_table(k, &own)?;

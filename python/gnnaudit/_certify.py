@@ -58,7 +58,7 @@ def certify(
 
     `positives` are the scores of trials with the private unit present (members, inserted canaries),
     `negatives` of trials without it. `bound` is clopper-pearson, gdp, one-run or one-run-fdp;
-    `strategy` is split, split:FRACTION, bonferroni or explicit:THRESHOLD; `claim` is the claimed
+    `strategy` is split, split:FRACTION, bonferroni, explicit:THRESHOLD or planned:THRESHOLD; `claim` is the claimed
     epsilon the verdict is about. Bad input raises ValueError or TypeError with the CLI's message.
     """
     pos = as_float_list(positives, "positives")

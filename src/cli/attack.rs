@@ -103,7 +103,9 @@ pub struct AttackArgs {
     #[arg(long, default_value = "clopper-pearson", value_parser = parse_bound)]
     pub bound: BoundKind,
     /// How the bound's threshold is chosen: split (default; chosen on half the trials, certified
-    /// on the rest), split:F, bonferroni (every threshold, corrected), explicit:T (fixed in advance).
+    /// on the rest; an attack that plans its own test, canary-gradient for gdp, is certified with
+    /// it), split:F, bonferroni (every threshold, corrected), explicit:T (fixed in advance),
+    /// planned:T (T on every trial at 0.9 alpha, a split at 0.1 alpha).
     #[arg(long, default_value = "split", value_parser = parse_strategy)]
     pub threshold_strategy: ThresholdStrategy,
     /// Confidence of the bound, in (0.5, 1).
@@ -271,7 +273,8 @@ fn parse_bound(s: &str) -> std::result::Result<BoundKind, String> {
 }
 
 fn parse_strategy(s: &str) -> std::result::Result<ThresholdStrategy, String> {
-    ThresholdStrategy::parse(s).ok_or_else(|| "expected split, split:F, bonferroni or explicit:T".to_string())
+    ThresholdStrategy::parse(s)
+        .ok_or_else(|| "expected split, split:F, bonferroni, explicit:T or planned:T".to_string())
 }
 
 /// The attack parameters each flag is an alias of, for the flags given: (flag, key, value).

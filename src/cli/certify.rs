@@ -33,7 +33,7 @@ pub struct CertifyOptions {
     /// clopper-pearson, gdp, one-run or one-run-fdp.
     #[arg(long, default_value = "clopper-pearson")]
     pub bound: String,
-    /// split, split:FRACTION, bonferroni or explicit:THRESHOLD.
+    /// split, split:FRACTION, bonferroni, explicit:THRESHOLD or planned:THRESHOLD.
     #[arg(long, default_value = "split")]
     pub strategy: String,
     /// 1 - alpha of the one-sided test.
@@ -61,7 +61,7 @@ impl CertifyOptions {
             Error::invalid(
                 "--strategy",
                 format!(
-                    "unknown strategy '{}': use split, split:FRACTION, bonferroni or explicit:THRESHOLD",
+                    "unknown strategy '{}': use split, split:FRACTION, bonferroni, explicit:THRESHOLD or planned:THRESHOLD",
                     self.strategy
                 ),
             )
