@@ -347,8 +347,8 @@ fn poisson_draws(rng: &mut ChaCha8Rng, q: f64, n: usize) -> impl Iterator<Item =
         }
         let u: f64 = rng.gen();
         let gap = ((1.0 - u).ln() / ln_miss).floor();
-        // Also ends on NaN; a gap of -0 (q = 1) takes the next canary.
-        if !(gap < (n - at) as f64) {
+        // A gap of -0 (q = 1) takes the next canary; a NaN gap ends the draws.
+        if gap.is_nan() || gap >= (n - at) as f64 {
             return None;
         }
         at += gap as usize;
