@@ -388,6 +388,28 @@ fn dp_mlp_gradient_canaries_come_close_to_the_dp_sgd_claim_and_never_above() {
     assert!(test > 0.5, "the audited DP-MLP run's test accuracy {test}");
 }
 
+/// The gdp bound is certified at the test the audit planned before training (ratio >= 0, on
+/// every canary, a split beside it), and the certificate says so; the default bound
+/// (clopper-pearson) keeps its split, and a strategy set otherwise is kept.
+#[test]
+fn gdp_is_certified_at_the_planned_test_and_other_strategies_are_kept() {
+    let certificate =
+        |extra: &[&str]| attack("dp-mlp", "4", &[extra, &["--seed", "0"]].concat())["certificate"].clone();
+    let planned = certificate(&["--bound", "gdp"]);
+    assert_eq!(
+        (planned["strategy"].as_str(), planned["threshold"].as_f64()),
+        (Some("planned"), Some(0.0)),
+        "{planned}"
+    );
+    assert_eq!(planned["certified_positives"], planned["positives"], "the planned test certifies on every canary");
+    let why = planned["assumption"].as_str().unwrap();
+    assert!(why.contains("planned threshold 0 on all") && why.contains("a split at 0.1 alpha"), "{why}");
+    let kept = certificate(&["--bound", "gdp", "--threshold-strategy", "bonferroni"]);
+    assert_eq!(kept["strategy"], "bonferroni", "{kept}");
+    let cp = certificate(&[]);
+    assert_eq!((cp["bound"].as_str(), cp["strategy"].as_str()), (Some("clopper-pearson"), Some("split")), "{cp}");
+}
+
 /// DP-GNN's claim is node-level: a node enters up to K+1 terms and the noise is scaled to the
 /// replace-one sensitivity 2(K+1)C, so its canaries enter as nodes. On cora's default (every
 /// training node in each step) they reach half that claim at eps 4, never above it, where
