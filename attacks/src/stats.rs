@@ -1183,8 +1183,9 @@ mod tests {
 
     /// The planned test certifies on every trial: on Gaussian scores of mu = 0.15 (5,000 + 5,000
     /// trials, the threshold at mu / 2) its gdp bound beats the split's in at least 25 of 30 seeds
-    /// and doubles it at the median (measured: 28 of 30, median 0.26 against 0.08). With its threshold misplaced (every score below it, positives
-    /// and negatives apart, as for DP-SGD without its noise) the split beside it still certifies.
+    /// and doubles it at the median (measured: 28 of 30, median 0.26 against 0.08). With its
+    /// threshold misplaced (every score below it, positives and negatives apart, as for DP-SGD
+    /// without its noise) the split beside it still certifies.
     #[test]
     fn planned_test_certifies_more_than_a_split_and_keeps_the_split_for_a_misplaced_threshold() {
         let mu = 0.15;

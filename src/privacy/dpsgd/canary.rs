@@ -876,8 +876,8 @@ impl Run {
                 })
                 .collect(),
             (None, Some(batch)) => {
-                let drawn = |&(_, &(_, i)): &(usize, &(usize, usize))| st.epoch_batch[i] == batch;
-                reads.drawable.iter().enumerate().filter(drawn).map(|(d, _)| (d, 1.0)).collect()
+                let in_batch = |&(_, &(_, i)): &(usize, &(usize, usize))| st.epoch_batch[i] == batch;
+                reads.drawable.iter().enumerate().filter(in_batch).map(|(d, _)| (d, 1.0)).collect()
             }
             (None, None) => poisson_draws(rng, dp.sample_rate, reads.drawable.len()).map(|d| (d, 1.0)).collect(),
         };
