@@ -175,8 +175,8 @@ fn engine_bound(seed: u64, flaw: PlantedFlaw, setting: (f64, f64, usize), bound:
     let (sigma, q, steps) = setting;
     let (scores, coins) = engine_run(seed, flaw, sigma, q, steps, l);
     let (pos, neg) = partition_by_coin(&scores, &coins);
-    let planned = PlannedTest::threshold_for(Some(PlannedTest { threshold: 0.0, bound: BoundKind::Gdp }), bound);
-    let strategy = ThresholdStrategy::default().with_planned(planned);
+    let planned = Some(PlannedTest { threshold: 0.0, bound: BoundKind::Gdp });
+    let strategy = PlannedTest::strategy_for(planned, ThresholdStrategy::default(), bound);
     let spec = AuditSpec { seed, strategy, ..AuditSpec::new(bound, 1e-5) };
     certify(&pos, &neg, &spec, COIN_ASSUMPTION).unwrap().eps_lb
 }

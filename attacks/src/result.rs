@@ -57,7 +57,7 @@ pub fn certify_pooled(
     let first = runs.first().ok_or_else(|| crate::Error::invalid("repeats", "no attack run to certify"))?;
     let pos: Vec<f64> = runs.iter().flat_map(|r| r.scores.0.iter().copied()).collect();
     let neg: Vec<f64> = runs.iter().flat_map(|r| r.scores.1.iter().copied()).collect();
-    let strategy = strategy.with_planned(PlannedTest::threshold_for(first.planned_test, bound));
+    let strategy = PlannedTest::strategy_for(first.planned_test, strategy, bound);
     let spec = AuditSpec { bound, strategy, confidence: first.eps_lb_confidence, delta, seed };
     certify(&pos, &neg, &spec, assumption)
 }
@@ -86,7 +86,7 @@ impl AttackResult {
             GameUnit::NodeMembership => crate::stats::SPLIT_ASSUMPTION,
             _ => crate::stats::COIN_ASSUMPTION,
         };
-        let strategy = spec.strategy.with_planned(PlannedTest::threshold_for(out.planned_test, spec.bound));
+        let strategy = PlannedTest::strategy_for(out.planned_test, spec.strategy, spec.bound);
         let certificate = if claim.matches(out.game.unit) {
             Some(certify(&out.pos, &out.neg, &AuditSpec { delta: claim.delta, strategy, ..spec }, assumption)?)
         } else {

@@ -305,9 +305,14 @@ pub struct PlannedTest {
 }
 
 impl PlannedTest {
-    /// The planned threshold, where `bound` is the one it was planned for.
-    pub fn threshold_for(this: Option<PlannedTest>, bound: crate::stats::BoundKind) -> Option<f64> {
-        this.filter(|p| p.bound == bound).map(|p| p.threshold)
+    /// The strategy that certifies `bound` for an attack that planned `this`: the default split
+    /// gives way to the planned test where it was planned for `bound`; any other is kept.
+    pub fn strategy_for(
+        this: Option<PlannedTest>,
+        strategy: crate::stats::ThresholdStrategy,
+        bound: crate::stats::BoundKind,
+    ) -> crate::stats::ThresholdStrategy {
+        strategy.with_planned(this.filter(|p| p.bound == bound).map(|p| p.threshold))
     }
 }
 
